@@ -1,0 +1,33 @@
+// Defines the version, the configuration macros and the error type of daydream.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_CONFIG_HPP
+#define DAYDREAM_CONFIG_HPP
+
+#include <stdexcept>
+#include <string>
+
+#define DAYDREAM_VERSION_MAJOR 0
+#define DAYDREAM_VERSION_MINOR 1
+#define DAYDREAM_VERSION_PATCH 0
+
+/// Checks an internal invariant. Users may define it first (e.g. to a no-op in
+/// release builds); by default a broken invariant throws daydream::error.
+#ifndef DAYDREAM_ASSERT
+#  define DAYDREAM_ASSERT(cond, msg)                                                   \
+    do {                                                                             \
+      if (!(cond)) throw ::daydream::error(std::string("daydream: ") + (msg));       \
+    } while (false)
+#endif
+
+namespace daydream {
+
+/// The one exception type the library throws: bad input, a refused pass, a cycle.
+/// The message names what is wrong and where (file, event, task).
+class error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+} // namespace daydream
+
+#endif

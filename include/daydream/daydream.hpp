@@ -1,0 +1,23 @@
+// The umbrella header: the whole core of daydream (not io/, not the passes).
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_DAYDREAM_HPP
+#define DAYDREAM_DAYDREAM_HPP
+
+#include <daydream/config.hpp>
+#include <daydream/dependency.hpp>
+#include <daydream/fwd.hpp>
+#include <daydream/graph.hpp>
+#include <daydream/insert.hpp>
+#include <daydream/kinds.hpp>
+#include <daydream/pass.hpp>
+#include <daydream/remove.hpp>
+#include <daydream/replay.hpp>
+#include <daydream/reschedule.hpp>
+#include <daydream/resource.hpp>
+#include <daydream/select.hpp>
+#include <daydream/task.hpp>
+#include <daydream/unroll.hpp>
+#include <daydream/update.hpp>
+#include <daydream/validate.hpp>
+
+#endif

@@ -1,0 +1,29 @@
+// Forward declarations of daydream's public types; default template arguments live here.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_FWD_HPP
+#define DAYDREAM_FWD_HPP
+
+namespace daydream {
+
+struct cpu_task;
+struct gpu_kernel;
+struct memcpy_task;
+struct comm_task;
+
+template <class Kind> struct kind_traits;
+template <class Kind> struct handle;
+
+template <class... Kinds> class basic_graph;
+
+/// The graph over the four built-in kinds; what trace ingestion builds.
+using graph = basic_graph<cpu_task, gpu_kernel, memcpy_task, comm_task>;
+
+struct trace_order_policy;
+struct priority_policy;
+struct replay_result;
+
+template <class Pass> struct pass_traits;
+
+} // namespace daydream
+
+#endif

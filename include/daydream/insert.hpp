@@ -1,0 +1,136 @@
+// Defines the insert primitives: a task with dependencies, into a program order, a kernel with its launch.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_INSERT_HPP
+#define DAYDREAM_INSERT_HPP
+
+#include <daydream/config.hpp>
+#include <daydream/dependency.hpp>
+#include <daydream/graph.hpp>
+#include <daydream/kinds.hpp>
+#include <daydream/task.hpp>
+
+#include <initializer_list>
+#include <string>
+#include <utility>
+
+namespace daydream {
+
+/// The dependency kind of program order on resource `r` of `g`.
+template <class Graph> dep_kind order_kind(const Graph& g, resource_id r) {
+  return r != no_resource && is_cpu(g.resource_at(r).kind) ? dep_kind::cpu_order
+                                                           : dep_kind::stream_order;
+}
+
+/// The next task after `t` in the program order of its resource, or no_task.
+template <class Graph> task_id next_on_resource(const Graph& g, task_id t) {
+  for (auto d : g.successors(t))
+    if (dep_mask::order().contains(d.kind) && g.resource_of(d.to) == g.resource_of(t)) return d.to;
+  return no_task;
+}
+/// The previous task before `t` in the program order of its resource, or no_task.
+template <class Graph> task_id prev_on_resource(const Graph& g, task_id t) {
+  for (auto d : g.predecessors(t))
+    if (dep_mask::order().contains(d.kind) && g.resource_of(d.from) == g.resource_of(t)) return d.from;
+  return no_task;
+}
+
+/// Adds a task and the given dependencies (`{from, to, kind}`, where `no_task` on
+/// either side stands for the new task). Invalidates nothing.
+///
+///     auto k = daydream::insert(g, daydream::gpu_kernel{}, {.name = "decode", .duration = 40,
+///                               .resource = s}, {{launch, daydream::no_task, daydream::dep_kind::launch}});
+template <class Graph, class Kind>
+handle<Kind> insert(Graph& g, Kind payload, const task_fields& f,
+                    std::initializer_list<dependency> deps = {}) {
+  for (auto& d : deps) {
+    if (d.from == no_task && d.to == no_task)
+      throw error("daydream: insert: a dependency must name a task on one side");
+    if (d.from != no_task) g.core().check_task(d.from, "insert");
+    if (d.to != no_task) g.core().check_task(d.to, "insert");
+  }
+  auto h = g.add(std::move(payload), f);
+  for (auto& d : deps)
+    g.add_dependency(d.from == no_task ? h.id : d.from, d.to == no_task ? h.id : d.to, d.kind);
+  return h;
+}
+
+/// Inserts a task into the program order of resource `f.resource` between `a` and `b`
+/// (either may be no_task: at the front / at the end). `a -> b` order edge, if any, is
+/// replaced by `a -> new -> b`. The new task's trace_start defaults to `a`'s end in the
+/// trace so that trace-order ties keep it in place. Invalidates nothing.
+template <class Graph, class Kind>
+handle<Kind> insert_between(Graph& g, Kind payload, task_fields f, task_id a, task_id b) {
+  if (a != no_task) g.core().check_task(a, "insert_between");
+  if (b != no_task) g.core().check_task(b, "insert_between");
+  if (f.resource == no_resource)
+    f.resource = a != no_task ? g.resource_of(a) : b != no_task ? g.resource_of(b) : no_resource;
+  for (auto t : {a, b})
+    if (t != no_task && g.resource_of(t) != f.resource)
+      throw error("daydream: insert_between: task #" + std::to_string(t) +
+                  " is not on the resource of the inserted task");
+  if (f.trace_start == 0 && a != no_task)
+    f.trace_start = g.trace_start(a) + g.duration(a);
+  auto k = order_kind(g, f.resource);
+  if (a != no_task && b != no_task) g.remove_dependency(a, b);
+  auto h = g.add(std::move(payload), f);
+  if (a != no_task) g.add_dependency(a, h.id, k);
+  if (b != no_task) g.add_dependency(h.id, b, k);
+  return h;
+}
+
+/// Inserts a task right after `a` in the program order of `a`'s resource.
+template <class Graph, class Kind>
+handle<Kind> insert_after(Graph& g, Kind payload, task_fields f, task_id a) {
+  g.core().check_task(a, "insert_after");
+  f.resource = g.resource_of(a);
+  return insert_between(g, std::move(payload), f, a, next_on_resource(g, a));
+}
+
+/// Inserts a task right before `b` in the program order of `b`'s resource.
+template <class Graph, class Kind>
+handle<Kind> insert_before(Graph& g, Kind payload, task_fields f, task_id b) {
+  g.core().check_task(b, "insert_before");
+  f.resource = g.resource_of(b);
+  if (f.trace_start == 0) f.trace_start = g.trace_start(b);
+  return insert_between(g, std::move(payload), f, prev_on_resource(g, b), b);
+}
+
+/// A GPU task inserted together with the CPU call that launches it.
+template <class Kind> struct launched {
+  handle<cpu_task> launch;
+  handle<Kind> task;
+};
+
+/// Inserts a launch call on a CPU thread right after `cpu_after` and the GPU task `task`
+/// on its stream right after `gpu_after` (or first on `task_fields.resource` when
+/// gpu_after is no_task), with a launch dependency between them. `launch_duration` 0
+/// copies the duration of `cpu_after` if it is a launch call, else uses 5 us.
+///
+///     auto [call, kernel] = daydream::insert_launched(g, daydream::gpu_kernel{},
+///         {.name = "gist_encode", .duration = 12'000}, relu_launch, relu_kernel);
+template <class Graph, class Kind>
+launched<Kind> insert_launched(Graph& g, Kind payload, task_fields f, task_id cpu_after,
+                               task_id gpu_after, time_ns launch_duration = 0) {
+  static_assert(Graph::template has_kind<cpu_task>,
+                "daydream::insert_launched: the graph has no cpu_task kind to launch from");
+  g.core().check_task(cpu_after, "insert_launched");
+  if (launch_duration == 0) {
+    // Copy the cost of the launch call it follows when there is one; 5 us otherwise,
+    // a typical cudaLaunchKernel on current drivers.
+    auto h = g.template as<cpu_task>(cpu_after);
+    launch_duration = h && g.payload(h).call == cpu_call::launch ? g.duration(cpu_after) : 5'000;
+  }
+  task_fields lf{.name = "cudaLaunchKernel", .duration = launch_duration, .resource = no_resource,
+                 .gap = 0, .trace_start = 0, .layer = f.layer, .phase = f.phase,
+                 .iteration = f.iteration};
+  auto call = insert_after(g, cpu_task{cpu_call::launch, no_name, 0}, lf, cpu_after);
+  handle<Kind> task;
+  if (gpu_after != no_task) task = insert_after(g, std::move(payload), f, gpu_after);
+  else task = g.add(std::move(payload), f);
+  g.add_dependency(call.id, task.id, dep_kind::launch);
+  return {call, task};
+}
+
+} // namespace daydream
+
+#endif

@@ -1,0 +1,146 @@
+// Defines the four built-in task kinds and kind_traits, the hook for user-defined kinds.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_KINDS_HPP
+#define DAYDREAM_KINDS_HPP
+
+#include <daydream/fwd.hpp>
+#include <daydream/resource.hpp>
+#include <daydream/task.hpp>
+
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+
+namespace daydream {
+
+/// What a CPU task does; passes use it to find launches and synchronizations.
+enum class cpu_call : std::uint8_t {
+  op,       ///< framework operator / annotation time (the default)
+  launch,   ///< a runtime call that launches GPU work (cudaLaunchKernel, hipLaunchKernel, ...)
+  memcpy,   ///< a runtime call that enqueues a copy or memset
+  sync,     ///< a runtime call that waits for the GPU
+  runtime,  ///< any other runtime/driver call
+};
+
+inline constexpr std::string_view to_string(cpu_call c) noexcept {
+  switch (c) {
+  case cpu_call::op: return "op";
+  case cpu_call::launch: return "launch";
+  case cpu_call::memcpy: return "memcpy";
+  case cpu_call::sync: return "sync";
+  case cpu_call::runtime: return "runtime";
+  }
+  return "?";
+}
+
+/// Time on a CPU thread: a framework op, a runtime call, or the thread's own work.
+struct cpu_task {
+  static constexpr std::string_view name = "cpu_task";
+  static constexpr resource_kind resource = resource_kind::cpu_thread;
+  cpu_call call = cpu_call::op;
+  name_id op = no_name;            ///< innermost framework operator around this time slice
+  std::uint64_t correlation = 0;   ///< runtime correlation id (launches, copies), else 0
+};
+
+/// A GPU kernel on a stream.
+struct gpu_kernel {
+  static constexpr std::string_view name = "gpu_kernel";
+  static constexpr resource_kind resource = resource_kind::gpu_stream;
+  std::int32_t device = 0;
+  std::int32_t stream = 0;
+  std::uint64_t correlation = 0;
+  std::uint64_t bytes = 0;         ///< bytes the kernel touches when known (memsets), else 0
+};
+
+/// Direction of a memory copy.
+enum class copy_kind : std::uint8_t { h2d, d2h, d2d, peer, memset };
+
+inline constexpr std::string_view to_string(copy_kind c) noexcept {
+  switch (c) {
+  case copy_kind::h2d: return "h2d";
+  case copy_kind::d2h: return "d2h";
+  case copy_kind::d2d: return "d2d";
+  case copy_kind::peer: return "peer";
+  case copy_kind::memset: return "memset";
+  }
+  return "?";
+}
+
+/// A memory copy (or memset) on a copy engine or a stream.
+struct memcpy_task {
+  static constexpr std::string_view name = "memcpy_task";
+  static constexpr resource_kind resource = resource_kind::copy_engine;
+  copy_kind direction = copy_kind::d2d;
+  std::uint64_t bytes = 0;
+  std::int32_t device = 0;
+  std::int32_t stream = 0;
+  std::uint64_t correlation = 0;
+};
+
+/// The operation a communication task performs.
+enum class comm_op : std::uint8_t {
+  all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all,
+  send, recv, push, pull, other
+};
+
+inline constexpr std::string_view to_string(comm_op c) noexcept {
+  switch (c) {
+  case comm_op::all_reduce: return "all_reduce";
+  case comm_op::reduce_scatter: return "reduce_scatter";
+  case comm_op::all_gather: return "all_gather";
+  case comm_op::broadcast: return "broadcast";
+  case comm_op::reduce: return "reduce";
+  case comm_op::all_to_all: return "all_to_all";
+  case comm_op::send: return "send";
+  case comm_op::recv: return "recv";
+  case comm_op::push: return "push";
+  case comm_op::pull: return "pull";
+  case comm_op::other: return "other";
+  }
+  return "?";
+}
+
+/// A collective or point-to-point transfer on a channel or link.
+struct comm_task {
+  static constexpr std::string_view name = "comm_task";
+  static constexpr resource_kind resource = resource_kind::link;
+  comm_op op = comm_op::other;
+  std::uint64_t bytes = 0;       ///< payload per worker (message size)
+  std::uint32_t group_size = 1;  ///< participants, when known
+  std::int32_t device = 0;
+  std::int32_t stream = 0;
+  std::uint64_t correlation = 0;
+};
+
+//! @cond DAYDREAM_INTERNAL
+namespace detail {
+template <class K> constexpr std::string_view kind_name_or() {
+  if constexpr (requires { K::name; }) return std::string_view(K::name);
+  else return "user_kind";
+}
+template <class K> constexpr resource_kind kind_resource_or() {
+  if constexpr (requires { K::resource; }) return K::resource;
+  else return resource_kind::other;
+}
+} // namespace detail
+//! @endcond
+
+/// What daydream knows about a task kind. Defaults come from the kind's members
+/// (`name`, `resource`, a `bytes` data member); specialize it for a kind you cannot edit.
+///
+///     struct decode_task { static constexpr std::string_view name = "decode"; std::uint64_t bytes; };
+///     static_assert(daydream::kind_traits<decode_task>::has_bytes);
+template <class Kind> struct kind_traits {
+  static constexpr std::string_view name = detail::kind_name_or<Kind>();
+  static constexpr resource_kind resource = detail::kind_resource_or<Kind>();
+  static constexpr bool has_bytes = requires(Kind k) { k.bytes = std::uint64_t{}; };
+};
+
+/// A type usable as a task kind: a plain, copyable aggregate.
+template <class K>
+concept task_kind = std::is_class_v<K> && std::is_copy_constructible_v<K> &&
+                    std::is_default_constructible_v<K>;
+
+} // namespace daydream
+
+#endif

@@ -1,0 +1,143 @@
+// Defines the select primitive: lazy range-v3 views of typed tasks and composable predicates.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_SELECT_HPP
+#define DAYDREAM_SELECT_HPP
+
+#include <daydream/graph.hpp>
+#include <daydream/kinds.hpp>
+#include <daydream/task.hpp>
+
+#include <range/v3/view/filter.hpp>
+#include <range/v3/view/iota.hpp>
+#include <range/v3/view/transform.hpp>
+
+#include <memory>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace daydream {
+
+/// A task seen through a view: the graph and the id. `Kind` is the task's kind, or void
+/// when the view spans all kinds. Valid as long as the task is (see handle<Kind>).
+template <class Graph, class Kind = void> struct task_ref {
+  Graph* g = nullptr;
+  task_id id = no_task;
+
+  Graph& graph() const noexcept { return *g; }
+  std::string_view name() const { return g->name(id); }
+  std::string_view layer() const { return g->layer(id); }
+  enum phase phase() const { return g->phase_of(id); }
+  time_ns duration() const { return g->duration(id); }
+  resource_id resource() const { return g->resource_of(id); }
+  std::int32_t iteration() const { return g->iteration(id); }
+  template <class K> bool is() const { return g->template is<K>(id); }
+  /// The typed handle (views over one kind only).
+  daydream::handle<Kind> typed() const requires(!std::is_void_v<Kind>) { return {id}; }
+  /// The payload (views over one kind only).
+  decltype(auto) payload() const requires(!std::is_void_v<Kind>) {
+    return g->payload(daydream::handle<Kind>{id});
+  }
+  operator task_id() const noexcept { return id; } // NOLINT: a ref is usable as an id
+};
+
+/// The live tasks of kind `K` of `g`, as a lazy view of task_ref<Graph, K>, in id order.
+/// Adding tasks while iterating is not allowed; remove() on the current element is.
+///
+///     for (auto k : daydream::tasks<daydream::gpu_kernel>(g) | daydream::where(daydream::in_phase(daydream::phase::backward)))
+///       daydream::scale_duration(g, k, 0.5);
+template <class K, class Graph> auto tasks(Graph& g) {
+  static_assert(std::remove_const_t<Graph>::template has_kind<K>,
+                "daydream::tasks<K>(g): K is not a task kind of this graph");
+  const auto& ids = g.template ids_of<K>();
+  return ranges::views::iota(std::size_t{0}, ids.size()) |
+         ranges::views::transform([&g, &ids](std::size_t i) { return task_ref<Graph, K>{&g, ids[i]}; }) |
+         ranges::views::filter([](const task_ref<Graph, K>& r) { return r.g->contains(r.id); });
+}
+
+/// Every live task of `g`, as a lazy view of task_ref<Graph>, in id order.
+template <class Graph> auto tasks(Graph& g) {
+  return ranges::views::iota(task_id{0}, g.id_bound()) |
+         ranges::views::filter([&g](task_id t) { return g.contains(t); }) |
+         ranges::views::transform([&g](task_id t) { return task_ref<Graph>{&g, t}; });
+}
+
+/// A predicate over task_refs, composable with `&&`, `||` and `!`.
+template <class F> struct predicate {
+  F f;
+  template <class Ref> bool operator()(const Ref& r) const { return static_cast<bool>(f(r)); }
+};
+template <class F> predicate(F) -> predicate<F>;
+
+/// Wraps a user lambda `bool(const task_ref<...>&)` into a composable predicate.
+template <class F> constexpr predicate<std::decay_t<F>> pred(F&& f) { return {std::forward<F>(f)}; }
+
+template <class A, class B> constexpr auto operator&&(predicate<A> a, predicate<B> b) {
+  return pred([a = std::move(a), b = std::move(b)](const auto& r) { return a(r) && b(r); });
+}
+template <class A, class B> constexpr auto operator||(predicate<A> a, predicate<B> b) {
+  return pred([a = std::move(a), b = std::move(b)](const auto& r) { return a(r) || b(r); });
+}
+template <class A> constexpr auto operator!(predicate<A> a) {
+  return pred([a = std::move(a)](const auto& r) { return !a(r); });
+}
+
+/// Filters a view of task_refs by a predicate (or any callable on a task_ref).
+template <class P> auto where(P p) { return ranges::views::filter(std::move(p)); }
+
+/// Tasks of kind `K`.
+template <class K> inline constexpr auto of_kind =
+    pred([](const auto& r) { return r.template is<K>(); });
+/// GPU work: kernels, copies and communication kernels.
+inline const auto on_gpu = pred([](const auto& r) {
+  return r.template is<gpu_kernel>() || r.template is<memcpy_task>() || r.template is<comm_task>();
+});
+/// CPU tasks.
+inline const auto on_cpu = pred([](const auto& r) { return r.template is<cpu_task>(); });
+
+struct in_phase_fn {
+  auto operator()(phase p) const { return pred([p](const auto& r) { return r.phase() == p; }); }
+};
+/// Tasks in phase `p`.
+inline constexpr in_phase_fn in_phase{};
+
+struct in_layer_fn {
+  auto operator()(std::string layer) const {
+    return pred([l = std::move(layer)](const auto& r) { return r.layer() == l; });
+  }
+};
+/// Tasks of the given layer (exact module name).
+inline constexpr in_layer_fn in_layer{};
+
+struct on_resource_fn {
+  auto operator()(resource_id res) const {
+    return pred([res](const auto& r) { return r.resource() == res; });
+  }
+};
+/// Tasks on resource `r`.
+inline constexpr on_resource_fn on_resource{};
+
+struct in_iteration_fn {
+  auto operator()(std::int32_t i) const { return pred([i](const auto& r) { return r.iteration() == i; }); }
+};
+/// Tasks of iteration `i`.
+inline constexpr in_iteration_fn in_iteration{};
+
+struct name_matches_fn {
+  /// ECMAScript regex, searched (not matched whole) in the task's name.
+  auto operator()(const std::string& re) const {
+    auto rx = std::make_shared<const std::regex>(re, std::regex::ECMAScript | std::regex::optimize);
+    return pred([rx](const auto& r) {
+      auto n = r.name();
+      return std::regex_search(n.begin(), n.end(), *rx);
+    });
+  }
+};
+/// Tasks whose name contains a match of a regular expression.
+inline constexpr name_matches_fn name_matches{};
+
+} // namespace daydream
+
+#endif

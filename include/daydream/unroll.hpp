@@ -1,0 +1,111 @@
+// Defines unroll: n back-to-back copies of an iteration graph, and its steady-state time.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_UNROLL_HPP
+#define DAYDREAM_UNROLL_HPP
+
+#include <daydream/config.hpp>
+#include <daydream/dependency.hpp>
+#include <daydream/graph.hpp>
+#include <daydream/insert.hpp>
+#include <daydream/replay.hpp>
+#include <daydream/task.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace daydream {
+
+/// A graph of several copies of one graph, and which copy each task belongs to.
+template <class Graph> struct unrolled {
+  Graph graph;
+  std::vector<std::uint32_t> copy; ///< by task id of `graph`
+  std::uint32_t copies = 0;
+};
+
+/// Makes `n` copies of `g` that run back to back, as consecutive training iterations.
+///
+/// Copy k+1 follows copy k in the program order of every resource (the last task of copy
+/// k on a thread or stream precedes the first task of copy k+1 there), and every
+/// dependency `a -> b` whose kind is in `carried` is also added from `a` of copy k to `b`
+/// of copy k+1 (e.g. `data` edges from a layer's weight update to its next forward).
+/// Iteration numbers of copy k are shifted by k times the span of `g`'s iterations; trace
+/// start times by k times its trace span, so trace-order ties stay in copy order.
+/// Resources are shared by all copies. O(n (V + E)).
+template <class Graph>
+unrolled<Graph> unroll(const Graph& g, std::uint32_t n, dep_mask carried = {}) {
+  if (n == 0) throw error("daydream: unroll: need at least one copy");
+  unrolled<Graph> u;
+  u.copies = n;
+  auto& out = u.graph;
+  const auto& c = g.core();
+  for (std::size_t r = 0; r < g.resource_count(); ++r) out.add_resource(g.resource_at(resource_id(r)));
+  out.reserve(std::size_t(n) * g.size());
+
+  std::int32_t it_lo = std::numeric_limits<std::int32_t>::max(), it_hi = std::numeric_limits<std::int32_t>::min();
+  time_ns t_lo = std::numeric_limits<time_ns>::max(), t_hi = std::numeric_limits<time_ns>::min();
+  g.for_each_task([&](task_id t) {
+    it_lo = std::min(it_lo, c.iteration[t]); it_hi = std::max(it_hi, c.iteration[t]);
+    t_lo = std::min(t_lo, c.trace_start[t]); t_hi = std::max(t_hi, c.trace_start[t] + c.duration[t] + c.gap[t]);
+  });
+  const std::int32_t it_span = g.empty() ? 0 : it_hi - it_lo + 1;
+  const time_ns t_span = g.empty() ? 0 : t_hi - t_lo;
+
+  // First and last task in program order of every resource (tasks without an order
+  // predecessor / successor on the same resource).
+  std::vector<std::vector<task_id>> firsts(g.resource_count()), lasts(g.resource_count());
+  g.for_each_task([&](task_id t) {
+    auto r = c.res[t];
+    if (r == no_resource) return;
+    if (prev_on_resource(g, t) == no_task) firsts[r].push_back(t);
+    if (next_on_resource(g, t) == no_task) lasts[r].push_back(t);
+  });
+
+  std::vector<task_id> map(g.id_bound(), no_task), prev_map;
+  for (std::uint32_t k = 0; k < n; ++k) {
+    g.for_each_task([&](task_id t) {
+      task_fields f{.name = g.name(t), .duration = c.duration[t], .resource = c.res[t],
+                    .gap = c.gap[t], .trace_start = c.trace_start[t] + time_ns(k) * t_span,
+                    .layer = g.layer(t), .phase = c.ph[t],
+                    .iteration = c.iteration[t] + std::int32_t(k) * it_span};
+      auto id = g.visit(t, [&](auto, const auto& p) { return out.add(p, f).id; });
+      out.core().priority[id] = c.priority[t];
+      out.core().mem_delta[id] = c.mem_delta[t];
+      map[t] = id;
+      u.copy.push_back(k);
+    });
+    g.for_each_task([&](task_id t) {
+      for (auto d : g.successors(t)) out.add_dependency(map[t], map[d.to], d.kind);
+    });
+    if (k > 0) {
+      for (std::size_t r = 0; r < firsts.size(); ++r)
+        for (auto a : lasts[r])
+          for (auto b : firsts[r])
+            out.add_dependency(prev_map[a], map[b], order_kind(g, resource_id(r)));
+      if (carried.bits)
+        g.for_each_task([&](task_id t) {
+          for (auto d : g.successors(t))
+            if (carried.contains(d.kind)) out.add_dependency(prev_map[t], map[d.to], d.kind);
+        });
+    }
+    prev_map = map;
+  }
+  return u;
+}
+
+/// The steady-state iteration time of a replayed unrolled graph: the mean distance
+/// between the ends of consecutive copies, the first copy (the warm-up) excluded.
+/// With one copy, its makespan.
+template <class Graph>
+time_ns steady_state_time(const unrolled<Graph>& u, const replay_result& r) {
+  std::vector<time_ns> ends(u.copies, 0);
+  for (task_id t = 0; t < u.copy.size(); ++t)
+    if (r.end[t] >= 0) ends[u.copy[t]] = std::max(ends[u.copy[t]], r.end[t]);
+  if (u.copies == 1) return r.makespan;
+  return (ends.back() - ends.front()) / time_ns(u.copies - 1);
+}
+
+} // namespace daydream
+
+#endif

@@ -1,0 +1,75 @@
+// Defines the update primitives: durations, resources, bytes, gaps.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_UPDATE_HPP
+#define DAYDREAM_UPDATE_HPP
+
+#include <daydream/config.hpp>
+#include <daydream/dependency.hpp>
+#include <daydream/kinds.hpp>
+#include <daydream/task.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace daydream {
+
+/// Sets the duration of `t` (nanoseconds, not negative). Invalidates nothing.
+template <class Graph> void set_duration(Graph& g, task_id t, time_ns d) {
+  g.core().check_task(t, "set_duration");
+  if (d < 0) throw error("daydream: set_duration: negative duration for task #" + std::to_string(t));
+  g.core().duration[t] = d;
+}
+
+/// Multiplies the duration of `t` by `factor` (rounded to the nearest nanosecond).
+/// `scale_duration(g, t, 1.0 / 3)` models a 3x faster kernel. Invalidates nothing.
+template <class Graph> void scale_duration(Graph& g, task_id t, double factor) {
+  g.core().check_task(t, "scale_duration");
+  if (!(factor >= 0) || !std::isfinite(factor))
+    throw error("daydream: scale_duration: factor must be finite and not negative");
+  auto& d = g.core().duration[t];
+  d = static_cast<time_ns>(std::llround(double(d) * factor));
+}
+
+/// Sets the idle time the replay keeps after `t` on its resource. Invalidates nothing.
+template <class Graph> void set_gap(Graph& g, task_id t, time_ns gap) {
+  g.core().check_task(t, "set_gap");
+  if (gap < 0) throw error("daydream: set_gap: negative gap for task #" + std::to_string(t));
+  g.core().gap[t] = gap;
+}
+
+/// Moves `t` to resource `r`. Its program order on the old resource is bridged (the
+/// task before it now precedes the task after it) and it joins no program order on the
+/// new one: it runs there when ready, in the order the selection policy picks. Use
+/// insert_between to give it a place. Invalidates nothing.
+template <class Graph> void move_to(Graph& g, task_id t, resource_id r) {
+  auto& c = g.core();
+  c.check_task(t, "move_to");
+  if (r >= c.resources.size())
+    throw error("daydream: move_to: resource #" + std::to_string(r) + " does not exist");
+  std::vector<dependency> ins, outs;
+  for (auto d : c.in(t))
+    if (dep_mask::order().contains(d.kind) && c.res[d.from] == c.res[t]) ins.push_back(d);
+  for (auto d : c.out(t))
+    if (dep_mask::order().contains(d.kind) && c.res[d.to] == c.res[t]) outs.push_back(d);
+  for (auto& i : ins) c.unlink(i.from, t);
+  for (auto& o : outs) c.unlink(t, o.to);
+  for (auto& i : ins)
+    for (auto& o : outs) c.link(i.from, o.to, o.kind);
+  c.res[t] = r;
+}
+
+/// Sets the byte count of a memory copy, communication task, or any kind with a
+/// `bytes` member. Does not change the duration: cost models do. Invalidates nothing.
+template <class Graph, class Kind> void set_bytes(Graph& g, handle<Kind> t, std::uint64_t n) {
+  static_assert(kind_traits<Kind>::has_bytes,
+                "daydream::set_bytes: this task kind carries no byte count; only "
+                "memcpy_task, comm_task, gpu_kernel or a kind with a `bytes` member can be resized.");
+  g.core().check_task(t.id, "set_bytes");
+  g.payload(t).bytes = n;
+}
+
+} // namespace daydream
+
+#endif

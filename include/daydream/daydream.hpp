@@ -8,6 +8,7 @@
 #include <daydream/fwd.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>
+#include <daydream/iteration.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/remove.hpp>

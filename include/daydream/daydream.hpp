@@ -10,6 +10,7 @@
 #include <daydream/insert.hpp>
 #include <daydream/iteration.hpp>
 #include <daydream/kinds.hpp>
+#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/remove.hpp>
 #include <daydream/replay.hpp>

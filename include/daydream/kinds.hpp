@@ -40,6 +40,9 @@ struct cpu_task {
   cpu_call call = cpu_call::op;
   name_id op = no_name;            ///< innermost framework operator around this time slice
   std::uint64_t correlation = 0;   ///< runtime correlation id (launches, copies), else 0
+  /// Bytes of the tensors of the enclosing operator, from the recorded input shapes and
+  /// dtypes (AccumulateGrad: the gradient); 0 when the trace recorded no shapes.
+  std::uint64_t tensor_bytes = 0;
 };
 
 /// A GPU kernel on a stream.

@@ -3,6 +3,7 @@
 #ifndef DAYDREAM_DAYDREAM_HPP
 #define DAYDREAM_DAYDREAM_HPP
 
+#include <daydream/analysis.hpp>
 #include <daydream/config.hpp>
 #include <daydream/dependency.hpp>
 #include <daydream/fwd.hpp>

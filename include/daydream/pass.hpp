@@ -84,8 +84,10 @@ constexpr auto operator|(A&& a, B&& b) {
 
 /// Runs `pass` on `g` as a transaction: if the pass throws, or leaves a cycle or a
 /// broken invariant, `g` is restored exactly as it was and daydream::error says why
-/// (naming the cycle's tasks). Costs one copy of the graph.
-template <class G, class Pass> void apply(G& g, const Pass& pass) {
+/// (naming the cycle's tasks). `name` names the pass in that message. Costs one copy
+/// of the graph.
+template <class G, class Pass>
+void apply(G& g, const Pass& pass, std::string_view name = pass_traits<Pass>::name) {
   static_assert(pass_for<Pass, G>,
                 "daydream::apply(g, pass): `pass` must be callable as pass(g) on this graph type.");
   G backup = g;
@@ -94,7 +96,7 @@ template <class G, class Pass> void apply(G& g, const Pass& pass) {
     check_invariants(g);
   } catch (const std::exception& e) {
     g = std::move(backup);
-    throw error(std::string("daydream: pass '") + std::string(pass_traits<Pass>::name) +
+    throw error(std::string("daydream: pass '") + std::string(name) +
                 "' was refused and the graph left unchanged: " + e.what());
   }
 }

@@ -24,6 +24,9 @@ struct replay_result;
 
 template <class Pass> struct pass_traits;
 
+/// A task seen through a selection view; `Kind` is void when the view spans all kinds.
+template <class Graph, class Kind = void> struct task_ref;
+
 } // namespace daydream
 
 #endif

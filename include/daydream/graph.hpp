@@ -26,16 +26,20 @@
 
 namespace daydream {
 
-/// The common fields of a task, given when it is added.
+/// The common fields of a task, given when it is added (use designated initializers).
+///
+///     g.add(daydream::gpu_kernel{}, {.name = "volta_sgemm", .duration = 30'000,
+///                                    .resource = stream, .layer = "fc1",
+///                                    .phase = daydream::phase::forward});
 struct task_fields {
-  std::string_view name = {};       ///< interned
-  time_ns duration = 0;
-  resource_id resource = no_resource;
+  std::string_view name = {};       ///< task name; interned, so the view need not outlive add()
+  time_ns duration = 0;             ///< execution time in nanoseconds, not negative
+  resource_id resource = no_resource; ///< where it runs; no_resource: unconstrained in replay
   time_ns gap = 0;                  ///< idle time after the task on its resource, in the trace
   time_ns trace_start = 0;          ///< start time in the trace (orders ties in replay)
   std::string_view layer = {};      ///< DNN layer (module), interned; empty for none
-  enum phase phase = phase::other;
-  std::int32_t iteration = 0;
+  enum phase phase = phase::other;  ///< forward, backward, weight update or other
+  std::int32_t iteration = 0;       ///< training iteration; negative: outside any iteration
 };
 
 //! @cond DAYDREAM_INTERNAL
@@ -54,15 +58,22 @@ template <class K, class... Ks> constexpr std::size_t index_of() {
 /// Every task has a dense id (task_id). The fields the replay needs live in flat
 /// arrays of `core()`; kind-specific payloads live in one std::vector per kind, held in
 /// a Boost.Hana tuple and reached by compile-time dispatch. An operation on a kind the
-/// graph was not instantiated with fails to compile.
+/// graph was not instantiated with fails to compile with a message that says so.
 ///
-/// Invalidation: adding tasks or dependencies invalidates nothing (ids and handles are
-/// stable); remove() invalidates the handles of the removed tasks; compact() renumbers.
+/// Invalidation: adding tasks, resources or dependencies invalidates no id or handle
+/// (references returned by payload() and resource_at() may dangle, as with
+/// std::vector); remove() and erase() invalidate the handles of the removed tasks only;
+/// compact() renumbers every task. The graph is a regular value type: copies are deep
+/// and independent.
 ///
 ///     daydream::graph g;
 ///     auto thr = g.add_resource({"thread 1", daydream::resource_kind::cpu_thread});
+///     auto st = g.add_resource({"stream 7", daydream::resource_kind::gpu_stream});
 ///     auto launch = g.add(daydream::cpu_task{daydream::cpu_call::launch},
 ///                         {.name = "cudaLaunchKernel", .duration = 5'000, .resource = thr});
+///     auto kernel = g.add(daydream::gpu_kernel{}, {.name = "volta_sgemm",
+///                         .duration = 30'000, .resource = st});
+///     g.add_dependency(launch, kernel, daydream::dep_kind::launch);
 template <class... Kinds> class basic_graph {
   static_assert(sizeof...(Kinds) > 0, "daydream::basic_graph needs at least one task kind");
   static_assert(sizeof...(Kinds) < 255, "daydream::basic_graph supports at most 254 task kinds");
@@ -72,36 +83,251 @@ template <class... Kinds> class basic_graph {
 public:
   /// Whether `K` is one of this graph's kinds.
   template <class K> static constexpr bool has_kind = (std::is_same_v<K, Kinds> || ...);
-  /// The position of `K` among the graph's kinds.
+  /// The position of `K` among the graph's kinds (kind_count if it is none of them).
   template <class K> static constexpr std::uint8_t kind_index =
       static_cast<std::uint8_t>(detail::index_of<K, Kinds...>());
+  /// Number of task kinds of the graph.
   static constexpr std::size_t kind_count = sizeof...(Kinds);
 
   // ---- resources ----
 
-  /// Adds a resource; returns its id. Names need not be unique, but find_resource
-  /// returns the first match.
+  /// Adds a resource and returns its id (dense, from 0). Names need not be unique, but
+  /// find_resource returns the first match. Invalidates references from resource_at().
+  ///
+  ///     auto link = g.add_resource({"nic0", daydream::resource_kind::link,
+  ///                                 daydream::sharing::fair, 0, -1, 25e9 / 8});
   resource_id add_resource(resource r) {
     core_.resources.push_back(std::move(r));
     return static_cast<resource_id>(core_.resources.size() - 1);
   }
+  /// The id of the first resource named `name`, or no_resource.
   resource_id find_resource(std::string_view name) const {
     for (std::size_t i = 0; i < core_.resources.size(); ++i)
       if (core_.resources[i].name == name) return static_cast<resource_id>(i);
     return no_resource;
   }
+  /// The resource `r`; throws std::out_of_range if there is none.
   const resource& resource_at(resource_id r) const { return core_.resources.at(r); }
+  /// The resource `r`, to change its name, sharing or bandwidth in place.
   resource& resource_at(resource_id r) { return core_.resources.at(r); }
+  /// Number of resources (their ids are 0 .. resource_count() - 1).
   std::size_t resource_count() const noexcept { return core_.resources.size(); }
 
   // ---- tasks ----
 
-  /// Adds a task of kind `K` with its payload and common fields.
+  /// Adds a task of kind `K` with its payload and common fields; returns its handle.
+  /// Throws daydream::error for a negative duration or gap or an unknown resource.
+  /// Fails to compile if `K` is not one of the graph's kinds. Invalidates no id or
+  /// handle; views made by tasks() before the call do not see the new task.
+  ///
+  ///     auto k = g.add(daydream::gpu_kernel{.device = 0, .stream = 7},
+  ///                    {.name = "volta_sgemm", .duration = 30'000, .resource = stream});
   template <class K> handle<K> add(K payload, const task_fields& f) {
     static_assert(has_kind<K>, "daydream::basic_graph::add: this graph was not instantiated "
                                "with this task kind; add it to basic_graph<Kinds...>.");
-    if (f.duration < 0)
-      throw error("daydream: task \"" + std::string(f.name) + "\" has a negative duration");
+    if constexpr (has_kind<K>) return add_impl(std::move(payload), f);
+    else return {};
+  }
+
+  /// Number of live tasks.
+  std::size_t size() const noexcept { return core_.live_tasks; }
+  /// Whether the graph has no live task.
+  bool empty() const noexcept { return core_.live_tasks == 0; }
+  /// One past the largest id ever given out; ids below it may be dead (removed).
+  task_id id_bound() const noexcept { return core_.id_bound(); }
+  /// Whether `t` names a live task.
+  bool contains(task_id t) const noexcept { return core_.is_alive(t); }
+  /// Number of dependencies between live tasks.
+  std::size_t dependency_count() const noexcept { return core_.live_edges; }
+
+  /// Whether task `t` is of kind `K` (false for a kind the graph does not have).
+  template <class K> bool is(task_id t) const noexcept {
+    if constexpr (!has_kind<K>) return false;
+    else return t < core_.kind.size() && core_.kind[t] == kind_index<K>;
+  }
+  /// The typed handle of `t`, or an empty handle if `t` is not of kind `K`.
+  ///
+  ///     if (auto call = g.as<daydream::cpu_task>(t)) g.payload(call).call = ...;
+  template <class K> handle<K> as(task_id t) const noexcept {
+    return is<K>(t) ? handle<K>{t} : handle<K>{};
+  }
+
+  /// The payload of a typed task; the reference is valid until the next add() or
+  /// compact(). Fails to compile if `K` is not one of the graph's kinds.
+  ///
+  ///     g.payload(kernel).stream = 13;
+  template <class K> K& payload(handle<K> h) {
+    static_assert(has_kind<K>, "daydream::basic_graph::payload: this graph was not "
+                               "instantiated with this task kind, so no task has its payload.");
+    if constexpr (has_kind<K>) return payloads<K>()[core_.local[h.id]];
+    else return *static_cast<K*>(nullptr);
+  }
+  /// The payload of a typed task (read only).
+  template <class K> const K& payload(handle<K> h) const {
+    static_assert(has_kind<K>, "daydream::basic_graph::payload: this graph was not "
+                               "instantiated with this task kind, so no task has its payload.");
+    if constexpr (has_kind<K>) return payloads<K>()[core_.local[h.id]];
+    else return *static_cast<const K*>(nullptr);
+  }
+
+  /// Calls `f(handle<K>, K&)` with the real kind of task `t` (compile-time dispatch over
+  /// the graph's kinds) and returns what `f` returns; `f` must return the same type for
+  /// every kind. A generic lambda is the usual `f`.
+  ///
+  ///     g.visit(t, [](auto h, auto& payload) { ... });
+  template <class F> decltype(auto) visit(task_id t, F&& f) {
+    return visit_impl<0>(*this, t, f);
+  }
+  /// Calls `f(handle<K>, const K&)` with the real kind of task `t`.
+  template <class F> decltype(auto) visit(task_id t, F&& f) const {
+    return visit_impl<0>(*this, t, f);
+  }
+
+  /// The name of the kind of task `t` (kind_traits<K>::name), e.g. "gpu_kernel".
+  std::string_view kind_name(task_id t) const {
+    static constexpr std::string_view names[] = {kind_traits<Kinds>::name...};
+    return names[core_.kind[t]];
+  }
+
+  // ---- common fields (ids below id_bound(); removed tasks keep their last values) ----
+
+  /// The task's name ("volta_sgemm_128x64_nn", "cudaLaunchKernel").
+  std::string_view name(task_id t) const { return core_.names[core_.name[t]]; }
+  /// The task's layer (module) name; empty when it belongs to none.
+  std::string_view layer(task_id t) const { return core_.names[core_.layer[t]]; }
+  /// The interned id of the task's layer: equal ids are equal layers.
+  name_id layer_id(task_id t) const { return core_.layer[t]; }
+  /// The interned id of the task's name.
+  name_id name_id_of(task_id t) const { return core_.name[t]; }
+  /// Execution time, in nanoseconds.
+  time_ns duration(task_id t) const { return core_.duration[t]; }
+  /// Idle time the replay keeps after the task on its resource, in nanoseconds.
+  time_ns gap(task_id t) const { return core_.gap[t]; }
+  /// Start time in the trace; orders ties in replay.
+  time_ns trace_start(task_id t) const { return core_.trace_start[t]; }
+  /// The resource the task runs on, or no_resource.
+  resource_id resource_of(task_id t) const { return core_.res[t]; }
+  /// The phase of the training iteration the task belongs to.
+  enum phase phase_of(task_id t) const { return core_.ph[t]; }
+  /// The training iteration the task belongs to.
+  std::int32_t iteration(task_id t) const { return core_.iteration[t]; }
+  /// The replay priority set by reschedule() (smaller first; default_priority).
+  std::int64_t priority(task_id t) const { return core_.priority[t]; }
+  /// Bytes the task allocates (positive) or frees (negative) when it starts.
+  std::int64_t mem_delta(task_id t) const { return core_.mem_delta[t]; }
+
+  /// Renames task `t`. Invalidates nothing.
+  void set_name(task_id t, std::string_view n) { core_.name[t] = core_.names.intern(n); }
+  /// Moves task `t` to layer `l` (empty: none). Invalidates nothing.
+  void set_layer(task_id t, std::string_view l) { core_.layer[t] = core_.names.intern(l); }
+  /// Sets the phase of task `t`. Invalidates nothing.
+  void set_phase(task_id t, enum phase p) { core_.ph[t] = p; }
+  /// Sets the iteration of task `t`. Invalidates nothing.
+  void set_iteration(task_id t, std::int32_t i) { core_.iteration[t] = i; }
+  /// Sets the bytes task `t` allocates (positive) or frees (negative) when it starts;
+  /// replay_result::peak_memory sums them. Invalidates nothing.
+  void set_mem_delta(task_id t, std::int64_t bytes) { core_.mem_delta[t] = bytes; }
+  /// Interns a string in the graph's name table (for name_id comparisons).
+  name_id intern(std::string_view s) { return core_.names.intern(s); }
+  /// The string of an interned id.
+  std::string_view str(name_id n) const { return core_.names[n]; }
+
+  // ---- dependencies ----
+
+  /// Adds `from -> to` of kind `k` (`to` waits for `from`); a second edge between the
+  /// same pair is ignored (the first kind stays). Returns whether an edge was added.
+  /// Throws for a dead task or `from == to`; a cycle is not detected here (replay,
+  /// apply and check_invariants do). Invalidates nothing.
+  ///
+  ///     g.add_dependency(kernel, sync_call, daydream::dep_kind::sync);
+  bool add_dependency(task_id from, task_id to, dep_kind k) {
+    core_.check_task(from, "add_dependency");
+    core_.check_task(to, "add_dependency");
+    return core_.link(from, to, k);
+  }
+  /// Removes `from -> to`; returns whether it existed. No bridging: the order it
+  /// expressed is lost (see daydream::remove for the bridging removal of a task).
+  /// Invalidates nothing.
+  bool remove_dependency(task_id from, task_id to) {
+    if (!core_.is_alive(from) || !core_.is_alive(to)) return false;
+    return core_.unlink(from, to);
+  }
+  /// Whether there is a dependency `from -> to` (not a path: one edge).
+  bool has_dependency(task_id from, task_id to) const {
+    return core_.is_alive(from) && core_.is_alive(to) && core_.find_edge(from, to) != detail::no_edge;
+  }
+  /// The kind of `from -> to`; throws daydream::error if there is no such edge.
+  dep_kind dependency_kind(task_id from, task_id to) const {
+    auto e = has_dependency(from, to) ? core_.find_edge(from, to) : detail::no_edge;
+    if (e == detail::no_edge)
+      throw error("daydream: no dependency #" + std::to_string(from) + " -> #" +
+                  std::to_string(to));
+    return core_.edges[e].kind;
+  }
+  /// The dependencies leaving `t` (a forward range of daydream::dependency, newest
+  /// first). Invalidated by any change to the dependencies of `t`.
+  ///
+  ///     for (auto d : g.successors(t)) if (d.kind == daydream::dep_kind::launch) ...;
+  auto successors(task_id t) const { return core_.out(t); }
+  /// The dependencies entering `t` (a forward range of daydream::dependency).
+  auto predecessors(task_id t) const { return core_.in(t); }
+  /// Number of dependencies entering `t`.
+  std::size_t in_degree(task_id t) const { return core_.n_in[t]; }
+  /// Number of dependencies leaving `t`.
+  std::size_t out_degree(task_id t) const { return core_.n_out[t]; }
+
+  /// Calls `f(task_id)` for every live task, in id order. `f` may change fields and
+  /// dependencies, and remove the task it is given, but not add tasks.
+  template <class F> void for_each_task(F&& f) const {
+    for (task_id t = 0; t < core_.id_bound(); ++t)
+      if (core_.alive[t]) f(t);
+  }
+  /// Calls `f(handle<K>)` for every live task of kind K, in id order (same rules as
+  /// for_each_task).
+  template <class K, class F> void for_each(F&& f) const {
+    static_assert(has_kind<K>, "daydream::basic_graph::for_each: this graph was not "
+                               "instantiated with this task kind.");
+    if constexpr (has_kind<K>) {
+      const auto& ids = owner<K>();
+      for (std::size_t i = 0; i < ids.size(); ++i)
+        if (core_.alive[ids[i]]) f(handle<K>{ids[i]});
+    }
+  }
+  /// The ids of the tasks of kind `K` ever added (dead ones included), in id order.
+  /// Invalidated by add() of a `K` and by compact().
+  template <class K> const std::vector<task_id>& ids_of() const {
+    static_assert(has_kind<K>, "daydream::basic_graph::ids_of: this graph was not "
+                               "instantiated with this task kind.");
+    return owners_[has_kind<K> ? kind_index<K> : 0];
+  }
+
+  /// Reserves room for `tasks` tasks in the flat arrays. Invalidates nothing.
+  void reserve(std::size_t tasks) { core_.reserve(tasks); }
+
+  /// Marks a task dead and unlinks its edges, without bridging: the order through it is
+  /// lost. Prefer daydream::remove. Invalidates the handles of `t`.
+  void erase(task_id t) {
+    core_.check_task(t, "erase");
+    core_.kill(t);
+  }
+
+  /// Renumbers live tasks densely (keeping their relative order) and drops dead edge
+  /// records. Invalidates every handle, id, view and reference; returns the
+  /// old-id -> new-id map (no_task for removed tasks). O(V + E).
+  ///
+  ///     auto map = g.compact();
+  ///     kernel = daydream::handle<daydream::gpu_kernel>{map[kernel.id]};
+  std::vector<task_id> compact();
+
+  /// The flat core: what the replay kernel and cost models read. No stability promise.
+  const detail::graph_core& core() const noexcept { return core_; }
+  /// Mutable core access for primitives; prefer the primitives.
+  detail::graph_core& core() noexcept { return core_; }
+
+private:
+  template <class K> handle<K> add_impl(K payload, const task_fields& f) {
+    if (f.duration < 0 || f.gap < 0)
+      throw error("daydream: task \"" + std::string(f.name) + "\" has a negative duration or gap");
     if (f.resource != no_resource && f.resource >= core_.resources.size())
       throw error("daydream: task \"" + std::string(f.name) + "\" names resource #" +
                   std::to_string(f.resource) + ", which does not exist");
@@ -119,130 +345,6 @@ public:
     core_.iteration[id] = f.iteration;
     return handle<K>{id};
   }
-
-  /// Number of live tasks.
-  std::size_t size() const noexcept { return core_.live_tasks; }
-  bool empty() const noexcept { return core_.live_tasks == 0; }
-  /// One past the largest id ever given out; ids below it may be dead.
-  task_id id_bound() const noexcept { return core_.id_bound(); }
-  bool contains(task_id t) const noexcept { return core_.is_alive(t); }
-  std::size_t dependency_count() const noexcept { return core_.live_edges; }
-
-  /// Whether task `t` is of kind `K`.
-  template <class K> bool is(task_id t) const noexcept {
-    if constexpr (!has_kind<K>) return false;
-    else return t < core_.kind.size() && core_.kind[t] == kind_index<K>;
-  }
-  /// The typed handle of `t`, or an empty handle if `t` is not of kind `K`.
-  template <class K> handle<K> as(task_id t) const noexcept {
-    return is<K>(t) ? handle<K>{t} : handle<K>{};
-  }
-
-  /// The payload of a typed task.
-  template <class K> K& payload(handle<K> h) {
-    static_assert(has_kind<K>, "daydream::basic_graph::payload: not a kind of this graph");
-    return payloads<K>()[core_.local[h.id]];
-  }
-  template <class K> const K& payload(handle<K> h) const {
-    static_assert(has_kind<K>, "daydream::basic_graph::payload: not a kind of this graph");
-    return payloads<K>()[core_.local[h.id]];
-  }
-
-  /// Calls `f(handle<K>, K&)` with the task's real kind (compile-time dispatch).
-  template <class F> decltype(auto) visit(task_id t, F&& f) {
-    return visit_impl<0>(*this, t, f);
-  }
-  template <class F> decltype(auto) visit(task_id t, F&& f) const {
-    return visit_impl<0>(*this, t, f);
-  }
-
-  /// The name of the kind of task `t` (kind_traits<K>::name).
-  std::string_view kind_name(task_id t) const {
-    static constexpr std::string_view names[] = {kind_traits<Kinds>::name...};
-    return names[core_.kind[t]];
-  }
-
-  // common fields
-  std::string_view name(task_id t) const { return core_.names[core_.name[t]]; }
-  std::string_view layer(task_id t) const { return core_.names[core_.layer[t]]; }
-  name_id layer_id(task_id t) const { return core_.layer[t]; }
-  name_id name_id_of(task_id t) const { return core_.name[t]; }
-  time_ns duration(task_id t) const { return core_.duration[t]; }
-  time_ns gap(task_id t) const { return core_.gap[t]; }
-  time_ns trace_start(task_id t) const { return core_.trace_start[t]; }
-  resource_id resource_of(task_id t) const { return core_.res[t]; }
-  enum phase phase_of(task_id t) const { return core_.ph[t]; }
-  std::int32_t iteration(task_id t) const { return core_.iteration[t]; }
-  std::int64_t priority(task_id t) const { return core_.priority[t]; }
-  std::int64_t mem_delta(task_id t) const { return core_.mem_delta[t]; }
-
-  void set_name(task_id t, std::string_view n) { core_.name[t] = core_.names.intern(n); }
-  void set_layer(task_id t, std::string_view l) { core_.layer[t] = core_.names.intern(l); }
-  void set_phase(task_id t, enum phase p) { core_.ph[t] = p; }
-  void set_iteration(task_id t, std::int32_t i) { core_.iteration[t] = i; }
-  void set_mem_delta(task_id t, std::int64_t bytes) { core_.mem_delta[t] = bytes; }
-  name_id intern(std::string_view s) { return core_.names.intern(s); }
-  std::string_view str(name_id n) const { return core_.names[n]; }
-
-  // ---- dependencies ----
-
-  /// Adds `from -> to` of kind `k`; a second edge between the same pair is ignored.
-  /// Returns whether an edge was added. Invalidates nothing.
-  bool add_dependency(task_id from, task_id to, dep_kind k) {
-    core_.check_task(from, "add_dependency");
-    core_.check_task(to, "add_dependency");
-    return core_.link(from, to, k);
-  }
-  /// Removes `from -> to`; returns whether it existed. Invalidates nothing.
-  bool remove_dependency(task_id from, task_id to) { return core_.unlink(from, to); }
-  bool has_dependency(task_id from, task_id to) const {
-    return core_.is_alive(from) && core_.is_alive(to) && core_.find_edge(from, to) != detail::no_edge;
-  }
-  /// The kind of `from -> to`; throws if there is no such edge.
-  dep_kind dependency_kind(task_id from, task_id to) const {
-    auto e = core_.find_edge(from, to);
-    if (e == detail::no_edge) throw error("daydream: no dependency between the given tasks");
-    return core_.edges[e].kind;
-  }
-  /// The dependencies leaving / entering `t` (range of daydream::dependency).
-  auto successors(task_id t) const { return core_.out(t); }
-  auto predecessors(task_id t) const { return core_.in(t); }
-  std::size_t in_degree(task_id t) const { return core_.n_in[t]; }
-  std::size_t out_degree(task_id t) const { return core_.n_out[t]; }
-
-  /// Calls `f(task_id)` for every live task, in id order.
-  template <class F> void for_each_task(F&& f) const {
-    for (task_id t = 0; t < core_.id_bound(); ++t)
-      if (core_.alive[t]) f(t);
-  }
-  /// Calls `f(handle<K>)` for every live task of kind K, in id order.
-  template <class K, class F> void for_each(F&& f) const {
-    static_assert(has_kind<K>, "daydream::basic_graph::for_each: not a kind of this graph");
-    for (auto t : owner<K>())
-      if (core_.alive[t]) f(handle<K>{t});
-  }
-  /// The ids of the tasks of kind `K` ever added (dead ones included), in id order.
-  template <class K> const std::vector<task_id>& ids_of() const { return owner<K>(); }
-
-  void reserve(std::size_t tasks) { core_.reserve(tasks); }
-
-  /// Marks a task dead and unlinks its edges, without bridging. Prefer daydream::remove.
-  void erase(task_id t) {
-    core_.check_task(t, "erase");
-    core_.kill(t);
-  }
-
-  /// Renumbers live tasks densely (keeping their relative order) and drops dead edge
-  /// records. Invalidates every handle and id; returns the old-id -> new-id map
-  /// (no_task for removed tasks).
-  std::vector<task_id> compact();
-
-  /// The flat core: what the replay kernel and cost models read.
-  const detail::graph_core& core() const noexcept { return core_; }
-  /// Mutable core access for primitives; prefer the primitives.
-  detail::graph_core& core() noexcept { return core_; }
-
-private:
   template <class K> std::vector<K>& payloads() {
     return boost::hana::at_c<kind_index<K>>(payloads_);
   }
@@ -299,7 +401,7 @@ template <class... Kinds> std::vector<task_id> basic_graph<Kinds...>::compact() 
     out.layer[id] = c.layer[t]; out.iteration[id] = c.iteration[t]; out.ph[id] = c.ph[t];
   }
   // Re-add edges in a deterministic order: by source, in each list's order reversed so
-  // that the new lists keep the old iteration order.
+  // that the new out-lists keep the old iteration order.
   out.edges.reserve(c.live_edges);
   for (task_id t = 0; t < n; ++t) {
     if (!c.alive[t]) continue;

@@ -15,19 +15,22 @@
 
 namespace daydream {
 
-/// The dependency kind of program order on resource `r` of `g`.
+/// The dependency kind of program order on resource `r` of `g`: cpu_order on a CPU
+/// thread, stream_order elsewhere (and for no_resource).
 template <class Graph> dep_kind order_kind(const Graph& g, resource_id r) {
   return r != no_resource && is_cpu(g.resource_at(r).kind) ? dep_kind::cpu_order
                                                            : dep_kind::stream_order;
 }
 
-/// The next task after `t` in the program order of its resource, or no_task.
+/// The next task after `t` in the program order of its resource (an order edge to a task
+/// on the same resource), or no_task. O(out-degree).
 template <class Graph> task_id next_on_resource(const Graph& g, task_id t) {
   for (auto d : g.successors(t))
     if (dep_mask::order().contains(d.kind) && g.resource_of(d.to) == g.resource_of(t)) return d.to;
   return no_task;
 }
 /// The previous task before `t` in the program order of its resource, or no_task.
+/// O(in-degree).
 template <class Graph> task_id prev_on_resource(const Graph& g, task_id t) {
   for (auto d : g.predecessors(t))
     if (dep_mask::order().contains(d.kind) && g.resource_of(d.from) == g.resource_of(t)) return d.from;
@@ -35,7 +38,10 @@ template <class Graph> task_id prev_on_resource(const Graph& g, task_id t) {
 }
 
 /// Adds a task and the given dependencies (`{from, to, kind}`, where `no_task` on
-/// either side stands for the new task). Invalidates nothing.
+/// either side stands for the new task). Checks the named tasks before adding anything;
+/// does not check for cycles (a dependency from a successor of a task to the new task
+/// and from the new task to that task closes one: apply() and replay() refuse it).
+/// Invalidates nothing.
 ///
 ///     auto k = daydream::insert(g, daydream::gpu_kernel{}, {.name = "decode", .duration = 40,
 ///                               .resource = s}, {{launch, daydream::no_task, daydream::dep_kind::launch}});
@@ -55,9 +61,15 @@ handle<Kind> insert(Graph& g, Kind payload, const task_fields& f,
 }
 
 /// Inserts a task into the program order of resource `f.resource` between `a` and `b`
-/// (either may be no_task: at the front / at the end). `a -> b` order edge, if any, is
-/// replaced by `a -> new -> b`. The new task's trace_start defaults to `a`'s end in the
-/// trace so that trace-order ties keep it in place. Invalidates nothing.
+/// (either may be no_task: at the front / at the end). The `a -> b` edge, if any, is
+/// replaced by `a -> new -> b` with the resource's order kind (order_kind). When
+/// `f.resource` is no_resource, the resource of `a` (or `b`) is used; both must be on
+/// the inserted task's resource. The new task's trace_start, when left 0, becomes the
+/// end of `a` in the trace, so trace-order ties keep it in place. Invalidates nothing.
+///
+///     // an encode kernel right after relu's kernel on its stream
+///     auto enc = daydream::insert_between(g, daydream::gpu_kernel{}, {.name = "gist_encode",
+///                    .duration = 12'000}, relu, daydream::next_on_resource(g, relu));
 template <class Graph, class Kind>
 handle<Kind> insert_between(Graph& g, Kind payload, task_fields f, task_id a, task_id b) {
   if (a != no_task) g.core().check_task(a, "insert_between");
@@ -78,7 +90,10 @@ handle<Kind> insert_between(Graph& g, Kind payload, task_fields f, task_id a, ta
   return h;
 }
 
-/// Inserts a task right after `a` in the program order of `a`'s resource.
+/// Inserts a task right after `a` in the program order of `a`'s resource (the resource
+/// in `f` is ignored). Invalidates nothing.
+///
+///     auto copy = daydream::insert_after(g, daydream::gpu_kernel{}, {.name = "cast", .duration = 3'000}, k);
 template <class Graph, class Kind>
 handle<Kind> insert_after(Graph& g, Kind payload, task_fields f, task_id a) {
   g.core().check_task(a, "insert_after");
@@ -86,7 +101,11 @@ handle<Kind> insert_after(Graph& g, Kind payload, task_fields f, task_id a) {
   return insert_between(g, std::move(payload), f, a, next_on_resource(g, a));
 }
 
-/// Inserts a task right before `b` in the program order of `b`'s resource.
+/// Inserts a task right before `b` in the program order of `b`'s resource (the resource
+/// in `f` is ignored); trace_start, when left 0, becomes `b`'s. Invalidates nothing.
+///
+///     auto wait = daydream::insert_before(g, daydream::cpu_task{daydream::cpu_call::sync},
+///                                         {.name = "cudaStreamSynchronize", .duration = 2'000}, step);
 template <class Graph, class Kind>
 handle<Kind> insert_before(Graph& g, Kind payload, task_fields f, task_id b) {
   g.core().check_task(b, "insert_before");
@@ -97,14 +116,16 @@ handle<Kind> insert_before(Graph& g, Kind payload, task_fields f, task_id b) {
 
 /// A GPU task inserted together with the CPU call that launches it.
 template <class Kind> struct launched {
-  handle<cpu_task> launch;
-  handle<Kind> task;
+  handle<cpu_task> launch; ///< the launch call on the CPU thread
+  handle<Kind> task;       ///< the launched GPU task
 };
 
 /// Inserts a launch call on a CPU thread right after `cpu_after` and the GPU task `task`
-/// on its stream right after `gpu_after` (or first on `task_fields.resource` when
-/// gpu_after is no_task), with a launch dependency between them. `launch_duration` 0
-/// copies the duration of `cpu_after` if it is a launch call, else uses 5 us.
+/// on its stream right after `gpu_after` (or, when gpu_after is no_task, on
+/// `f.resource` outside any program order), with a launch dependency between them. The
+/// call is named "cudaLaunchKernel" and takes the layer, phase and iteration of `f`.
+/// `launch_duration` 0 copies the duration of `cpu_after` if it is a launch call, else
+/// uses 5 us. Invalidates nothing.
 ///
 ///     auto [call, kernel] = daydream::insert_launched(g, daydream::gpu_kernel{},
 ///         {.name = "gist_encode", .duration = 12'000}, relu_launch, relu_kernel);

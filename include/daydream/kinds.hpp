@@ -22,6 +22,7 @@ enum class cpu_call : std::uint8_t {
   runtime,  ///< any other runtime/driver call
 };
 
+/// The name of a cpu_call value ("launch").
 inline constexpr std::string_view to_string(cpu_call c) noexcept {
   switch (c) {
   case cpu_call::op: return "op";
@@ -34,6 +35,10 @@ inline constexpr std::string_view to_string(cpu_call c) noexcept {
 }
 
 /// Time on a CPU thread: a framework op, a runtime call, or the thread's own work.
+/// Runs on a resource_kind::cpu_thread; has no byte count (set_bytes refuses it).
+///
+///     g.add(daydream::cpu_task{.call = daydream::cpu_call::launch, .correlation = 42},
+///           {.name = "cudaLaunchKernel", .duration = 5'000, .resource = thread});
 struct cpu_task {
   static constexpr std::string_view name = "cpu_task";
   static constexpr resource_kind resource = resource_kind::cpu_thread;
@@ -43,21 +48,27 @@ struct cpu_task {
   /// Bytes of the tensors of the enclosing operator, from the recorded input shapes and
   /// dtypes (AccumulateGrad: the gradient); 0 when the trace recorded no shapes.
   std::uint64_t tensor_bytes = 0;
+  friend constexpr bool operator==(const cpu_task&, const cpu_task&) = default;
 };
 
-/// A GPU kernel on a stream.
+/// A GPU kernel on a stream (a resource_kind::gpu_stream).
+///
+///     g.add(daydream::gpu_kernel{.device = 0, .stream = 7, .correlation = 42},
+///           {.name = "volta_sgemm_128x64_nn", .duration = 31'000, .resource = stream});
 struct gpu_kernel {
   static constexpr std::string_view name = "gpu_kernel";
   static constexpr resource_kind resource = resource_kind::gpu_stream;
-  std::int32_t device = 0;
-  std::int32_t stream = 0;
-  std::uint64_t correlation = 0;
+  std::int32_t device = 0;         ///< GPU index
+  std::int32_t stream = 0;         ///< CUDA stream id in the trace
+  std::uint64_t correlation = 0;   ///< correlation id of the launching runtime call, else 0
   std::uint64_t bytes = 0;         ///< bytes the kernel touches when known (memsets), else 0
+  friend constexpr bool operator==(const gpu_kernel&, const gpu_kernel&) = default;
 };
 
 /// Direction of a memory copy.
 enum class copy_kind : std::uint8_t { h2d, d2h, d2d, peer, memset };
 
+/// The name of a copy_kind value ("h2d").
 inline constexpr std::string_view to_string(copy_kind c) noexcept {
   switch (c) {
   case copy_kind::h2d: return "h2d";
@@ -70,14 +81,18 @@ inline constexpr std::string_view to_string(copy_kind c) noexcept {
 }
 
 /// A memory copy (or memset) on a copy engine or a stream.
+///
+///     g.add(daydream::memcpy_task{.direction = daydream::copy_kind::h2d, .bytes = 1 << 20},
+///           {.name = "Memcpy HtoD (Pageable -> Device)", .duration = 90'000, .resource = ce});
 struct memcpy_task {
   static constexpr std::string_view name = "memcpy_task";
   static constexpr resource_kind resource = resource_kind::copy_engine;
-  copy_kind direction = copy_kind::d2d;
-  std::uint64_t bytes = 0;
-  std::int32_t device = 0;
-  std::int32_t stream = 0;
-  std::uint64_t correlation = 0;
+  copy_kind direction = copy_kind::d2d; ///< what is copied where
+  std::uint64_t bytes = 0;              ///< bytes copied (set)
+  std::int32_t device = 0;              ///< GPU index
+  std::int32_t stream = 0;              ///< CUDA stream id in the trace
+  std::uint64_t correlation = 0;        ///< correlation id of the runtime call, else 0
+  friend constexpr bool operator==(const memcpy_task&, const memcpy_task&) = default;
 };
 
 /// The operation a communication task performs.
@@ -86,6 +101,7 @@ enum class comm_op : std::uint8_t {
   send, recv, push, pull, other
 };
 
+/// The name of a comm_op value ("all_reduce").
 inline constexpr std::string_view to_string(comm_op c) noexcept {
   switch (c) {
   case comm_op::all_reduce: return "all_reduce";
@@ -103,16 +119,23 @@ inline constexpr std::string_view to_string(comm_op c) noexcept {
   return "?";
 }
 
-/// A collective or point-to-point transfer on a channel or link.
+/// A collective or point-to-point transfer on a channel or link. On a link with
+/// sharing::fair, concurrent transfers split its bandwidth in replay.
+///
+///     g.add(daydream::comm_task{.op = daydream::comm_op::all_reduce, .bytes = 25 << 20,
+///                               .group_size = 16},
+///           {.name = "ncclKernel_AllReduce_RING_LL_Sum_float", .duration = 2'000'000,
+///            .resource = link});
 struct comm_task {
   static constexpr std::string_view name = "comm_task";
   static constexpr resource_kind resource = resource_kind::link;
   comm_op op = comm_op::other;
   std::uint64_t bytes = 0;       ///< payload per worker (message size)
   std::uint32_t group_size = 1;  ///< participants, when known
-  std::int32_t device = 0;
-  std::int32_t stream = 0;
-  std::uint64_t correlation = 0;
+  std::int32_t device = 0;       ///< GPU index
+  std::int32_t stream = 0;       ///< CUDA stream id of the communication kernel, if any
+  std::uint64_t correlation = 0; ///< correlation id of the launching call, else 0
+  friend constexpr bool operator==(const comm_task&, const comm_task&) = default;
 };
 
 //! @cond DAYDREAM_INTERNAL
@@ -134,12 +157,20 @@ template <class K> constexpr resource_kind kind_resource_or() {
 ///     struct decode_task { static constexpr std::string_view name = "decode"; std::uint64_t bytes; };
 ///     static_assert(daydream::kind_traits<decode_task>::has_bytes);
 template <class Kind> struct kind_traits {
+  /// Shown in diagnostics, formatting and exported traces ("gpu_kernel").
   static constexpr std::string_view name = detail::kind_name_or<Kind>();
+  /// The kind of resource tasks of this kind usually run on.
   static constexpr resource_kind resource = detail::kind_resource_or<Kind>();
+  /// Whether the kind has a byte count that set_bytes() can change.
   static constexpr bool has_bytes = requires(Kind k) { k.bytes = std::uint64_t{}; };
 };
 
-/// A type usable as a task kind: a plain, copyable aggregate.
+/// A type usable as a task kind: a default-constructible, copyable class. The optional
+/// members `name`, `resource` and `bytes` are read through kind_traits.
+///
+///     struct decode_task { std::uint64_t bytes = 0; };
+///     static_assert(daydream::task_kind<decode_task>);
+///     using my_graph = daydream::basic_graph<daydream::cpu_task, decode_task>;
 template <class K>
 concept task_kind = std::is_class_v<K> && std::is_copy_constructible_v<K> &&
                     std::is_default_constructible_v<K>;

@@ -16,7 +16,16 @@
 
 namespace daydream {
 
-/// A pass over graphs of type G: any object callable as `pass(g)` on a `G&`.
+/// A pass over graphs of type G: any object callable as `pass(g)` on a `G&` (through a
+/// const reference: a pass's parameters are fixed when it runs). What it returns is
+/// handed back by apply() (a pass_report, usually, or nothing).
+///
+///     struct halve_kernels {
+///       void operator()(daydream::graph& g) const {
+///         for (auto k : daydream::tasks<daydream::gpu_kernel>(g)) daydream::scale_duration(g, k, 0.5);
+///       }
+///     };
+///     static_assert(daydream::pass_for<halve_kernels, daydream::graph>);
 template <class P, class G>
 concept pass_for = std::invocable<const P&, G&>;
 
@@ -37,19 +46,35 @@ struct member_policy_or<P, Default> { using type = typename P::policy; };
 /// selection `policy`. Defaults come from the members `static constexpr
 /// std::string_view name` and `using policy = ...;`; specialize to add them to a type
 /// you cannot edit.
+///
+///     template <> struct daydream::pass_traits<their_pass> {
+///       static constexpr std::string_view name = "their-pass";
+///       using policy = daydream::priority_policy;
+///     };
 template <class Pass> struct pass_traits {
+  /// Shown in messages ("pass 'amp' was refused ...") and reports.
   static constexpr std::string_view name = detail::member_name_or<Pass>("unnamed-pass");
+  /// The selection policy the replay should use after this pass.
   using policy = typename detail::member_policy_or<Pass, trace_order_policy>::type;
 };
 
 /// The policy a pass (or a pipeline of passes) brings to the replay.
 template <class Pass> using pass_policy_t = typename pass_traits<Pass>::policy;
 
-/// Two passes run one after the other. Its policy is the second pass's, unless that one
-/// brings none, then the first's.
+/// The policy a pass brings, as an object to hand to replay(): the replay picks the
+/// policy of a pass at compile time.
+///
+///     auto what_if = daydream::passes::amp{} | p3{};
+///     daydream::apply(g, what_if);
+///     auto r = daydream::replay(g, daydream::policy_of(what_if)); // p3's policy
+template <class Pass> constexpr pass_policy_t<Pass> policy_of(const Pass&) { return {}; }
+
+/// Two passes run one after the other; what `a | b` makes. Its policy is the second
+/// pass's, unless that one brings none (trace_order_policy), then the first's. Results
+/// of the passes' call operators are dropped: apply each pass on its own to keep them.
 template <class First, class Second> struct pipeline {
-  First first;
-  Second second;
+  First first;   ///< runs first
+  Second second; ///< runs on the graph `first` left
   using policy = std::conditional_t<
       std::is_same_v<pass_policy_t<Second>, trace_order_policy>, pass_policy_t<First>,
       pass_policy_t<Second>>;
@@ -82,22 +107,37 @@ constexpr auto operator|(A&& a, B&& b) {
                                                                   std::forward<B>(b)};
 }
 
-/// Runs `pass` on `g` as a transaction: if the pass throws, or leaves a cycle or a
-/// broken invariant, `g` is restored exactly as it was and daydream::error says why
-/// (naming the cycle's tasks). `name` names the pass in that message. Costs one copy
-/// of the graph.
+/// Runs `pass` on `g` as a transaction and returns what the pass returns. If the pass
+/// throws, or leaves a cycle or a broken invariant (check_invariants), `g` is restored
+/// exactly as it was and daydream::error says why, naming the pass (`name`, by default
+/// pass_traits<Pass>::name) and the cycle's tasks; an exception that is not a
+/// std::exception is rethrown as is, after the restore. Costs one copy of the graph.
+/// On success, invalidates what the pass invalidates; on failure, nothing.
+///
+///     try { daydream::apply(g, daydream::passes::amp{}); }
+///     catch (const daydream::error& e) { std::cerr << e.what() << '\n'; }
 template <class G, class Pass>
-void apply(G& g, const Pass& pass, std::string_view name = pass_traits<Pass>::name) {
+decltype(auto) apply(G& g, const Pass& pass, std::string_view name = pass_traits<Pass>::name) {
   static_assert(pass_for<Pass, G>,
                 "daydream::apply(g, pass): `pass` must be callable as pass(g) on this graph type.");
+  using result = std::invoke_result_t<const Pass&, G&>;
   G backup = g;
   try {
-    pass(g);
-    check_invariants(g);
+    if constexpr (std::is_void_v<result>) {
+      pass(g);
+      check_invariants(g);
+    } else {
+      std::remove_cvref_t<result> out = pass(g);
+      check_invariants(g);
+      return out;
+    }
   } catch (const std::exception& e) {
     g = std::move(backup);
     throw error(std::string("daydream: pass '") + std::string(name) +
                 "' was refused and the graph left unchanged: " + e.what());
+  } catch (...) {
+    g = std::move(backup);
+    throw;
   }
 }
 

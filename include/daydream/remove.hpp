@@ -12,7 +12,8 @@ namespace daydream {
 
 /// Removes task `t` and bridges its dependencies: every predecessor `p` of `t` gets an
 /// edge to every successor `s` of `t`, so the order among the remaining tasks is exactly
-/// what it was. The bridged edge takes the kind of the edge `t -> s` (why `s` waited).
+/// what it was (reachability among them is unchanged). The bridged edge takes the kind
+/// of the edge `t -> s` (why `s` waited); where `p -> s` exists already it stays as is.
 ///
 /// Removing a CPU launch call therefore re-parents the GPU work it launched onto the
 /// launch call's own predecessors (the previous call on its thread): the kernel still
@@ -33,8 +34,13 @@ template <class Graph> void remove(Graph& g, task_id t) {
       if (i.from != o.to) c.link(i.from, o.to, o.kind);
 }
 
-/// Removes every task of `ts` (any range of ids or handles), bridging as remove(g, t)
-/// does, one at a time in the range's order; the result does not depend on that order.
+/// Removes every task of `ts` (any range of ids, handles or task_refs, a selection view
+/// included: the ids are collected first), bridging as remove(g, t) does, one at a time
+/// in the range's order. Reachability among the remaining tasks does not depend on that
+/// order. Invalidates the handles of the removed tasks only.
+///
+///     daydream::remove(g, daydream::tasks<daydream::cpu_task>(g) |
+///                             daydream::where(daydream::name_matches("^cudaEventRecord")));
 template <class Graph, class Range>
   requires requires(Range&& r) { r.begin(); r.end(); }
 void remove(Graph& g, Range&& ts) {

@@ -13,16 +13,18 @@
 namespace daydream {
 
 /// The order among tasks ready on one resource: lexicographic, smaller runs first.
+/// Tasks with equal keys run in id order.
 struct priority_key {
-  std::int64_t major = 0;
-  std::int64_t minor = 0;
-  std::int64_t tie = 0;
+  std::int64_t major = 0; ///< compared first
+  std::int64_t minor = 0; ///< compared when `major` ties
+  std::int64_t tie = 0;   ///< compared when both tie
   friend constexpr auto operator<=>(const priority_key&, const priority_key&) = default;
 };
 
-/// A selection policy: when a resource is free and several tasks are ready on it, the
-/// replay starts the one with the smallest key. `key` is called once per task, when the
-/// task becomes ready at time `ready`.
+/// A selection policy: when an exclusive resource is free and several tasks are ready
+/// on it, the replay starts the one with the smallest key. `key` is called once per
+/// task, when the task becomes ready at time `ready` (all its dependencies have ended);
+/// tasks on fair-share resources or on none start when ready and are not keyed.
 ///
 ///     struct shortest_first {
 ///       template <class G> daydream::priority_key key(const G& g, daydream::task_id t,
@@ -36,8 +38,10 @@ concept selection_policy = requires(const P& p, const G& g, task_id t, time_ns r
 };
 
 /// The default: the original trace order (earliest ready first, ties by the task's
-/// start time in the trace, then by id).
+/// start time in the trace, then by id). With program-order edges on every thread and
+/// stream, this is Daydream's replay.
 struct trace_order_policy {
+  /// `{ready, trace_start, id}`.
   template <class G> priority_key key(const G& g, task_id t, time_ns ready) const {
     return {ready, g.trace_start(t), static_cast<std::int64_t>(t)};
   }
@@ -45,7 +49,11 @@ struct trace_order_policy {
 
 /// Priorities set with reschedule() first (smaller first), then trace order. P3 and
 /// TicTac ship this one.
+///
+///     daydream::reschedule(g, first_layer_allreduce, daydream::as_soon_as_ready);
+///     auto r = daydream::replay(g, daydream::priority_policy{});
 struct priority_policy {
+  /// `{priority, ready, trace_start}`.
   template <class G> priority_key key(const G& g, task_id t, time_ns ready) const {
     return {g.priority(t), ready, g.trace_start(t)};
   }
@@ -56,8 +64,8 @@ inline constexpr std::int64_t as_soon_as_ready = std::numeric_limits<std::int64_
 /// The priority every task starts with.
 inline constexpr std::int64_t default_priority = 0;
 
-/// Sets the replay priority of task `t` (read by priority_policy and user policies).
-/// Invalidates nothing.
+/// Sets the replay priority of task `t` (read by priority_policy and user policies;
+/// trace_order_policy ignores it). Invalidates nothing.
 ///
 ///     daydream::reschedule(g, t, daydream::as_soon_as_ready);
 template <class Graph> void reschedule(Graph& g, task_id t, std::int64_t priority) {

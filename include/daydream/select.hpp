@@ -3,6 +3,7 @@
 #ifndef DAYDREAM_SELECT_HPP
 #define DAYDREAM_SELECT_HPP
 
+#include <daydream/fwd.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/task.hpp>
@@ -21,18 +22,30 @@
 namespace daydream {
 
 /// A task seen through a view: the graph and the id. `Kind` is the task's kind, or void
-/// when the view spans all kinds. Valid as long as the task is (see handle<Kind>).
-template <class Graph, class Kind = void> struct task_ref {
-  Graph* g = nullptr;
-  task_id id = no_task;
+/// when the view spans all kinds. Converts to task_id, so every primitive takes it.
+/// Valid as long as the task is (see handle<Kind>).
+///
+///     for (auto k : daydream::tasks<daydream::gpu_kernel>(g))
+///       if (k.payload().stream == 7) daydream::scale_duration(g, k, 0.5);
+template <class Graph, class Kind> struct task_ref {
+  Graph* g = nullptr;   ///< the graph
+  task_id id = no_task; ///< the task
 
+  /// The graph the task belongs to.
   Graph& graph() const noexcept { return *g; }
+  /// The task's name.
   std::string_view name() const { return g->name(id); }
+  /// The task's layer name (empty for none).
   std::string_view layer() const { return g->layer(id); }
+  /// The task's phase.
   enum phase phase() const { return g->phase_of(id); }
+  /// The task's duration in nanoseconds.
   time_ns duration() const { return g->duration(id); }
+  /// The task's resource.
   resource_id resource() const { return g->resource_of(id); }
+  /// The task's iteration.
   std::int32_t iteration() const { return g->iteration(id); }
+  /// Whether the task is of kind `K`.
   template <class K> bool is() const { return g->template is<K>(id); }
   /// The typed handle (views over one kind only).
   daydream::handle<Kind> typed() const requires(!std::is_void_v<Kind>) { return {id}; }
@@ -44,7 +57,9 @@ template <class Graph, class Kind = void> struct task_ref {
 };
 
 /// The live tasks of kind `K` of `g`, as a lazy view of task_ref<Graph, K>, in id order.
-/// Adding tasks while iterating is not allowed; remove() on the current element is.
+/// The view sees the tasks of kind `K` that existed when it was made: tasks added while
+/// iterating are not visited, removed ones are skipped, and removing the current task
+/// (or any other) while iterating is allowed. compact() invalidates the view.
 ///
 ///     for (auto k : daydream::tasks<daydream::gpu_kernel>(g) | daydream::where(daydream::in_phase(daydream::phase::backward)))
 ///       daydream::scale_duration(g, k, 0.5);
@@ -57,37 +72,53 @@ template <class K, class Graph> auto tasks(Graph& g) {
          ranges::views::filter([](const task_ref<Graph, K>& r) { return r.g->contains(r.id); });
 }
 
-/// Every live task of `g`, as a lazy view of task_ref<Graph>, in id order.
+/// Every live task of `g`, as a lazy view of task_ref<Graph>, in id order (same
+/// invalidation rules as tasks<K>(g)).
+///
+///     for (auto t : daydream::tasks(g) | daydream::where(daydream::in_layer("fc1"))) ...;
 template <class Graph> auto tasks(Graph& g) {
   return ranges::views::iota(task_id{0}, g.id_bound()) |
          ranges::views::filter([&g](task_id t) { return g.contains(t); }) |
          ranges::views::transform([&g](task_id t) { return task_ref<Graph>{&g, t}; });
 }
 
-/// A predicate over task_refs, composable with `&&`, `||` and `!`.
+/// A predicate over task_refs, composable with `&&`, `||` and `!`. Make one from a
+/// lambda with pred(); the built-in ones (in_phase, on_gpu, ...) already are.
 template <class F> struct predicate {
-  F f;
+  F f; ///< the wrapped callable
+  /// Whether task `r` is selected.
   template <class Ref> bool operator()(const Ref& r) const { return static_cast<bool>(f(r)); }
 };
 template <class F> predicate(F) -> predicate<F>;
 
 /// Wraps a user lambda `bool(const task_ref<...>&)` into a composable predicate.
+///
+///     auto long_ones = daydream::pred([](const auto& t) { return t.duration() > 100'000; });
+///     auto sel = daydream::tasks(g) | daydream::where(long_ones && daydream::on_gpu);
 template <class F> constexpr predicate<std::decay_t<F>> pred(F&& f) { return {std::forward<F>(f)}; }
 
+/// Both predicates hold (short-circuit).
 template <class A, class B> constexpr auto operator&&(predicate<A> a, predicate<B> b) {
   return pred([a = std::move(a), b = std::move(b)](const auto& r) { return a(r) && b(r); });
 }
+/// Either predicate holds (short-circuit).
 template <class A, class B> constexpr auto operator||(predicate<A> a, predicate<B> b) {
   return pred([a = std::move(a), b = std::move(b)](const auto& r) { return a(r) || b(r); });
 }
+/// The predicate does not hold.
 template <class A> constexpr auto operator!(predicate<A> a) {
   return pred([a = std::move(a)](const auto& r) { return !a(r); });
 }
 
-/// Filters a view of task_refs by a predicate (or any callable on a task_ref).
+/// Filters a view of task_refs by a predicate (or any callable on a task_ref); lazy.
+///
+///     for (auto k : daydream::tasks<daydream::gpu_kernel>(g) |
+///                   daydream::where(daydream::name_matches("gemm") &&
+///                                   !daydream::in_phase(daydream::phase::weight_update)))
+///       daydream::scale_duration(g, k, 1.0 / 3);
 template <class P> auto where(P p) { return ranges::views::filter(std::move(p)); }
 
-/// Tasks of kind `K`.
+/// Tasks of kind `K`: `where(of_kind<daydream::memcpy_task>)`.
 template <class K> inline constexpr auto of_kind =
     pred([](const auto& r) { return r.template is<K>(); });
 /// GPU work: kernels, copies and communication kernels.
@@ -97,13 +128,17 @@ inline const auto on_gpu = pred([](const auto& r) {
 /// CPU tasks.
 inline const auto on_cpu = pred([](const auto& r) { return r.template is<cpu_task>(); });
 
+/// The type of in_phase.
 struct in_phase_fn {
+  /// A predicate: the task is in phase `p`.
   auto operator()(phase p) const { return pred([p](const auto& r) { return r.phase() == p; }); }
 };
 /// Tasks in phase `p`.
 inline constexpr in_phase_fn in_phase{};
 
+/// The type of in_layer.
 struct in_layer_fn {
+  /// A predicate: the task's layer is exactly `layer`.
   auto operator()(std::string layer) const {
     return pred([l = std::move(layer)](const auto& r) { return r.layer() == l; });
   }
@@ -111,7 +146,9 @@ struct in_layer_fn {
 /// Tasks of the given layer (exact module name).
 inline constexpr in_layer_fn in_layer{};
 
+/// The type of on_resource.
 struct on_resource_fn {
+  /// A predicate: the task runs on resource `res`.
   auto operator()(resource_id res) const {
     return pred([res](const auto& r) { return r.resource() == res; });
   }
@@ -119,14 +156,19 @@ struct on_resource_fn {
 /// Tasks on resource `r`.
 inline constexpr on_resource_fn on_resource{};
 
+/// The type of in_iteration.
 struct in_iteration_fn {
+  /// A predicate: the task belongs to iteration `i`.
   auto operator()(std::int32_t i) const { return pred([i](const auto& r) { return r.iteration() == i; }); }
 };
 /// Tasks of iteration `i`.
 inline constexpr in_iteration_fn in_iteration{};
 
+/// The type of name_matches.
 struct name_matches_fn {
-  /// ECMAScript regex, searched (not matched whole) in the task's name.
+  /// A predicate: an ECMAScript regex `re` is found (searched, not matched whole) in the
+  /// task's name; anchor it (`^aten::`) to match from the start. Throws
+  /// std::regex_error for a malformed expression.
   auto operator()(const std::string& re) const {
     auto rx = std::make_shared<const std::regex>(re, std::regex::ECMAScript | std::regex::optimize);
     return pred([rx](const auto& r) {

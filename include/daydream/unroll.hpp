@@ -8,6 +8,7 @@
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>
 #include <daydream/replay.hpp>
+#include <daydream/resource.hpp>
 #include <daydream/task.hpp>
 
 #include <algorithm>
@@ -19,23 +20,40 @@ namespace daydream {
 
 /// A graph of several copies of one graph, and which copy each task belongs to.
 template <class Graph> struct unrolled {
-  Graph graph;
-  std::vector<std::uint32_t> copy; ///< by task id of `graph`
-  std::uint32_t copies = 0;
+  Graph graph;                     ///< the copies, in one graph (ids dense, copy by copy)
+  std::vector<std::uint32_t> copy; ///< by task id of `graph`: which copy (0 .. copies-1)
+  std::vector<task_id> original;   ///< by task id of `graph`: the task of the input it copies
+  std::uint32_t copies = 0;        ///< number of copies
 };
 
 /// Makes `n` copies of `g` that run back to back, as consecutive training iterations.
 ///
-/// Copy k+1 follows copy k in the program order of every resource (the last task of copy
-/// k on a thread or stream precedes the first task of copy k+1 there), and every
-/// dependency `a -> b` whose kind is in `carried` is also added from `a` of copy k to `b`
-/// of copy k+1 (e.g. `data` edges from a layer's weight update to its next forward).
+/// Copy k+1 follows copy k in the program order of every exclusive resource (the last
+/// task of copy k on a thread or stream precedes the first task of copy k+1 there, with
+/// the resource's order kind); fair-share resources have no program order and get no
+/// such edge. Two ways to add cross-iteration dependencies:
+/// - every dependency `a -> b` of `g` whose kind is in `carried` is also added from `a`
+///   of copy k to `b` of copy k+1;
+/// - every `{from, to, kind}` of `across` (ids of `g`) is added from `from` of copy k
+///   to `to` of copy k+1: a layer's weight update before its next forward, say.
 /// Iteration numbers of copy k are shifted by k times the span of `g`'s iterations; trace
 /// start times by k times its trace span, so trace-order ties stay in copy order.
-/// Resources are shared by all copies. O(n (V + E)).
+/// Resources are shared by all copies; priorities and mem_delta are copied. The input
+/// is not changed. O(n (V + E)), plus, per resource, (tasks without an order
+/// predecessor) x (tasks without an order successor) edges per copy.
+///
+///     // weight update of fc1 -> forward of fc1 in the next iteration
+///     auto u = daydream::unroll(g, 4, {}, {{fc1_update, fc1_forward, daydream::dep_kind::data}});
+///     auto r = daydream::replay(u.graph);
+///     auto per_iteration = daydream::steady_state_time(u, r);
 template <class Graph>
-unrolled<Graph> unroll(const Graph& g, std::uint32_t n, dep_mask carried = {}) {
+unrolled<Graph> unroll(const Graph& g, std::uint32_t n, dep_mask carried = {},
+                       const std::vector<dependency>& across = {}) {
   if (n == 0) throw error("daydream: unroll: need at least one copy");
+  for (auto& d : across) {
+    g.core().check_task(d.from, "unroll (cross-iteration dependency)");
+    g.core().check_task(d.to, "unroll (cross-iteration dependency)");
+  }
   unrolled<Graph> u;
   u.copies = n;
   auto& out = u.graph;
@@ -57,7 +75,7 @@ unrolled<Graph> unroll(const Graph& g, std::uint32_t n, dep_mask carried = {}) {
   std::vector<std::vector<task_id>> firsts(g.resource_count()), lasts(g.resource_count());
   g.for_each_task([&](task_id t) {
     auto r = c.res[t];
-    if (r == no_resource) return;
+    if (r == no_resource || c.resources[r].share == sharing::fair) return;
     if (prev_on_resource(g, t) == no_task) firsts[r].push_back(t);
     if (next_on_resource(g, t) == no_task) lasts[r].push_back(t);
   });
@@ -74,6 +92,7 @@ unrolled<Graph> unroll(const Graph& g, std::uint32_t n, dep_mask carried = {}) {
       out.core().mem_delta[id] = c.mem_delta[t];
       map[t] = id;
       u.copy.push_back(k);
+      u.original.push_back(t);
     });
     g.for_each_task([&](task_id t) {
       for (auto d : g.successors(t)) out.add_dependency(map[t], map[d.to], d.kind);
@@ -88,6 +107,7 @@ unrolled<Graph> unroll(const Graph& g, std::uint32_t n, dep_mask carried = {}) {
           for (auto d : g.successors(t))
             if (carried.contains(d.kind)) out.add_dependency(prev_map[t], map[d.to], d.kind);
         });
+      for (auto& d : across) out.add_dependency(prev_map[d.from], map[d.to], d.kind);
     }
     prev_map = map;
   }
@@ -96,7 +116,10 @@ unrolled<Graph> unroll(const Graph& g, std::uint32_t n, dep_mask carried = {}) {
 
 /// The steady-state iteration time of a replayed unrolled graph: the mean distance
 /// between the ends of consecutive copies, the first copy (the warm-up) excluded.
-/// With one copy, its makespan.
+/// With one copy, its makespan. `r` must be a replay of `u.graph`.
+///
+///     auto u = daydream::unroll(g, 5);
+///     auto t = daydream::steady_state_time(u, daydream::replay(u.graph, daydream::priority_policy{}));
 template <class Graph>
 time_ns steady_state_time(const unrolled<Graph>& u, const replay_result& r) {
   std::vector<time_ns> ends(u.copies, 0);

@@ -16,6 +16,8 @@
 namespace daydream {
 
 /// Sets the duration of `t` (nanoseconds, not negative). Invalidates nothing.
+///
+///     daydream::set_duration(g, allreduce, 1'800'000);
 template <class Graph> void set_duration(Graph& g, task_id t, time_ns d) {
   g.core().check_task(t, "set_duration");
   if (d < 0) throw error("daydream: set_duration: negative duration for task #" + std::to_string(t));
@@ -32,7 +34,10 @@ template <class Graph> void scale_duration(Graph& g, task_id t, double factor) {
   d = static_cast<time_ns>(std::llround(double(d) * factor));
 }
 
-/// Sets the idle time the replay keeps after `t` on its resource. Invalidates nothing.
+/// Sets the idle time the replay keeps after `t` on its resource (nanoseconds, not
+/// negative). Invalidates nothing.
+///
+///     daydream::set_gap(g, launch, 0);   // a faster framework: no CPU overhead after it
 template <class Graph> void set_gap(Graph& g, task_id t, time_ns gap) {
   g.core().check_task(t, "set_gap");
   if (gap < 0) throw error("daydream: set_gap: negative gap for task #" + std::to_string(t));
@@ -40,14 +45,18 @@ template <class Graph> void set_gap(Graph& g, task_id t, time_ns gap) {
 }
 
 /// Moves `t` to resource `r`. Its program order on the old resource is bridged (the
-/// task before it now precedes the task after it) and it joins no program order on the
-/// new one: it runs there when ready, in the order the selection policy picks. Use
-/// insert_between to give it a place. Invalidates nothing.
+/// task before it now precedes the task after it, with the kind of the edge that left
+/// `t`) and it joins no program order on the new one: it runs there when ready, in the
+/// order the selection policy picks. Its other dependencies stay. Moving a task to the
+/// resource it is on does nothing. Invalidates nothing.
+///
+///     daydream::move_to(g, allreduce, side_stream);   // overlap it with the main stream
 template <class Graph> void move_to(Graph& g, task_id t, resource_id r) {
   auto& c = g.core();
   c.check_task(t, "move_to");
   if (r >= c.resources.size())
     throw error("daydream: move_to: resource #" + std::to_string(r) + " does not exist");
+  if (r == c.res[t]) return;
   std::vector<dependency> ins, outs;
   for (auto d : c.in(t))
     if (dep_mask::order().contains(d.kind) && c.res[d.from] == c.res[t]) ins.push_back(d);
@@ -61,7 +70,10 @@ template <class Graph> void move_to(Graph& g, task_id t, resource_id r) {
 }
 
 /// Sets the byte count of a memory copy, communication task, or any kind with a
-/// `bytes` member. Does not change the duration: cost models do. Invalidates nothing.
+/// `bytes` member. Does not change the duration: cost models do. Fails to compile for a
+/// kind without bytes (cpu_task). Invalidates nothing.
+///
+///     daydream::set_bytes(g, allreduce, allreduce_bytes / 2);
 template <class Graph, class Kind> void set_bytes(Graph& g, handle<Kind> t, std::uint64_t n) {
   static_assert(kind_traits<Kind>::has_bytes,
                 "daydream::set_bytes: this task kind carries no byte count; only "

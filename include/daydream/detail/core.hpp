@@ -14,17 +14,7 @@
 #include <limits>
 #include <vector>
 
-namespace daydream {
-
-/// One dependency as seen from a task: the task at the other end and the kind.
-struct dependency {
-  task_id from = no_task;
-  task_id to = no_task;
-  dep_kind kind = dep_kind::control;
-  friend constexpr bool operator==(const dependency&, const dependency&) = default;
-};
-
-namespace detail {
+namespace daydream::detail {
 
 using edge_id = std::uint32_t;
 inline constexpr edge_id no_edge = std::numeric_limits<edge_id>::max();
@@ -181,7 +171,6 @@ public:
   }
 };
 
-} // namespace detail
-} // namespace daydream
+} // namespace daydream::detail
 
 #endif

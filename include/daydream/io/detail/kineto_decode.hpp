@@ -1,0 +1,721 @@
+// Defines io::detail::decode_kineto: one pass of simdjson On-Demand over a Kineto trace into compact event tables.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_IO_DETAIL_KINETO_DECODE_HPP
+#define DAYDREAM_IO_DETAIL_KINETO_DECODE_HPP
+
+#include <daydream/config.hpp>
+#include <daydream/io/detail/decimal.hpp>
+#include <daydream/task.hpp>
+
+#include <simdjson.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace daydream::io::detail {
+
+/// The categories of Kineto events daydream understands (current and legacy names).
+enum class ecat : std::uint8_t {
+  other,             ///< a category daydream does not model
+  cpu_op,            ///< "cpu_op", legacy "Operator"
+  user_annotation,   ///< "user_annotation" (record_function ranges, ProfilerStep#N)
+  python_function,   ///< "python_function" (Python frames, `nn.Module: ...`)
+  runtime,           ///< "cuda_runtime", legacy "Runtime" (CUDA and HIP runtime calls)
+  driver,            ///< "cuda_driver" (cuLaunchKernel, ...)
+  kernel,            ///< "kernel", legacy "Kernel"
+  memcpy,            ///< "gpu_memcpy", legacy "Memcpy"
+  memset,            ///< "gpu_memset", legacy "Memset"
+  cuda_sync,         ///< "cuda_sync" (CUPTI synchronization records)
+  gpu_annotation,    ///< "gpu_user_annotation"
+  launch_flow,       ///< "ac2g", "async_cpu_to_gpu", legacy "async"
+  fwdbwd_flow,       ///< "fwdbwd"
+  cpu_instant,       ///< "cpu_instant_event" ([memory] and other instants)
+  trace_span,        ///< "Trace" (the profiler's own span)
+};
+
+/// The category of a `cat` string.
+inline ecat classify_category(std::string_view c) noexcept {
+  switch (c.size()) {
+  case 3: if (c == "ac2g") return ecat::launch_flow; break;
+  case 4: if (c == "Trace") return ecat::trace_span; break;
+  case 5:
+    if (c == "async") return ecat::launch_flow;
+    if (c == "Trace") return ecat::trace_span;
+    break;
+  case 6:
+    if (c == "cpu_op") return ecat::cpu_op;
+    if (c == "kernel" || c == "Kernel") return ecat::kernel;
+    if (c == "Memset") return ecat::memset;
+    if (c == "Memcpy") return ecat::memcpy;
+    if (c == "fwdbwd") return ecat::fwdbwd_flow;
+    break;
+  case 7: if (c == "Runtime") return ecat::runtime; break;
+  case 8: if (c == "Operator") return ecat::cpu_op; break;
+  case 9: if (c == "cuda_sync") return ecat::cuda_sync; break;
+  case 10:
+    if (c == "gpu_memcpy") return ecat::memcpy;
+    if (c == "gpu_memset") return ecat::memset;
+    break;
+  case 11: if (c == "cuda_driver") return ecat::driver; break;
+  case 12: if (c == "cuda_runtime") return ecat::runtime; break;
+  case 15:
+    if (c == "user_annotation") return ecat::user_annotation;
+    if (c == "python_function") return ecat::python_function;
+    break;
+  case 16: if (c == "async_cpu_to_gpu") return ecat::launch_flow; break;
+  case 17: if (c == "cpu_instant_event") return ecat::cpu_instant; break;
+  case 19: if (c == "gpu_user_annotation") return ecat::gpu_annotation; break;
+  default: break;
+  }
+  return ecat::other;
+}
+
+/// Whether events of category `c` run on a CPU thread.
+inline constexpr bool is_cpu_category(ecat c) noexcept {
+  return c == ecat::cpu_op || c == ecat::user_annotation || c == ecat::python_function ||
+         c == ecat::runtime || c == ecat::driver;
+}
+/// Whether events of category `c` run on a GPU stream.
+inline constexpr bool is_gpu_category(ecat c) noexcept {
+  return c == ecat::kernel || c == ecat::memcpy || c == ecat::memset;
+}
+
+/// A `pid`/`tid` pair. Numbers are kept as they are; strings ("Spans") are mapped to
+/// ids far below any real one.
+struct pidtid {
+  std::int64_t pid = 0, tid = 0;
+  friend bool operator==(const pidtid&, const pidtid&) = default;
+};
+//! @cond DAYDREAM_INTERNAL
+struct pidtid_hash {
+  std::size_t operator()(const pidtid& k) const noexcept {
+    return std::hash<std::int64_t>{}(k.pid * 1000003 ^ k.tid);
+  }
+};
+//! @endcond
+
+/// No entry (in op_meta and similar side tables).
+inline constexpr std::uint32_t no_index = std::numeric_limits<std::uint32_t>::max();
+
+/// An `X` event on a CPU thread.
+struct cpu_event {
+  time_ns ts = 0, dur = 0;            ///< nanoseconds
+  std::string_view name;
+  std::uint32_t index = 0;            ///< position in traceEvents
+  std::uint32_t thread = 0;           ///< index into decoded_trace::threads
+  std::int64_t correlation = -1;      ///< runtime correlation id, -1 if none
+  std::int64_t seq = -1;              ///< autograd sequence number, -1 if none
+  std::uint32_t meta = no_index;      ///< index into decoded_trace::metas
+  ecat cat = ecat::other;
+};
+
+/// An `X` event on a GPU stream: a kernel, copy or memset.
+struct gpu_event {
+  time_ns ts = 0, dur = 0;
+  std::string_view name;
+  std::uint32_t index = 0;
+  std::int32_t device = 0, stream = 0;
+  std::int64_t correlation = -1;
+  std::uint64_t bytes = 0;
+  std::uint32_t meta = no_index;
+  ecat cat = ecat::other;
+};
+
+/// A flow event (`s`, `f` or `t`).
+struct flow_event {
+  time_ns ts = 0;
+  std::int64_t id = 0;
+  std::uint32_t index = 0;
+  pidtid where;
+  char ph = 's';
+  ecat cat = ecat::launch_flow;
+};
+
+/// A `[memory]` instant event.
+struct memory_event {
+  time_ns ts = 0;
+  std::int64_t bytes = 0, total = -1;
+  std::uint32_t index = 0, thread = 0;
+  std::int32_t device_type = -1, device_id = -1;
+};
+
+/// A `cuda_sync` record.
+struct sync_event {
+  time_ns ts = 0, dur = 0;
+  std::uint32_t index = 0;
+  std::int64_t correlation = -1, stream = -1, wait_stream = -1, record_correlation = -1;
+  std::int32_t device = 0;
+  std::string_view kind;
+};
+
+/// Arguments of operators and collectives, kept only for events that carry them.
+struct op_meta {
+  std::string_view input_dims, input_types; ///< raw JSON text
+  std::string_view collective, dtype;
+  std::int64_t in_nelems = -1, out_nelems = -1, group_size = -1;
+};
+
+/// Everything decode_kineto keeps of a trace.
+struct decoded_trace {
+  std::vector<cpu_event> cpu;
+  std::vector<gpu_event> gpu;
+  std::vector<flow_event> flows;
+  std::vector<memory_event> memory;
+  std::vector<sync_event> syncs;
+  std::vector<op_meta> metas;
+  std::vector<pidtid> threads;          ///< CPU threads, by first appearance
+  std::size_t events = 0;               ///< elements of traceEvents
+  std::map<std::string, std::size_t> ignored; ///< events not kept, by reason
+  std::vector<std::string> gpus;        ///< deviceProperties names
+  std::int32_t rank = -1, world_size = -1;
+  std::string backend;
+};
+
+//! @cond DAYDREAM_INTERNAL
+/// Parses an integer from a JSON number token or a string ("7", "-1", "0x7f", "3.0").
+inline bool parse_integer_text(std::string_view s, std::int64_t& out) noexcept {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  if (s.empty()) return false;
+  const char* b = s.data();
+  const char* e = b + s.size();
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    std::uint64_t u = 0;
+    auto [p, ec] = std::from_chars(b + 2, e, u, 16);
+    if (ec != std::errc() || p != e) return false;
+    out = static_cast<std::int64_t>(u);
+    return true;
+  }
+  if (*b == '+') ++b;
+  std::int64_t v = 0;
+  auto [p, ec] = std::from_chars(b, e, v);
+  if (ec == std::errc() && p == e) { out = v; return true; }
+  // A float or an exponent: round through the exact decimal reader (value * 1000 / 1000).
+  auto r = us_text_to_ns(s);
+  if (r.status != number_status::ok) return false;
+  out = r.value >= 0 ? (r.value + 500) / 1000 : -((-r.value + 500) / 1000);
+  return true;
+}
+
+/// Reads the trailing integer of a string such as "stream 7 " (legacy GPU tids).
+inline bool trailing_integer(std::string_view s, std::int64_t& out) noexcept {
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  std::size_t i = s.size();
+  while (i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9') --i;
+  if (i == s.size()) return false;
+  return parse_integer_text(s.substr(i), out);
+}
+
+/// A decoding failure inside one event, turned into daydream::error by the caller.
+struct decode_failure {
+  std::string reason;
+};
+
+/// One JSON value as a pid/tid: a number or a string.
+struct id_value {
+  std::int64_t num = 0;
+  std::string_view str;
+  bool is_string = false;
+  bool present = false;
+};
+
+/// The fields of one event, before classification.
+struct raw_event {
+  std::string_view ph, cat, name, bp;
+  std::string_view ts_text, dur_text;
+  id_value pid, tid;
+  bool has_id = false;
+  std::int64_t id = 0;
+  // args
+  bool has_args = false;
+  std::int64_t correlation = -1, external_id = -1, seq = -1, device = -1, bytes = -1;
+  bool has_stream = false;
+  std::int64_t stream = -1;
+  std::string_view input_dims, input_types, collective, dtype, sync_kind;
+  std::int64_t in_nelems = -1, out_nelems = -1, group_size = -1;
+  bool has_mem_bytes = false;
+  std::int64_t mem_bytes = 0, total_allocated = -1, device_type = -1, device_id = -1;
+  std::int64_t wait_stream = -1, wait_record = -1;
+};
+
+using simdjson::ondemand::json_type;
+
+inline std::string_view type_name(json_type t) noexcept {
+  switch (t) {
+  case json_type::array: return "an array";
+  case json_type::object: return "an object";
+  case json_type::number: return "a number";
+  case json_type::string: return "a string";
+  case json_type::boolean: return "a boolean";
+  case json_type::null: return "null";
+  }
+  return "?";
+}
+
+/// The decoder: owns nothing but the parse state; results go to `out`.
+class kineto_decoder {
+public:
+  kineto_decoder(std::string_view source, const char* base, decoded_trace& out)
+      : source_(source), base_(base), out_(out) {}
+
+  /// Decodes a whole document. Throws daydream::error naming the source and the byte
+  /// offset (syntax) or the event index (content).
+  void run(simdjson::ondemand::parser& parser, simdjson::padded_string_view json) {
+    using namespace simdjson;
+    ondemand::document doc;
+    if (auto err = parser.iterate(json).get(doc)) syntax(err, nullptr);
+    ondemand::json_type top;
+    if (auto err = doc.type().get(top)) syntax(err, &doc);
+    if (top != json_type::object)
+      fail_doc(std::string("the top-level JSON value is ") + std::string(type_name(top)) +
+               ", not an object with a \"traceEvents\" array");
+    ondemand::object root;
+    if (auto err = doc.get_object().get(root)) syntax(err, &doc);
+    bool seen_events = false;
+    for (auto field_r : root) {
+      ondemand::field field;
+      if (auto err = field_r.get(field)) syntax(err, &doc);
+      std::string_view key;
+      if (auto err = field.unescaped_key().get(key)) syntax(err, &doc);
+      ondemand::value v = field.value();
+      if (key == "traceEvents") {
+        if (seen_events) fail_doc("\"traceEvents\" appears twice");
+        seen_events = true;
+        json_type t;
+        if (auto err = v.type().get(t)) syntax(err, &doc);
+        if (t != json_type::array)
+          fail_doc("\"traceEvents\" is " + std::string(type_name(t)) + ", not an array");
+        ondemand::array arr;
+        if (auto err = v.get_array().get(arr)) syntax(err, &doc);
+        events(arr, doc);
+      } else if (key == "distributedInfo") {
+        json_type t;
+        if (!v.type().get(t) && t == json_type::object) distributed(v, doc);
+      } else if (key == "deviceProperties") {
+        json_type t;
+        if (!v.type().get(t) && t == json_type::array) devices(v, doc);
+      }
+    }
+    if (!doc.at_end()) {
+      const char* loc = nullptr;
+      if (doc.current_location().get(loc)) loc = nullptr;
+      throw error("daydream: " + std::string(source_) + ": byte " + offset(loc) +
+                  ": JSON syntax error: unexpected content after the top-level object");
+    }
+    if (!seen_events) fail_doc("no \"traceEvents\" array (is this a Kineto / PyTorch profiler trace?)");
+  }
+
+private:
+  std::string offset(const char* loc) const {
+    return loc ? std::to_string(loc - base_) : std::string("?");
+  }
+  [[noreturn]] void syntax(simdjson::error_code err, simdjson::ondemand::document* doc) const {
+    const char* loc = nullptr;
+    if (doc && doc->current_location().get(loc)) loc = nullptr;
+    std::string where = loc ? "byte " + offset(loc) : std::string("byte ?");
+    std::string what = simdjson::error_message(err);
+    if (err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || err == simdjson::TAPE_ERROR ||
+        err == simdjson::UNCLOSED_STRING || err == simdjson::EMPTY)
+      what += " (is the file truncated?)";
+    if (in_event_) where += " (in event #" + std::to_string(index_) + ")";
+    throw error("daydream: " + std::string(source_) + ": " + where + ": JSON syntax error: " + what);
+  }
+  [[noreturn]] void fail_doc(const std::string& why) const {
+    throw error("daydream: " + std::string(source_) + ": " + why);
+  }
+  [[noreturn]] void fail_event(const std::string& why) const {
+    throw error("daydream: " + std::string(source_) + ": event #" + std::to_string(index_) + ": " + why);
+  }
+
+  void distributed(simdjson::ondemand::value v, simdjson::ondemand::document& doc) {
+    simdjson::ondemand::object o;
+    if (v.get_object().get(o)) return;
+    for (auto f_r : o) {
+      simdjson::ondemand::field f;
+      if (auto err = f_r.get(f)) syntax(err, &doc);
+      std::string_view k;
+      if (auto err = f.unescaped_key().get(k)) syntax(err, &doc);
+      auto val = f.value();
+      std::int64_t n = 0;
+      if (k == "rank") { if (read_int(val, n)) out_.rank = static_cast<std::int32_t>(n); }
+      else if (k == "world_size") { if (read_int(val, n)) out_.world_size = static_cast<std::int32_t>(n); }
+      else if (k == "backend") {
+        std::string_view s;
+        if (!val.get_string().get(s)) out_.backend = std::string(s);
+      }
+    }
+  }
+
+  void devices(simdjson::ondemand::value v, simdjson::ondemand::document& doc) {
+    simdjson::ondemand::array a;
+    if (v.get_array().get(a)) return;
+    for (auto el_r : a) {
+      simdjson::ondemand::value el;
+      if (auto err = el_r.get(el)) syntax(err, &doc);
+      simdjson::ondemand::object o;
+      if (el.get_object().get(o)) continue;
+      for (auto f_r : o) {
+        simdjson::ondemand::field f;
+        if (auto err = f_r.get(f)) syntax(err, &doc);
+        std::string_view k;
+        if (auto err = f.unescaped_key().get(k)) syntax(err, &doc);
+        if (k == "name") {
+          std::string_view s;
+          if (!f.value().get_string().get(s)) out_.gpus.emplace_back(s);
+        }
+      }
+    }
+  }
+
+  /// Reads an integer-valued JSON value (number or numeric string).
+  static bool read_int(simdjson::ondemand::value& v, std::int64_t& out) noexcept {
+    json_type t;
+    if (v.type().get(t)) return false;
+    if (t == json_type::number) return parse_integer_text(v.raw_json_token(), out);
+    if (t == json_type::string) {
+      std::string_view s;
+      if (v.get_string().get(s)) return false;
+      return parse_integer_text(s, out);
+    }
+    return false;
+  }
+
+  void read_id(simdjson::ondemand::value& v, id_value& out, const char* field,
+               simdjson::ondemand::document& doc) {
+    json_type t;
+    if (auto err = v.type().get(t)) syntax(err, &doc);
+    out.present = true;
+    if (t == json_type::number) {
+      if (!parse_integer_text(v.raw_json_token(), out.num))
+        fail_event(std::string("field '") + field + "' is not an integer (" + std::string(trim(v.raw_json_token())) + ")");
+    } else if (t == json_type::string) {
+      if (auto err = v.get_string().get(out.str)) syntax(err, &doc);
+      out.is_string = true;
+    } else {
+      fail_event(std::string("field '") + field + "' must be a number or a string, not " + std::string(type_name(t)));
+    }
+  }
+
+  static std::string_view trim(std::string_view s) noexcept {
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+  }
+
+  std::string_view read_string(simdjson::ondemand::value& v, const char* field,
+                               simdjson::ondemand::document& doc) {
+    json_type t;
+    if (auto err = v.type().get(t)) syntax(err, &doc);
+    if (t != json_type::string)
+      fail_event(std::string("field '") + field + "' must be a string, not " + std::string(type_name(t)));
+    std::string_view s;
+    if (auto err = v.get_string().get(s)) syntax(err, &doc);
+    return s;
+  }
+
+  std::string_view read_number_text(simdjson::ondemand::value& v, const char* field,
+                                    simdjson::ondemand::document& doc) {
+    auto tok = trim(v.raw_json_token());
+    if (!tok.empty() && (tok[0] == 'N' || tok[0] == 'I' || tok.substr(0, 2) == "-I"))
+      fail_event(std::string("field '") + field + "' is not a finite number (" + std::string(tok) + ")");
+    json_type t;
+    if (auto err = v.type().get(t)) syntax(err, &doc);
+    if (t != json_type::number)
+      fail_event(std::string("field '") + field + "' must be a number, not " + std::string(type_name(t)));
+    return tok;
+  }
+
+  void args(simdjson::ondemand::value& v, raw_event& e, simdjson::ondemand::document& doc) {
+    json_type t;
+    if (auto err = v.type().get(t)) syntax(err, &doc);
+    if (t != json_type::object) fail_event("field 'args' must be an object, not " + std::string(type_name(t)));
+    simdjson::ondemand::object o;
+    if (auto err = v.get_object().get(o)) syntax(err, &doc);
+    e.has_args = true;
+    for (auto f_r : o) {
+      simdjson::ondemand::field f;
+      if (auto err = f_r.get(f)) syntax(err, &doc);
+      std::string_view k;
+      if (auto err = f.unescaped_key().get(k)) syntax(err, &doc);
+      simdjson::ondemand::value val = f.value();
+      auto as_int = [&](std::int64_t& dst) { std::int64_t n; if (read_int(val, n)) dst = n; };
+      auto as_str = [&](std::string_view& dst) {
+        json_type vt;
+        if (!val.type().get(vt) && vt == json_type::string) {
+          if (auto err = val.get_string().get(dst)) syntax(err, &doc);
+        }
+      };
+      auto as_raw = [&](std::string_view& dst) {
+        json_type vt;
+        if (!val.type().get(vt) && vt == json_type::array) {
+          if (auto err = val.raw_json().get(dst)) syntax(err, &doc);
+        }
+      };
+      switch (k.size()) {
+      case 5:
+        if (k == "Bytes") { std::int64_t n; if (read_int(val, n)) { e.mem_bytes = n; e.has_mem_bytes = true; } }
+        else if (k == "dtype") as_str(e.dtype);
+        break;
+      case 6:
+        if (k == "stream") { std::int64_t n; if (read_int(val, n)) { e.stream = n; e.has_stream = true; } }
+        else if (k == "device") as_int(e.device);
+        break;
+      case 10:
+        if (k == "Input Dims" || k == "Input dims") as_raw(e.input_dims);
+        else if (k == "Input type") as_raw(e.input_types);
+        else if (k == "Group size") as_int(e.group_size);
+        break;
+      case 5 + 6:
+        if (k == "correlation") as_int(e.correlation);
+        else if (k == "External id" || k == "external id") as_int(e.external_id);
+        else if (k == "Device Type") as_int(e.device_type);
+        break;
+      case 9: if (k == "Device Id") as_int(e.device_id); break;
+      case 13: if (k == "In msg nelems") as_int(e.in_nelems); break;
+      case 14:
+        if (k == "Out msg nelems") as_int(e.out_nelems);
+        else if (k == "cuda_sync_kind") as_str(e.sync_kind);
+        else if (k == "wait_on_stream") as_int(e.wait_stream);
+        break;
+      case 15:
+        if (k == "Sequence number") as_int(e.seq);
+        else if (k == "Total Allocated") as_int(e.total_allocated);
+        else if (k == "Collective name") as_str(e.collective);
+        break;
+      case 33: if (k == "wait_on_cuda_event_record_corr_id") as_int(e.wait_record); break;
+      default: break;
+      }
+    }
+  }
+
+  std::int64_t string_id(std::string_view s) {
+    auto it = string_ids_.find(s);
+    if (it != string_ids_.end()) return it->second;
+    std::int64_t id = std::numeric_limits<std::int64_t>::min() / 2 + std::int64_t(string_ids_.size());
+    string_ids_.emplace(s, id);
+    return id;
+  }
+  std::int64_t id_of(const id_value& v) { return v.is_string ? string_id(v.str) : v.num; }
+
+  std::uint32_t thread_of(const raw_event& e) {
+    pidtid k{id_of(e.pid), id_of(e.tid)};
+    if (have_last_ && k == last_key_) return last_thread_;
+    auto [it, fresh] = thread_index_.try_emplace(k, static_cast<std::uint32_t>(out_.threads.size()));
+    if (fresh) out_.threads.push_back(k);
+    have_last_ = true;
+    last_key_ = k;
+    last_thread_ = it->second;
+    return it->second;
+  }
+
+  time_ns to_ns(std::string_view text, const char* field) {
+    auto r = us_text_to_ns(text);
+    switch (r.status) {
+    case number_status::ok: return r.value;
+    case number_status::not_finite: fail_event(std::string("field '") + field + "' is not a finite number");
+    case number_status::out_of_range:
+      fail_event(std::string("field '") + field + "' (" + std::string(text) + " us) is out of range");
+    case number_status::not_a_number: break;
+    }
+    fail_event(std::string("field '") + field + "' is not a number (" + std::string(text) + ")");
+  }
+
+  void ignore(const char* reason) { ++out_.ignored[reason]; }
+  void ignore(std::string reason) { ++out_.ignored[std::move(reason)]; }
+
+  std::uint32_t meta_of(const raw_event& e) {
+    if (e.input_dims.empty() && e.collective.empty() && e.in_nelems < 0 && e.out_nelems < 0 &&
+        e.group_size < 0 && e.dtype.empty())
+      return no_index;
+    out_.metas.push_back({e.input_dims, e.input_types, e.collective, e.dtype, e.in_nelems,
+                          e.out_nelems, e.group_size});
+    return static_cast<std::uint32_t>(out_.metas.size() - 1);
+  }
+
+  void events(simdjson::ondemand::array& arr, simdjson::ondemand::document& doc) {
+    index_ = 0;
+    for (auto el_r : arr) {
+      in_event_ = true;
+      simdjson::ondemand::value el;
+      if (auto err = el_r.get(el)) syntax(err, &doc);
+      json_type t;
+      if (auto err = el.type().get(t)) syntax(err, &doc);
+      if (t != json_type::object) fail_event("is " + std::string(type_name(t)) + ", not an object");
+      simdjson::ondemand::object o;
+      if (auto err = el.get_object().get(o)) syntax(err, &doc);
+      raw_event e;
+      bool has_ts = false, has_dur = false;
+      for (auto f_r : o) {
+        simdjson::ondemand::field f;
+        if (auto err = f_r.get(f)) syntax(err, &doc);
+        std::string_view k;
+        if (auto err = f.unescaped_key().get(k)) syntax(err, &doc);
+        simdjson::ondemand::value v = f.value();
+        switch (k.size()) {
+        case 2:
+          if (k == "ph") e.ph = read_string(v, "ph", doc);
+          else if (k == "ts") { e.ts_text = read_number_text(v, "ts", doc); has_ts = true; }
+          else if (k == "id") {
+            std::int64_t n;
+            if (read_int(v, n)) { e.id = n; e.has_id = true; }
+            else {
+              json_type it;
+              if (!v.type().get(it) && it == json_type::string) {
+                std::string_view s;
+                if (auto err = v.get_string().get(s)) syntax(err, &doc);
+                e.id = string_id(s);
+                e.has_id = true;
+              }
+            }
+          } else if (k == "bp") {
+            json_type bt;
+            if (!v.type().get(bt) && bt == json_type::string) {
+              if (auto err = v.get_string().get(e.bp)) syntax(err, &doc);
+            }
+          }
+          break;
+        case 3:
+          if (k == "cat") e.cat = read_string(v, "cat", doc);
+          else if (k == "pid") read_id(v, e.pid, "pid", doc);
+          else if (k == "tid") read_id(v, e.tid, "tid", doc);
+          else if (k == "dur") { e.dur_text = read_number_text(v, "dur", doc); has_dur = true; }
+          break;
+        case 4:
+          if (k == "name") e.name = read_string(v, "name", doc);
+          else if (k == "args") args(v, e, doc);
+          break;
+        default: break;
+        }
+      }
+      classify(e, has_ts, has_dur);
+      ++index_;
+      in_event_ = false;
+    }
+    out_.events = index_;
+  }
+
+  void classify(raw_event& e, bool has_ts, bool has_dur) {
+    if (e.ph.empty()) fail_event("has no 'ph' field");
+    const char ph = e.ph.size() == 1 ? e.ph[0] : '?';
+    const std::uint32_t idx = static_cast<std::uint32_t>(index_);
+    switch (ph) {
+    case 'M': ignore("metadata"); return;
+    case 'X': {
+      if (!has_ts) fail_event("complete event ('X') without 'ts'");
+      if (!has_dur) fail_event("complete event ('X') without 'dur'");
+      time_ns ts = to_ns(e.ts_text, "ts");
+      time_ns dur = to_ns(e.dur_text, "dur");
+      if (dur < 0) fail_event("negative duration (dur = " + std::string(e.dur_text) + " us)");
+      if (ts > std::numeric_limits<time_ns>::max() - dur) fail_event("'ts' + 'dur' is out of range");
+      ecat c = classify_category(e.cat);
+      if (is_cpu_category(c)) {
+        if (e.name.empty() && !e.has_args) { /* still a valid, unnamed range */ }
+        cpu_event ce;
+        ce.ts = ts; ce.dur = dur; ce.name = e.name; ce.index = idx; ce.thread = thread_of(e);
+        ce.correlation = e.correlation; ce.seq = e.seq; ce.meta = meta_of(e); ce.cat = c;
+        out_.cpu.push_back(ce);
+      } else if (is_gpu_category(c)) {
+        gpu_event ge;
+        ge.ts = ts; ge.dur = dur; ge.name = e.name; ge.index = idx; ge.cat = c;
+        std::int64_t dev = e.device;
+        if (dev < 0) dev = e.pid.present && !e.pid.is_string ? e.pid.num : 0;
+        std::int64_t st = e.stream;
+        if (!e.has_stream) {
+          if (e.tid.present && !e.tid.is_string) st = e.tid.num;
+          else if (!e.tid.present || !trailing_integer(e.tid.str, st)) st = 0;
+        }
+        ge.device = static_cast<std::int32_t>(dev);
+        ge.stream = static_cast<std::int32_t>(st);
+        ge.correlation = e.correlation;
+        ge.bytes = e.bytes > 0 ? static_cast<std::uint64_t>(e.bytes) : 0;
+        ge.meta = meta_of(e);
+        out_.gpu.push_back(ge);
+      } else if (c == ecat::cuda_sync) {
+        sync_event se;
+        se.ts = ts; se.dur = dur; se.index = idx; se.correlation = e.correlation;
+        se.stream = e.stream; se.wait_stream = e.wait_stream; se.record_correlation = e.wait_record;
+        se.device = static_cast<std::int32_t>(e.device >= 0 ? e.device : 0);
+        se.kind = e.sync_kind.empty() ? e.name : e.sync_kind;
+        out_.syncs.push_back(se);
+      } else if (c == ecat::gpu_annotation) {
+        ignore("gpu_user_annotation (the GPU-side span of a CPU annotation)");
+      } else if (c == ecat::trace_span) {
+        ignore("profiler span (cat \"Trace\")");
+      } else if (c == ecat::launch_flow || c == ecat::fwdbwd_flow || c == ecat::cpu_instant) {
+        ignore("complete event with a flow or instant category");
+      } else {
+        ignore("unknown category \"" + std::string(e.cat.substr(0, 40)) + "\"");
+      }
+      return;
+    }
+    case 'i': case 'I': {
+      if (!has_ts) fail_event("instant event without 'ts'");
+      time_ns ts = to_ns(e.ts_text, "ts");
+      if (e.name == "[memory]") {
+        if (!e.has_mem_bytes) { ignore("[memory] event without Bytes"); return; }
+        memory_event m;
+        m.ts = ts; m.bytes = e.mem_bytes; m.total = e.total_allocated; m.index = idx;
+        m.thread = thread_of(e);
+        m.device_type = static_cast<std::int32_t>(e.device_type);
+        m.device_id = static_cast<std::int32_t>(e.device_id);
+        out_.memory.push_back(m);
+        return;
+      }
+      if (e.cat.empty()) ignore("profiler marker (instant event without category)");
+      else ignore("instant event \"" + std::string(e.name.substr(0, 40)) + "\"");
+      return;
+    }
+    case 's': case 'f': case 't': {
+      ecat c = classify_category(e.cat);
+      if (c != ecat::launch_flow && c != ecat::fwdbwd_flow) {
+        ignore("flow of unknown category \"" + std::string(e.cat.substr(0, 40)) + "\"");
+        return;
+      }
+      if (!has_ts) fail_event("flow event without 'ts'");
+      if (!e.has_id) { ignore("flow without id"); return; }
+      if (ph == 't') { ignore("flow step ('t')"); return; }
+      flow_event fe;
+      fe.ts = to_ns(e.ts_text, "ts");
+      fe.id = e.id; fe.index = idx; fe.where = {id_of(e.pid), id_of(e.tid)}; fe.ph = ph; fe.cat = c;
+      out_.flows.push_back(fe);
+      return;
+    }
+    case 'C': ignore("counter event"); return;
+    case 'B': case 'E': ignore("begin/end pair event (not written by Kineto)"); return;
+    default: ignore("unsupported phase \"" + std::string(e.ph.substr(0, 8)) + "\""); return;
+    }
+  }
+
+  std::string_view source_;
+  const char* base_;
+  decoded_trace& out_;
+  std::size_t index_ = 0;
+  bool in_event_ = false;
+  std::unordered_map<std::string_view, std::int64_t> string_ids_;
+  std::unordered_map<pidtid, std::uint32_t, pidtid_hash> thread_index_;
+  bool have_last_ = false;
+  pidtid last_key_;
+  std::uint32_t last_thread_ = 0;
+};
+//! @endcond
+
+/// Decodes the Kineto trace in `json` (padded) into `out`. `source` names it in errors.
+/// The string views in `out` point into `json` and into `parser`'s string buffer: both
+/// must outlive `out`'s use.
+inline void decode_kineto(simdjson::ondemand::parser& parser, simdjson::padded_string_view json,
+                          std::string_view source, decoded_trace& out) {
+  if (json.size() == 0) throw error("daydream: " + std::string(source) + ": empty file");
+  kineto_decoder d(source, json.data(), out);
+  d.run(parser, json);
+}
+
+} // namespace daydream::io::detail
+
+#endif

@@ -1,0 +1,116 @@
+// Defines the amp pass: automatic mixed precision, modeled by kernel class.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_PASSES_AMP_HPP
+#define DAYDREAM_PASSES_AMP_HPP
+
+#include <daydream/graph.hpp>
+#include <daydream/kinds.hpp>
+#include <daydream/params.hpp>
+#include <daydream/pass.hpp>
+#include <daydream/update.hpp>
+#include <daydream/passes/format.hpp>
+#include <daydream/passes/kernel_classifier.hpp>
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace daydream::passes {
+
+using daydream::operator|;
+
+/// Automatic mixed precision (Daydream, Zhu et al., ATC'20, §6): training in FP16 with
+/// FP32 master weights.
+///
+/// Cost model: every GPU kernel is classified by name (kernel_classifier). Compute-bound
+/// kernels (GEMM, convolution) run on tensor cores and take 1/`compute` of their time;
+/// memory-bound kernels (elementwise, normalization, activation, reduction, softmax,
+/// device copies and memsets) move half the bytes and take 1/`memory` of their time.
+/// Communication and unknown kernels, host<->device copies (the input batch stays FP32)
+/// and every CPU task are unchanged. The loss-scaling kernels AMP adds are not modeled
+/// (one small elementwise kernel per step).
+///
+/// A CPU-bound model gains nothing: shorter kernels only make the GPU wait longer for
+/// the launches. The report gives kernels and time per class, before and after, and
+/// the names it could not classify, so a user can tell where the model is blind.
+///
+///     daydream::apply(g, daydream::passes::amp{});             // 3x / 2x
+///     daydream::apply(g, daydream::passes::amp{.compute = 2}); // an older GPU
+struct amp {
+  static constexpr std::string_view name = "amp";
+  static constexpr std::string_view help =
+      "mixed precision: compute-bound kernels /compute, memory-bound /memory, CPU unchanged. "
+      "params: compute=3, memory=2";
+  double compute = 3;  ///< speedup of compute-bound kernels
+  double memory = 2;   ///< speedup of memory-bound kernels
+  kernel_classifier classifier = kernel_classifier::defaults(); ///< decides the class of a kernel
+  std::size_t list_unclassified = 20; ///< at most this many unclassified names in the report
+
+  /// Reads `compute` and `memory`.
+  static amp from_params(const pass_params& p) {
+    amp a;
+    a.compute = p.get_double("compute", a.compute);
+    a.memory = p.get_double("memory", a.memory);
+    p.finish();
+    if (!(a.compute > 0) || !(a.memory > 0))
+      throw error("daydream: pass 'amp': compute and memory must be positive speedups");
+    return a;
+  }
+
+  /// Whether `g` has GPU kernels.
+  static bool applicable(const graph& g) {
+    bool any = false;
+    g.for_each<gpu_kernel>([&](auto) { any = true; });
+    return any;
+  }
+
+  pass_report operator()(graph& g) const {
+    pass_report rep;
+    rep.pass = std::string(name);
+    classified classes(g, classifier);
+    std::array<std::size_t, kernel_class_count> count{};
+    std::array<time_ns, kernel_class_count> before{}, after{};
+    std::map<std::string, std::size_t> unknown;
+    auto scale = [&](task_id t) {
+      auto c = classes(t);
+      auto i = static_cast<std::size_t>(c);
+      ++count[i];
+      before[i] += g.duration(t);
+      if (c == kernel_class::compute_bound) scale_duration(g, t, 1.0 / compute);
+      else if (c == kernel_class::memory_bound) scale_duration(g, t, 1.0 / memory);
+      else if (c == kernel_class::unknown) ++unknown[std::string(g.name(t))];
+      after[i] += g.duration(t);
+    };
+    g.for_each<gpu_kernel>([&](handle<gpu_kernel> k) { scale(k); });
+    std::size_t host_copies = 0;
+    g.for_each<memcpy_task>([&](handle<memcpy_task> m) {
+      auto dir = g.payload(m).direction;
+      if (dir == copy_kind::d2d || dir == copy_kind::memset) scale(m);
+      else ++host_copies;
+    });
+    for (int i = 0; i < kernel_class_count; ++i)
+      rep.add(std::string(to_string(kernel_class(i))),
+              std::to_string(count[i]) + " kernels, " + format_time(before[i]) + " -> " +
+                  format_time(after[i]));
+    rep.add("host copies (unchanged)", std::to_string(host_copies));
+    if (!unknown.empty()) {
+      std::string names;
+      std::size_t listed = 0;
+      for (auto& [n, k] : unknown) {
+        if (listed++ == list_unclassified) { names += "; ..."; break; }
+        auto shown = n.size() > 120 ? n.substr(0, 117) + "..." : n;
+        names += (names.empty() ? "" : "; ") + shown + " (x" + std::to_string(k) + ")";
+      }
+      rep.add("unclassified kernels", names);
+      rep.note(std::to_string(unknown.size()) +
+               " kernel names matched no rule of the classifier and were left unchanged");
+    }
+    return rep;
+  }
+};
+
+} // namespace daydream::passes
+
+#endif

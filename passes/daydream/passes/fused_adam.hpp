@@ -1,0 +1,118 @@
+// Defines the fused_adam pass: the optimizer step as one fused kernel.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_PASSES_FUSED_ADAM_HPP
+#define DAYDREAM_PASSES_FUSED_ADAM_HPP
+
+#include <daydream/graph.hpp>
+#include <daydream/kinds.hpp>
+#include <daydream/params.hpp>
+#include <daydream/pass.hpp>
+#include <daydream/passes/edit.hpp>
+#include <daydream/passes/format.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace daydream::passes {
+
+using daydream::operator|;
+
+/// What the optimizer step of one iteration cost in the trace: the input of a fused
+/// kernel's duration estimator.
+struct optimizer_step {
+  std::int32_t iteration = 0;
+  std::size_t kernels = 0;   ///< GPU kernels and copies of the step
+  time_ns kernel_time = 0;   ///< their summed duration
+  std::size_t cpu_tasks = 0; ///< CPU tasks of the step
+  time_ns cpu_time = 0;      ///< their summed duration
+};
+
+/// FusedAdam (Daydream, Zhu et al., ATC'20, §6; NVIDIA Apex's FusedAdam): the optimizer
+/// step as one multi-tensor kernel.
+///
+/// Cost model: in each iteration, every task of the weight-update phase (CPU ops and
+/// runtime calls, GPU kernels and copies; communication is kept) is removed, and one
+/// launch call plus one fused kernel are inserted where the step's first CPU task and
+/// first kernel were. The fused kernel's duration comes from `estimate`; by default it
+/// is `traffic` times the summed duration of the removed kernels. The default traffic
+/// ratio 0.35 counts memory passes over a parameter-sized tensor: PyTorch's unfused
+/// Adam reads or writes such a tensor 20 times per parameter (2 for `exp_avg.mul_`,
+/// 3 for `exp_avg.add_`, 2 for `exp_avg_sq.mul_`, 3 for `addcmul_`, 2 each for the
+/// `sqrt`, the division and the `add_` of the denominator, 4 for `param.addcdiv_`),
+/// the fused kernel 7 times (read param, grad, exp_avg, exp_avg_sq; write param,
+/// exp_avg, exp_avg_sq), and the step is memory bound, so 7/20. The launch call costs
+/// what the step's first launch cost. All the CPU time of the step disappears.
+///
+///     daydream::apply(g, daydream::passes::fused_adam{});
+///     daydream::apply(g, daydream::passes::fused_adam{.estimate = [](const auto& s) {
+///       return s.kernel_time / 4; }});
+struct fused_adam {
+  static constexpr std::string_view name = "fused_adam";
+  static constexpr std::string_view help =
+      "fused optimizer: each weight-update phase becomes one launch + one kernel of "
+      "traffic x the removed kernel time. params: traffic=0.35";
+  double traffic = 0.35; ///< fused kernel time / removed kernel time (memory-traffic ratio)
+  /// Duration of the fused kernel; empty: `traffic` x the removed kernel time.
+  std::function<time_ns(const optimizer_step&)> estimate = {};
+
+  /// Reads `traffic`.
+  static fused_adam from_params(const pass_params& p) {
+    fused_adam f;
+    f.traffic = p.get_double("traffic", f.traffic);
+    p.finish();
+    return f;
+  }
+
+  /// Whether `g` has a weight-update phase.
+  static bool applicable(const graph& g) {
+    bool any = false;
+    g.for_each_task([&](task_id t) { any = any || g.phase_of(t) == phase::weight_update; });
+    return any;
+  }
+
+  pass_report operator()(graph& g) const {
+    pass_report rep;
+    rep.pass = std::string(name);
+    std::map<std::int32_t, std::vector<task_id>> steps;
+    g.for_each_task([&](task_id t) {
+      if (g.phase_of(t) == phase::weight_update && !g.is<comm_task>(t))
+        steps[g.iteration(t)].push_back(t);
+    });
+    std::size_t removed = 0, fused = 0;
+    time_ns old_time = 0, new_time = 0, cpu_time = 0;
+    for (auto& [it, ts] : steps) {
+      optimizer_step s{.iteration = it};
+      for (auto t : ts) {
+        if (g.is<cpu_task>(t)) { ++s.cpu_tasks; s.cpu_time += g.duration(t); }
+        else { ++s.kernels; s.kernel_time += g.duration(t); }
+      }
+      const time_ns d = estimate ? estimate(s)
+                                 : static_cast<time_ns>(std::llround(double(s.kernel_time) * traffic));
+      auto r = replace_with_kernels(g, ts, {{"fused_adam", d}},
+                                    {.phase = phase::weight_update, .iteration = it});
+      if (r.kernels.empty() && s.kernels > 0)
+        rep.note("iteration " + std::to_string(it) + ": no kernel to take the place of");
+      removed += ts.size();
+      fused += r.kernels.size();
+      old_time += s.kernel_time;
+      cpu_time += s.cpu_time;
+      if (!r.kernels.empty()) new_time += d;
+    }
+    rep.add("optimizer steps", std::to_string(steps.size()));
+    rep.add("tasks removed", std::to_string(removed));
+    rep.add("fused kernels", std::to_string(fused));
+    rep.add("optimizer kernel time", format_time(old_time) + " -> " + format_time(new_time));
+    rep.add("optimizer CPU time removed", format_time(cpu_time));
+    if (steps.empty()) rep.note("no weight-update phase in the graph: nothing to fuse");
+    return rep;
+  }
+};
+
+} // namespace daydream::passes
+
+#endif

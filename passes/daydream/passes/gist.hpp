@@ -1,0 +1,131 @@
+// Defines the gist pass: stashed activations encoded after the forward and decoded before the backward.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_PASSES_GIST_HPP
+#define DAYDREAM_PASSES_GIST_HPP
+
+#include <daydream/graph.hpp>
+#include <daydream/insert.hpp>
+#include <daydream/kinds.hpp>
+#include <daydream/params.hpp>
+#include <daydream/pass.hpp>
+#include <daydream/passes/edit.hpp>
+#include <daydream/passes/estimate.hpp>
+#include <daydream/passes/format.hpp>
+#include <daydream/passes/layers.hpp>
+#include <daydream/passes/memory.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace daydream::passes {
+
+using daydream::operator|;
+
+/// Gist (Jain et al., "Gist: Efficient Data Encoding for Deep Neural Network Training",
+/// ISCA'18; modeled as in Daydream, Zhu et al., ATC'20, §6): the feature maps a layer
+/// stashes for its backward are kept encoded in between.
+///
+/// Cost model: for every layer instance that stashes (forward and backward kernels,
+/// recorded tensor sizes, name selected by `layers`), an encode kernel goes right after
+/// its last forward kernel on the same stream and a decode kernel right before its first
+/// backward kernel, each with a launch call next to the launch of that kernel. Both
+/// take as long as an elementwise kernel over the stash: `stash_bytes` times the time
+/// per byte measured on the trace's elementwise kernels (measure_rate), or over
+/// `bandwidth` when the trace has none with recorded sizes. Encoded, the stash takes
+/// `ratio` of its size (0.5: Gist's delayed precision reduction to FP16; its binarized
+/// ReLU outputs would be 1/32).
+///
+/// Memory (when the graph has a memory model, see estimate_activation_memory): the
+/// encode allocates the encoded copy and releases the stash, the decode allocates the
+/// stash again and releases the encoded copy (each netted at its start, as the replay
+/// accounts memory). So `stash_bytes x (1 - ratio)` less is held from encode to decode,
+/// and the replay's peak memory shows what that saves. The report gives the bytes
+/// encoded and saved.
+///
+///     daydream::apply(g, daydream::passes::gist{.ratio = 1.0 / 32, .layers = ".*relu.*"});
+struct gist {
+  static constexpr std::string_view name = "gist";
+  static constexpr std::string_view help =
+      "encode stashed activations after the forward, decode before the backward. "
+      "params: ratio=0.5 (encoded/original size), layers= (regex, whole name; empty: all), "
+      "bandwidth=300GB/s (only when no elementwise kernel can be measured)";
+  double ratio = 0.5;        ///< encoded size / stashed size
+  std::string layers = {};   ///< layers to encode (whole-name regex); empty: every layer
+  double bandwidth = 300e9;  ///< bytes/s of encode and decode when nothing can be measured
+
+  /// Reads `ratio`, `layers` and `bandwidth`.
+  static gist from_params(const pass_params& p) {
+    gist s;
+    s.ratio = p.get_double("ratio", s.ratio);
+    s.layers = p.get_string("layers", s.layers);
+    s.bandwidth = p.get_bandwidth("bandwidth", s.bandwidth);
+    p.finish();
+    if (s.ratio > 1) throw error("daydream: pass 'gist': ratio is encoded/original size, at most 1");
+    if (!(s.bandwidth > 0)) throw error("daydream: pass 'gist': bandwidth must be positive");
+    return s;
+  }
+
+  /// Whether some layer of `g` stashes tensors of known size for its backward.
+  static bool applicable(const graph& g) {
+    for (auto& l : layer_instances(g))
+      if (l.stashes() && l.stash_bytes > 0) return true;
+    return false;
+  }
+
+  pass_report operator()(graph& g) const {
+    pass_report rep;
+    rep.pass = std::string(name);
+    const layer_filter selected(layers);
+    const bool memory = has_memory_accounting(g);
+    const auto rate = measure_rate(g);
+    std::size_t encoded = 0;
+    std::uint64_t bytes = 0, saved = 0;
+    time_ns added = 0;
+    for (auto& l : layer_instances(g)) {
+      if (!l.stashes() || l.stash_bytes == 0 || !selected(g.str(l.layer))) continue;
+      const auto b = static_cast<std::int64_t>(l.stash_bytes);
+      const auto enc = static_cast<std::int64_t>(std::llround(double(b) * ratio));
+      const time_ns d = rate.estimate(l.stash_bytes, bandwidth);
+      const task_id last_fwd = l.forward_gpu.back(), first_bwd = l.backward_gpu.front();
+      const auto& model = g.payload(handle<gpu_kernel>{last_fwd});
+      const gpu_kernel k{.device = model.device, .stream = model.stream};
+      const auto layer = g.layer(last_fwd);
+
+      const auto fwd_call = launch_of(g, last_fwd);
+      auto e = insert_issued(g, k, {.name = "gist_encode", .duration = d, .layer = layer,
+                                    .phase = phase::forward, .iteration = l.iteration},
+                             just_after(last_fwd), fwd_call == no_task ? position{} : just_after(fwd_call),
+                             issue_call{.duration = fwd_call == no_task ? 0 : g.duration(fwd_call)});
+      const auto bwd_call = launch_of(g, first_bwd);
+      auto dec = insert_issued(g, k, {.name = "gist_decode", .duration = d, .layer = layer,
+                                      .phase = phase::backward, .iteration = l.iteration},
+                               just_before(first_bwd), bwd_call == no_task ? position{} : just_before(bwd_call),
+                               issue_call{.duration = bwd_call == no_task ? 0 : g.duration(bwd_call)});
+      if (memory) {
+        add_mem_delta(g, e.task, enc - b);
+        add_mem_delta(g, dec.task, b - enc);
+      }
+      ++encoded;
+      bytes += l.stash_bytes;
+      saved += l.stash_bytes - static_cast<std::uint64_t>(enc);
+      added += 2 * d;
+    }
+    rep.add("layers encoded", std::to_string(encoded));
+    rep.add("stashed bytes encoded", format_bytes(double(bytes)));
+    rep.add("bytes saved while stashed", format_bytes(double(saved)));
+    rep.add("encode + decode kernel time", format_time(added));
+    rep.add("cost per byte", rate.samples ? std::to_string(rate.ns_per_byte()) + " ns/B from " +
+                                                std::to_string(rate.samples) + " elementwise kernels"
+                                          : "no elementwise kernel with sizes: " + format_bytes(bandwidth) + "/s");
+    if (!memory) rep.note("the graph has no memory model: peak memory not predicted "
+                          "(run estimate_activation_memory first)");
+    if (encoded == 0) rep.note("no selected layer stashes tensors of known size: nothing encoded");
+    return rep;
+  }
+};
+
+} // namespace daydream::passes
+
+#endif

@@ -1,0 +1,351 @@
+// Defines gradient and find_gradients: per-parameter gradient sizes and the tasks that make them ready.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_PASSES_GRADIENTS_HPP
+#define DAYDREAM_PASSES_GRADIENTS_HPP
+
+#include <daydream/dependency.hpp>
+#include <daydream/graph.hpp>
+#include <daydream/kinds.hpp>
+#include <daydream/resource.hpp>
+#include <daydream/task.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace daydream::passes {
+
+/// The gradient of one parameter tensor (or of one layer, with a layer map) in one
+/// iteration: how many bytes it has and which task's end makes it available for
+/// communication.
+struct gradient {
+  std::int32_t iteration = 0;
+  std::string layer;          ///< its layer when known, else empty
+  std::uint64_t bytes = 0;    ///< size of the gradient
+  task_id ready = no_task;    ///< the gradient exists when this task ends (a GPU task when there is one)
+  task_id source = no_task;   ///< the AccumulateGrad CPU task it was found from, or no_task
+  std::uint32_t position = 0; ///< parameter order in its iteration: 0 is used first by the forward
+};
+
+/// Where the gradient sizes came from.
+enum class gradient_source : std::uint8_t {
+  none,      ///< nothing found: the trace has no sizes and no map was given
+  trace,     ///< AccumulateGrad input shapes recorded in the trace (cpu_task::tensor_bytes)
+  layer_map, ///< a user-supplied layer -> bytes map
+  given,     ///< an explicit list built by the caller
+  spread,    ///< a user-supplied model size spread evenly over the trace's AccumulateGrad operators
+};
+
+inline constexpr std::string_view to_string(gradient_source s) noexcept {
+  switch (s) {
+  case gradient_source::none: return "none";
+  case gradient_source::trace: return "trace (AccumulateGrad input shapes)";
+  case gradient_source::layer_map: return "layer map";
+  case gradient_source::given: return "given list";
+  case gradient_source::spread: return "model_bytes spread evenly over the AccumulateGrad operators";
+  }
+  return "?";
+}
+
+/// The gradients of a graph, iteration by iteration, each iteration in the order its
+/// gradients become ready (their ready tasks' trace order).
+struct gradient_set {
+  std::vector<gradient> grads;
+  gradient_source source = gradient_source::none;
+  std::string note; ///< a sentence for the pass report (missing or partial sizes), or empty
+
+  /// The iterations that have gradients, ascending.
+  std::vector<std::int32_t> iterations() const {
+    std::set<std::int32_t> s;
+    for (auto& gr : grads) s.insert(gr.iteration);
+    return {s.begin(), s.end()};
+  }
+  /// Indexes into `grads` of the gradients of iteration `i`, in ready order.
+  std::vector<std::size_t> of_iteration(std::int32_t i) const {
+    std::vector<std::size_t> out;
+    for (std::size_t k = 0; k < grads.size(); ++k)
+      if (grads[k].iteration == i) out.push_back(k);
+    return out;
+  }
+  /// Total gradient bytes of iteration `i`.
+  std::uint64_t bytes(std::int32_t i) const {
+    std::uint64_t b = 0;
+    for (auto& gr : grads)
+      if (gr.iteration == i) b += gr.bytes;
+    return b;
+  }
+};
+
+/// A user-supplied map of layer name -> gradient bytes of that layer's parameters.
+using layer_bytes = std::vector<std::pair<std::string, std::uint64_t>>;
+
+/// The GPU task launched by CPU call `t` (a launch or copy call), or no_task.
+inline task_id launched_by(const graph& g, task_id t) {
+  for (auto d : g.successors(t))
+    if (d.kind == dep_kind::launch && !g.is<cpu_task>(d.to)) return d.to;
+  return no_task;
+}
+
+/// The CPU call that launched GPU task `t`, or no_task.
+inline task_id launcher_of(const graph& g, task_id t) {
+  for (auto d : g.predecessors(t))
+    if (d.kind == dep_kind::launch && g.is<cpu_task>(d.from)) return d.from;
+  return no_task;
+}
+
+/// The last GPU task launched from `t`'s CPU thread at or before `t` in its program
+/// order: when it ends, every GPU task the thread had launched on that stream so far
+/// has ended too (streams run in order). no_task if the thread launched nothing.
+inline task_id last_launch_before(const graph& g, task_id t) {
+  for (auto cur = t; cur != no_task;) {
+    if (auto k = launched_by(g, cur); k != no_task) return k;
+    task_id prev = no_task;
+    for (auto d : g.predecessors(cur))
+      if (d.kind == dep_kind::cpu_order && g.is<cpu_task>(d.from)) { prev = d.from; break; }
+    cur = prev;
+  }
+  return no_task;
+}
+
+//! @cond DAYDREAM_INTERNAL
+namespace detail {
+inline bool contains(std::string_view s, std::string_view part) { return s.find(part) != s.npos; }
+inline task_id next_cpu(const graph& g, task_id t) {
+  for (auto d : g.successors(t))
+    if (d.kind == dep_kind::cpu_order && g.is<cpu_task>(d.to)) return d.to;
+  return no_task;
+}
+inline task_id prev_cpu(const graph& g, task_id t) {
+  for (auto d : g.predecessors(t))
+    if (d.kind == dep_kind::cpu_order && g.is<cpu_task>(d.from)) return d.from;
+  return no_task;
+}
+// Whether CPU task `t` is a slice of an AccumulateGrad operator (not its engine wrapper).
+inline bool is_accumulate(const graph& g, task_id t) {
+  auto h = g.as<cpu_task>(t);
+  if (!h) return false;
+  auto n = g.name(t);
+  if (contains(n, "AccumulateGrad") && !contains(n, "evaluate_function")) return true;
+  auto op = g.payload(h).op;
+  return op != no_name && contains(g.str(op), "AccumulateGrad") &&
+         !contains(g.str(op), "evaluate_function") && n == g.str(op);
+}
+// Whether `t` starts another autograd function or a communication call: the end of the
+// work that belongs to the AccumulateGrad before it.
+inline bool ends_accumulate(const graph& g, task_id t) {
+  auto n = g.name(t);
+  return contains(n, "evaluate_function") || contains(n, "c10d::") ||
+         contains(n, "record_param_comms") || contains(n, "nccl") || contains(n, "Backward");
+}
+} // namespace detail
+//! @endcond
+
+/// The parameter gradients recorded in the trace: one per AccumulateGrad operator
+/// whose input shapes were recorded (`cpu_task::tensor_bytes` > 0).
+///
+/// An AccumulateGrad operator may appear as several CPU time slices (around nested
+/// `aten::add_` calls); consecutive AccumulateGrad slices on one thread with the same
+/// byte count and no other autograd function between them are one gradient. The
+/// gradient is ready when the last GPU task launched from the thread up to the end of
+/// the operator finishes (the accumulation kernel if it launched one, else the kernel
+/// that computed the gradient). Positions (parameter order) are the reverse of the
+/// ready order, which is how PyTorch's DDP orders parameters for its buckets.
+/// AccumulateGrad operators with no recorded size are counted in the note.
+inline gradient_set gradients_from_trace(const graph& g, double model_bytes = 0) {
+  gradient_set out;
+  std::size_t unsized = 0;
+  std::vector<task_id> firsts;
+  g.for_each<cpu_task>([&](handle<cpu_task> h) {
+    task_id t = h.id;
+    if (!detail::is_accumulate(g, t)) return;
+    // A continuation slice of the AccumulateGrad before it on the thread?
+    const auto bytes = g.payload(h).tensor_bytes;
+    for (auto p = detail::prev_cpu(g, t); p != no_task; p = detail::prev_cpu(g, p)) {
+      if (detail::ends_accumulate(g, p)) break;
+      if (detail::is_accumulate(g, p)) {
+        if (g.payload(handle<cpu_task>{p}).tensor_bytes == bytes) return;
+        break;
+      }
+      if (g.payload(handle<cpu_task>{p}).call == cpu_call::op && !detail::contains(g.name(p), "aten::"))
+        break;
+    }
+    if (bytes == 0) ++unsized;
+    firsts.push_back(t);
+  });
+  // Without recorded sizes, a user-supplied model size can stand in, spread evenly over
+  // the AccumulateGrad operators of each iteration.
+  const bool spread = unsized > 0 && unsized == firsts.size() && model_bytes > 0;
+  std::map<std::int32_t, std::size_t> per_iteration;
+  if (spread)
+    for (auto t : firsts) ++per_iteration[g.iteration(t)];
+  if (!spread)
+    firsts.erase(std::remove_if(firsts.begin(), firsts.end(),
+                                [&](task_id t) { return g.payload(handle<cpu_task>{t}).tensor_bytes == 0; }),
+                 firsts.end());
+  for (auto t : firsts) {
+    gradient gr;
+    gr.iteration = g.iteration(t);
+    gr.layer = std::string(g.layer(t));
+    gr.bytes = spread ? static_cast<std::uint64_t>(model_bytes / double(per_iteration[gr.iteration]))
+                      : g.payload(handle<cpu_task>{t}).tensor_bytes;
+    gr.source = t;
+    // The end of the operator: walk its slices and nested calls on the thread.
+    task_id last = t;
+    for (auto n = detail::next_cpu(g, t); n != no_task; n = detail::next_cpu(g, n)) {
+      if (detail::ends_accumulate(g, n)) break;
+      if (detail::is_accumulate(g, n) &&
+          g.payload(handle<cpu_task>{n}).tensor_bytes != g.payload(handle<cpu_task>{t}).tensor_bytes)
+        break;
+      last = n;
+    }
+    auto k = last_launch_before(g, last);
+    gr.ready = k != no_task ? k : last;
+    out.grads.push_back(std::move(gr));
+  }
+  if (spread) {
+    out.source = gradient_source::spread;
+    out.note = "the trace carries no gradient sizes; model_bytes=" + std::to_string(std::uint64_t(model_bytes)) +
+               " is spread evenly over its " + std::to_string(unsized) +
+               " AccumulateGrad operators, so bucket boundaries are approximate";
+    return out;
+  }
+  if (!out.grads.empty()) out.source = gradient_source::trace;
+  if (unsized > 0 && out.grads.empty())
+    out.note = "the trace carries no gradient sizes: its " + std::to_string(unsized) +
+               " AccumulateGrad operators have no recorded input shapes (profile with "
+               "record_shapes=True, or give model_bytes= or a layer -> bytes map)";
+  else if (unsized > 0)
+    out.note = std::to_string(unsized) + " AccumulateGrad operators have no recorded size and "
+               "are left out";
+  else if (out.grads.empty())
+    out.note = "the trace has no AccumulateGrad operators, so no gradients were found (give a "
+               "layer -> bytes map)";
+  return out;
+}
+
+/// Gradients from a user-supplied map: for every layer of the map and every iteration
+/// in which the layer has backward GPU work, one gradient of the given size, ready when
+/// the layer's last backward GPU task (in trace order) ends. Layers of the map that the
+/// graph does not have are named in the note.
+inline gradient_set gradients_from_layers(const graph& g, const layer_bytes& sizes) {
+  gradient_set out;
+  out.source = gradient_source::layer_map;
+  std::map<std::string, std::uint64_t, std::less<>> want(sizes.begin(), sizes.end());
+  // (iteration, layer) -> last backward GPU task.
+  std::map<std::pair<std::int32_t, std::string>, task_id> last;
+  auto later = [&](task_id a, task_id b) {
+    return std::pair(g.trace_start(a), a) > std::pair(g.trace_start(b), b);
+  };
+  std::set<std::string> seen;
+  g.for_each_task([&](task_id t) {
+    if (g.is<cpu_task>(t) || g.phase_of(t) != phase::backward) return;
+    if (g.is<comm_task>(t)) return;
+    auto l = g.layer(t);
+    if (l.empty() || !want.count(l)) return;
+    seen.insert(std::string(l));
+    auto [it, fresh] = last.try_emplace({g.iteration(t), std::string(l)}, t);
+    if (!fresh && later(t, it->second)) it->second = t;
+  });
+  for (auto& [key, t] : last)
+    out.grads.push_back({key.first, key.second, want.find(key.second)->second, t, no_task, 0});
+  std::string missing;
+  for (auto& [l, b] : want)
+    if (!seen.count(l)) missing += (missing.empty() ? "" : ", ") + l;
+  if (!missing.empty()) out.note = "layers of the map without backward GPU work in the graph: " + missing;
+  return out;
+}
+
+/// Sorts `s.grads` by iteration, then ready order (the ready tasks' trace start), and
+/// numbers positions as the reverse of the ready order within each iteration.
+inline void order_gradients(const graph& g, gradient_set& s) {
+  std::stable_sort(s.grads.begin(), s.grads.end(), [&](const gradient& a, const gradient& b) {
+    if (a.iteration != b.iteration) return a.iteration < b.iteration;
+    auto ka = std::pair(g.trace_start(a.ready), a.ready), kb = std::pair(g.trace_start(b.ready), b.ready);
+    if (ka != kb) return ka < kb;
+    return a.source < b.source;
+  });
+  for (std::size_t i = 0; i < s.grads.size();) {
+    std::size_t j = i;
+    while (j < s.grads.size() && s.grads[j].iteration == s.grads[i].iteration) ++j;
+    for (std::size_t k = i; k < j; ++k) s.grads[k].position = static_cast<std::uint32_t>(j - 1 - k);
+    i = j;
+  }
+}
+
+/// The gradients of `g`: from the map when one is given, else from the trace (with
+/// `model_bytes` spread evenly when the trace recorded no sizes); ordered by
+/// order_gradients. The note says when sizes are missing or estimated.
+///
+///     auto gs = daydream::passes::find_gradients(g);
+///     if (gs.grads.empty()) report.note(gs.note);
+inline gradient_set find_gradients(const graph& g, const layer_bytes& sizes = {}, double model_bytes = 0) {
+  auto s = sizes.empty() ? gradients_from_trace(g, model_bytes) : gradients_from_layers(g, sizes);
+  order_gradients(g, s);
+  return s;
+}
+
+/// Where the optimizer step of iteration `i` starts on the GPU: on every GPU stream,
+/// the first task (in trace order) of phase weight_update. If the iteration has no
+/// weight-update GPU work, its first weight-update CPU task; else nothing. Whatever must
+/// finish before the weights change (an all-reduce) gets a dependency to these.
+inline std::vector<task_id> update_entries(const graph& g, std::int32_t i) {
+  std::map<resource_id, task_id> first;
+  task_id first_cpu = no_task;
+  auto earlier = [&](task_id a, task_id b) {
+    return std::pair(g.trace_start(a), a) < std::pair(g.trace_start(b), b);
+  };
+  g.for_each_task([&](task_id t) {
+    if (g.iteration(t) != i || g.phase_of(t) != phase::weight_update) return;
+    if (g.is<comm_task>(t)) return;
+    if (g.is<cpu_task>(t)) {
+      if (first_cpu == no_task || earlier(t, first_cpu)) first_cpu = t;
+      return;
+    }
+    auto [it, fresh] = first.try_emplace(g.resource_of(t), t);
+    if (!fresh && earlier(t, it->second)) it->second = t;
+  });
+  std::vector<task_id> out;
+  for (auto& [r, t] : first) out.push_back(t);
+  if (out.empty() && first_cpu != no_task) out.push_back(first_cpu);
+  return out;
+}
+
+/// The forward GPU tasks of iteration `i` in trace order: what a parameter pull of the
+/// previous iteration must precede.
+inline std::vector<task_id> forward_gpu_tasks(const graph& g, std::int32_t i) {
+  std::vector<task_id> out;
+  g.for_each_task([&](task_id t) {
+    if (g.iteration(t) == i && g.phase_of(t) == phase::forward && !g.is<cpu_task>(t) &&
+        !g.is<comm_task>(t))
+      out.push_back(t);
+  });
+  std::sort(out.begin(), out.end(), [&](task_id a, task_id b) {
+    return std::pair(g.trace_start(a), a) < std::pair(g.trace_start(b), b);
+  });
+  return out;
+}
+
+/// The first forward GPU task of iteration `next` that uses gradient `gr`'s parameter:
+/// the first forward GPU task of its layer when the layer is known and has forward
+/// work in `next`; otherwise the forward task at the same relative place in the forward
+/// as the parameter's position among `count` parameters (parameters are used in
+/// position order; an approximation when layers are unknown). no_task if `next` has no
+/// forward GPU work. `fwd` is forward_gpu_tasks(g, next).
+inline task_id forward_consumer(const graph& g, const gradient& gr, std::size_t count,
+                                const std::vector<task_id>& fwd) {
+  if (fwd.empty()) return no_task;
+  if (!gr.layer.empty())
+    for (auto t : fwd)
+      if (g.layer(t) == gr.layer) return t;
+  auto idx = count ? std::size_t(double(gr.position) * double(fwd.size()) / double(count)) : 0;
+  return fwd[std::min(idx, fwd.size() - 1)];
+}
+
+} // namespace daydream::passes
+
+#endif

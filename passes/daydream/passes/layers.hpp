@@ -1,0 +1,133 @@
+// Defines layer_instance and layer_instances: the forward and backward tasks of each layer in each iteration.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_PASSES_LAYERS_HPP
+#define DAYDREAM_PASSES_LAYERS_HPP
+
+#include <daydream/config.hpp>
+#include <daydream/graph.hpp>
+#include <daydream/kinds.hpp>
+#include <daydream/task.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace daydream::passes {
+
+/// The tasks of one layer (module) in one iteration, by phase, each list in trace
+/// order (trace start, then id). A layer called twice in an iteration (a ReLU module
+/// reused in a residual block) is one instance holding the tasks of both calls.
+struct layer_instance {
+  std::int32_t iteration = 0;
+  name_id layer = no_name;
+  std::vector<task_id> forward_cpu = {};  ///< cpu_task, phase forward
+  std::vector<task_id> forward_gpu = {};  ///< gpu_kernel, phase forward
+  std::vector<task_id> backward_cpu = {}; ///< cpu_task, phase backward
+  std::vector<task_id> backward_gpu = {}; ///< gpu_kernel, phase backward
+  /// Bytes the layer stashes for its backward (see stashed_bytes in memory.hpp).
+  std::uint64_t stash_bytes = 0;
+
+  /// Whether the layer has forward and backward kernels: its forward results are kept
+  /// (stashed) for the backward, which gist, vdnn and recompute act on.
+  bool stashes() const noexcept { return !forward_gpu.empty() && !backward_gpu.empty(); }
+};
+
+/// The bytes a layer stashes for its backward, estimated from the recorded tensor
+/// sizes: the largest `cpu_task::tensor_bytes` among the layer's forward CPU tasks.
+///
+/// Why the largest and not the sum: the CPU tasks of one operator (its time slices and
+/// runtime calls) all carry the tensors of that operator, and nested operators
+/// (`aten::conv2d` > `aten::convolution` > `aten::cudnn_convolution`) carry the same
+/// tensors again, so a sum counts one tensor many times. For a leaf module (a
+/// convolution, linear, normalization or activation layer) the largest input set is
+/// what autograd keeps for the backward: the input activation, plus the weights.
+/// Limits: weights are counted although they are not activations; a composite module
+/// whose operators each stash a different tensor is undercounted; 0 when the trace
+/// recorded no shapes.
+inline std::uint64_t stashed_bytes(const graph& g, const layer_instance& l) {
+  std::uint64_t m = 0;
+  for (auto t : l.forward_cpu) m = std::max(m, g.payload(handle<cpu_task>{t}).tensor_bytes);
+  return m;
+}
+
+/// The layer instances of `g`: tasks with a layer name and phase forward or backward,
+/// grouped by (iteration, layer), with stash_bytes filled. Ordered by iteration, then by
+/// the trace start of the instance's first forward task (instances without forward
+/// work: of the first backward task). Memory copies and communication tasks are not
+/// listed. O(V log V).
+inline std::vector<layer_instance> layer_instances(const graph& g) {
+  std::map<std::pair<std::int32_t, name_id>, std::size_t> index;
+  std::vector<layer_instance> out;
+  g.for_each_task([&](task_id t) {
+    auto l = g.layer_id(t);
+    auto ph = g.phase_of(t);
+    if (l == no_name || (ph != phase::forward && ph != phase::backward)) return;
+    const bool cpu = g.is<cpu_task>(t);
+    if (!cpu && !g.is<gpu_kernel>(t)) return;
+    auto [it, fresh] = index.try_emplace({g.iteration(t), l}, out.size());
+    if (fresh) out.push_back({.iteration = g.iteration(t), .layer = l});
+    auto& li = out[it->second];
+    if (ph == phase::forward) (cpu ? li.forward_cpu : li.forward_gpu).push_back(t);
+    else (cpu ? li.backward_cpu : li.backward_gpu).push_back(t);
+  });
+  auto by_trace = [&](task_id a, task_id b) {
+    return std::pair(g.trace_start(a), a) < std::pair(g.trace_start(b), b);
+  };
+  auto first = [&](const layer_instance& l) {
+    time_ns s = 0;
+    bool any = false;
+    for (auto* v : {&l.forward_cpu, &l.forward_gpu})
+      if (!v->empty() && (!any || g.trace_start(v->front()) < s)) { s = g.trace_start(v->front()); any = true; }
+    if (any) return std::pair(0, s);
+    for (auto* v : {&l.backward_cpu, &l.backward_gpu})
+      if (!v->empty() && (!any || g.trace_start(v->front()) < s)) { s = g.trace_start(v->front()); any = true; }
+    return std::pair(1, s);
+  };
+  for (auto& l : out) {
+    for (auto* v : {&l.forward_cpu, &l.forward_gpu, &l.backward_cpu, &l.backward_gpu})
+      std::sort(v->begin(), v->end(), by_trace);
+    l.stash_bytes = stashed_bytes(g, l);
+  }
+  std::stable_sort(out.begin(), out.end(), [&](const layer_instance& a, const layer_instance& b) {
+    if (a.iteration != b.iteration) return a.iteration < b.iteration;
+    return first(a) < first(b);
+  });
+  return out;
+}
+
+/// Selects layers by name: an ECMAScript regular expression that must match the whole
+/// layer name (`layer1\.0\.conv1`, `.*conv.*`); the empty pattern selects every layer.
+class layer_filter {
+public:
+  /// Every layer.
+  layer_filter() = default;
+  /// The layers whose whole name matches `pattern`. Throws daydream::error for a bad
+  /// pattern.
+  explicit layer_filter(const std::string& pattern) : pattern_(pattern) {
+    if (pattern.empty()) return;
+    try {
+      rx_ = std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
+    } catch (const std::regex_error& e) {
+      throw error("daydream: bad layer pattern '" + pattern + "': " + e.what());
+    }
+  }
+  /// Whether `layer` is selected.
+  bool operator()(std::string_view layer) const {
+    return pattern_.empty() || std::regex_match(layer.begin(), layer.end(), rx_);
+  }
+  /// The pattern ("" for every layer).
+  const std::string& pattern() const noexcept { return pattern_; }
+
+private:
+  std::string pattern_;
+  std::regex rx_;
+};
+
+} // namespace daydream::passes
+
+#endif

@@ -1,0 +1,122 @@
+// Defines the recompute pass: the forward of selected layers re-run before their backward instead of stashing.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_PASSES_RECOMPUTE_HPP
+#define DAYDREAM_PASSES_RECOMPUTE_HPP
+
+#include <daydream/dependency.hpp>
+#include <daydream/graph.hpp>
+#include <daydream/insert.hpp>
+#include <daydream/kinds.hpp>
+#include <daydream/params.hpp>
+#include <daydream/pass.hpp>
+#include <daydream/passes/edit.hpp>
+#include <daydream/passes/format.hpp>
+#include <daydream/passes/layers.hpp>
+#include <daydream/passes/memory.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace daydream::passes {
+
+using daydream::operator|;
+
+/// Re-computation, or gradient checkpointing (Chen et al., "Training Deep Nets with
+/// Sublinear Memory Cost", 2016; modeled as a graph rewrite as in dPRO, Hu et al.,
+/// MLSys'22): selected layers drop what they stash after the forward and re-run their
+/// forward right before their backward.
+///
+/// Cost model: for every layer instance that stashes (forward and backward kernels,
+/// name selected by `layers`), its forward CPU tasks and kernels are copied, in trace
+/// order, onto the thread of its first backward CPU task (right before it) and the
+/// stream of its first backward kernel (right before it), with the launch, sync and data
+/// dependencies among them copied too. The copies keep their durations and the gaps
+/// between them (the last one's gap, which led to the next layer, is dropped) and are
+/// marked phase backward. The forward's memory copies are not repeated.
+///
+/// Memory (when the graph has a memory model, see estimate_activation_memory): the
+/// stash is released after the layer's last forward kernel and allocated again when the
+/// first re-computed kernel starts; the copies allocate nothing else. The saving is an
+/// upper bound: checkpointing keeps each segment's input, which the per-layer stash
+/// estimate counts as part of the layer.
+///
+///     daydream::apply(g, daydream::passes::recompute{.layers = "layer[34]\\..*"});
+struct recompute {
+  static constexpr std::string_view name = "recompute";
+  static constexpr std::string_view help =
+      "re-run the forward of selected layers before their backward instead of stashing. "
+      "params: layers= (regex, whole name; empty: all)";
+  std::string layers = {}; ///< layers to re-compute (whole-name regex); empty: every layer
+
+  /// Reads `layers`.
+  static recompute from_params(const pass_params& p) {
+    recompute r;
+    r.layers = p.get_string("layers", r.layers);
+    p.finish();
+    return r;
+  }
+
+  /// Whether some layer of `g` has forward and backward kernels.
+  static bool applicable(const graph& g) {
+    for (auto& l : layer_instances(g))
+      if (l.stashes()) return true;
+    return false;
+  }
+
+  pass_report operator()(graph& g) const {
+    pass_report rep;
+    rep.pass = std::string(name);
+    const layer_filter selected(layers);
+    const bool memory = has_memory_accounting(g);
+    std::size_t layers_done = 0, copied = 0;
+    std::uint64_t bytes = 0;
+    time_ns gpu_time = 0;
+    for (auto& l : layer_instances(g)) {
+      if (!l.stashes() || !selected(g.str(l.layer))) continue;
+      const task_id b0 = l.backward_gpu.front();
+      const task_id c0 = l.backward_cpu.empty() ? launch_of(g, b0) : l.backward_cpu.front();
+      std::unordered_map<task_id, task_id> copy; // original -> copy
+      auto place = [&](const std::vector<task_id>& ts, task_id anchor) {
+        for (std::size_t i = 0; i < ts.size(); ++i) {
+          auto f = fields_of(g, ts[i]);
+          f.phase = phase::backward;
+          f.trace_start = g.trace_start(anchor);
+          if (i + 1 == ts.size()) f.gap = 0;
+          auto c = copy_task(g, ts[i], f, just_before(anchor));
+          g.set_mem_delta(c, 0);
+          copy[ts[i]] = c;
+        }
+      };
+      if (c0 != no_task) place(l.forward_cpu, c0);
+      place(l.forward_gpu, b0);
+      for (auto& [orig, c] : copy)
+        for (auto d : g.successors(orig))
+          if (!dep_mask::order().contains(d.kind))
+            if (auto to = copy.find(d.to); to != copy.end()) g.add_dependency(c, to->second, d.kind);
+      for (auto t : l.forward_gpu) gpu_time += g.duration(t);
+      if (memory && l.stash_bytes > 0) {
+        const auto b = static_cast<std::int64_t>(l.stash_bytes);
+        add_mem_delta(g, release_point(g, l.forward_gpu.back()), -b);
+        add_mem_delta(g, copy[l.forward_gpu.front()], b);
+      }
+      ++layers_done;
+      copied += copy.size();
+      bytes += l.stash_bytes;
+    }
+    rep.add("layers re-computed", std::to_string(layers_done));
+    rep.add("tasks copied", std::to_string(copied));
+    rep.add("re-computed kernel time", format_time(gpu_time));
+    rep.add("stash dropped", format_bytes(double(bytes)));
+    if (!memory) rep.note("the graph has no memory model: peak memory not predicted "
+                          "(run estimate_activation_memory first)");
+    if (layers_done == 0) rep.note("no selected layer has forward and backward kernels: nothing re-computed");
+    return rep;
+  }
+};
+
+} // namespace daydream::passes
+
+#endif

@@ -1,0 +1,160 @@
+// Defines the reconstruct_bn pass: batch normalization split and fused with its neighbours.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_PASSES_RECONSTRUCT_BN_HPP
+#define DAYDREAM_PASSES_RECONSTRUCT_BN_HPP
+
+#include <daydream/graph.hpp>
+#include <daydream/insert.hpp>
+#include <daydream/kinds.hpp>
+#include <daydream/params.hpp>
+#include <daydream/pass.hpp>
+#include <daydream/remove.hpp>
+#include <daydream/update.hpp>
+#include <daydream/passes/edit.hpp>
+#include <daydream/passes/format.hpp>
+#include <daydream/passes/kernel_classifier.hpp>
+
+#include <algorithm>
+#include <regex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace daydream::passes {
+
+using daydream::operator|;
+
+/// Reconstructing batch normalization (Jung et al., "Restructuring Batch Normalization
+/// to Accelerate CNN Training", MLSys'19; modeled as in Daydream, Zhu et al., ATC'20,
+/// §6): BN is split in two sub-layers that are fused with the convolution before and the
+/// activation after it, so the activation's memory passes disappear and BN's own passes
+/// halve.
+///
+/// Cost model: batch-norm kernels (kernel or launching operator name matching
+/// `batch_norm`) take 1/`bn_speedup` of their time. Activation kernels (launching
+/// operator matching `activation`; when the trace names no operator, a memory-bound
+/// kernel whose name matches it) that sit next to a batch-norm kernel on their stream
+/// (ReLU right after BN in the forward, its gradient right before BN's in the backward)
+/// are removed, with their launch calls, and with the CPU tasks of their operator when
+/// that operator launches nothing else. Activations elsewhere (after a residual
+/// addition) stay.
+///
+///     daydream::apply(g, daydream::passes::reconstruct_bn{});
+struct reconstruct_bn {
+  static constexpr std::string_view name = "reconstruct_bn";
+  static constexpr std::string_view help =
+      "reconstructing batch norm: activations next to BN removed (fused), BN kernels "
+      "/bn_speedup. params: bn_speedup=2";
+  double bn_speedup = 2; ///< speedup of the batch-norm kernels
+  /// Batch-norm kernels: searched (case-insensitive) in the kernel and operator names.
+  std::string batch_norm = "bn_fw|bn_bw|batch_?norm|batchnorm";
+  /// Activations: searched (case-insensitive) in the launching operator's name.
+  std::string activation = "relu|threshold|clamp_min|hardtanh";
+
+  /// Reads `bn_speedup`.
+  static reconstruct_bn from_params(const pass_params& p) {
+    reconstruct_bn r;
+    r.bn_speedup = p.get_double("bn_speedup", r.bn_speedup);
+    p.finish();
+    if (!(r.bn_speedup > 0)) throw error("daydream: pass 'reconstruct_bn': bn_speedup must be positive");
+    return r;
+  }
+
+  /// Whether `g` has batch-norm kernels.
+  static bool applicable(const graph& g) {
+    reconstruct_bn r;
+    auto m = r.matcher(g);
+    bool any = false;
+    g.for_each<gpu_kernel>([&](handle<gpu_kernel> k) { any = any || m.is_bn(k); });
+    return any;
+  }
+
+  pass_report operator()(graph& g) const {
+    pass_report rep;
+    rep.pass = std::string(name);
+    auto m = matcher(g);
+    std::vector<task_id> bn, act;
+    g.for_each<gpu_kernel>([&](handle<gpu_kernel> k) {
+      if (m.is_bn(k)) bn.push_back(k);
+    });
+    auto bn_at = [&](task_id t) { return t != no_task && g.is<gpu_kernel>(t) && m.is_bn(t); };
+    g.for_each<gpu_kernel>([&](handle<gpu_kernel> k) {
+      auto ph = g.phase_of(k);
+      if ((ph == phase::forward || ph == phase::backward) && !m.is_bn(k) && m.is_activation(k) &&
+          (bn_at(prev_on_resource(g, k)) || bn_at(next_on_resource(g, k))))
+        act.push_back(k);
+    });
+    time_ns bn_before = 0, bn_after = 0, act_time = 0, cpu_time = 0;
+    for (auto t : bn) {
+      bn_before += g.duration(t);
+      scale_duration(g, t, 1.0 / bn_speedup);
+      bn_after += g.duration(t);
+    }
+    // Remove each activation kernel, its launch call when it launches nothing else, and
+    // the rest of its operator's CPU tasks when those launch nothing either.
+    const std::set<task_id> kernels(act.begin(), act.end());
+    std::set<task_id> gone(kernels);
+    auto launches_only_removed = [&](task_id c) {
+      for (auto k : launched_by(g, c))
+        if (!kernels.count(k)) return false;
+      return true;
+    };
+    for (auto k : act) {
+      act_time += g.duration(k);
+      auto call = launch_of(g, k);
+      if (call == no_task || !launches_only_removed(call)) continue;
+      auto ops = operator_tasks(g, call);
+      if (!std::all_of(ops.begin(), ops.end(), launches_only_removed)) ops = {call};
+      gone.insert(ops.begin(), ops.end());
+    }
+    for (auto t : gone)
+      if (g.is<cpu_task>(t)) cpu_time += g.duration(t);
+    remove(g, gone);
+    rep.add("batch-norm kernels", std::to_string(bn.size()) + ", " + format_time(bn_before) +
+                                      " -> " + format_time(bn_after));
+    rep.add("activation kernels removed", std::to_string(act.size()) + ", " + format_time(act_time));
+    rep.add("CPU tasks removed", std::to_string(gone.size() - act.size()) + ", " + format_time(cpu_time));
+    if (bn.empty()) rep.note("no batch-norm kernel in the graph: nothing to reconstruct");
+    return rep;
+  }
+
+private:
+  // Regex searches memoized by interned name: real traces repeat a few hundred names.
+  struct matcher_t {
+    static constexpr auto flags = std::regex::ECMAScript | std::regex::icase | std::regex::optimize;
+    matcher_t(const graph& gr, const std::string& bn_rx, const std::string& act_rx)
+        : g(&gr), bn(bn_rx, flags), act(act_rx, flags) {}
+    const graph* g;
+    std::regex bn, act;
+    kernel_classifier classes = kernel_classifier::defaults();
+    std::unordered_map<name_id, bool> memo[3]; // bn by name, activation by name, by op
+    name_id op_of(task_id k) const {
+      auto call = launch_of(*g, k);
+      return call == no_task ? no_name : g->payload(handle<cpu_task>{call}).op;
+    }
+    bool test(int which, const std::regex& rx, name_id n) {
+      auto [it, fresh] = memo[which].try_emplace(n, false);
+      if (fresh) {
+        auto s = g->str(n);
+        it->second = std::regex_search(s.begin(), s.end(), rx) &&
+                     (which != 1 || classes.classify(s) == kernel_class::memory_bound);
+      }
+      return it->second;
+    }
+    bool is_bn(task_id k) {
+      auto op = op_of(k);
+      return test(0, bn, g->name_id_of(k)) || (op != no_name && test(0, bn, op));
+    }
+    bool is_activation(task_id k) {
+      auto op = op_of(k);
+      return op != no_name ? test(2, act, op) : test(1, act, g->name_id_of(k));
+    }
+  };
+  matcher_t matcher(const graph& g) const { return {g, batch_norm, activation}; }
+};
+
+} // namespace daydream::passes
+
+#endif

@@ -1,0 +1,97 @@
+// Defines passes::tensor_partition: BytePS-style parameter-server synchronization with fixed-size partitions.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_PASSES_TENSOR_PARTITION_HPP
+#define DAYDREAM_PASSES_TENSOR_PARTITION_HPP
+
+#include <daydream/cluster.hpp>
+#include <daydream/graph.hpp>
+#include <daydream/params.hpp>
+#include <daydream/pass.hpp>
+#include <daydream/resource.hpp>
+#include <daydream/passes/data_parallel.hpp>
+#include <daydream/passes/format.hpp>
+#include <daydream/passes/gradients.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace daydream::passes {
+
+using daydream::operator|;
+
+/// Tensor partition as BytePS does it (Jiang et al., "A Unified Architecture for
+/// Accelerating Distributed DNN Training in Heterogeneous GPU/CPU Clusters", OSDI 2020):
+/// every gradient is split into fixed-size partitions that are pushed to and pulled
+/// from the servers independently, so that large tensors pipeline and spread over the
+/// servers.
+///
+/// Cost model. Each gradient (find_gradients) becomes ceil(bytes / partition)
+/// partitions (BytePS's BYTEPS_PARTITION_BYTES, 4,096,000 bytes); each partition is one
+/// push on the node's uplink when the gradient is ready and one pull on the downlink
+/// after it, each ps_transfer_time(partition) on the cluster (servers: `ps=`, one per
+/// machine by default). Both links are fair-shared: concurrent partitions split the
+/// bandwidth, and pulls overlap later pushes. The servers only sum; the workers run
+/// their optimizer step, which waits for every pull of its iteration. With one worker
+/// the graph is left unchanged.
+///
+///     daydream::apply(g, daydream::passes::tensor_partition::from_params(
+///         daydream::pass_params::parse("tensor_partition", "workers=16,partition=4MB")));
+struct tensor_partition {
+  static constexpr std::string_view name = "tensor_partition";
+  static constexpr std::string_view help =
+      "BytePS tensor partition: push/pull fixed-size partitions through parameter servers. "
+      "params: cluster keys (workers=, bandwidth=, ps=, ...), partition=4096000, model_bytes= (when the trace has no sizes)";
+
+  daydream::cluster cluster;
+  std::uint64_t partition = 4'096'000; ///< BytePS's default partition bytes
+  layer_bytes sizes;                   ///< optional layer -> gradient bytes; empty: from the trace
+  double model_bytes = 0; ///< total gradient bytes to spread when the trace has no sizes
+
+  /// Reads the cluster keys and `partition` (bytes).
+  static tensor_partition from_params(const pass_params& p) {
+    tensor_partition x;
+    x.cluster = cluster::from_params(p);
+    x.partition = static_cast<std::uint64_t>(p.get_bytes("partition", double(x.partition)));
+    x.model_bytes = p.get_bytes("model_bytes", 0);
+    p.finish();
+    if (x.partition == 0) throw error("daydream: pass 'tensor_partition': partition must be positive");
+    return x;
+  }
+
+  static bool applicable(const graph& g) { return has_backward(g); }
+
+  pass_report operator()(graph& g) const {
+    pass_report rep;
+    rep.pass = std::string(name);
+    auto gs = find_gradients(g, sizes, model_bytes);
+    report_gradients(rep, cluster, gs);
+    if (cluster.workers() <= 1) {
+      rep.note("one worker: nothing to synchronize, graph unchanged");
+      return rep;
+    }
+    if (gs.grads.empty()) {
+      rep.note("no gradients found: no transfers inserted");
+      return rep;
+    }
+    auto up = link_resource(g, "uplink node 0", cluster.network.bandwidth);
+    auto down = link_resource(g, "downlink node 0", cluster.network.bandwidth);
+    auto none = [](const gradient&) { return std::int64_t{0}; };
+    auto plan = insert_push_pull(g, gs, cluster, partition, up, down, none, none, false);
+    std::size_t without_update = 0;
+    for (auto& [i, pulls] : plan.pulls)
+      if (wait_before_update(g, i, pulls) == 0) ++without_update;
+    rep.add("partition", format_bytes(double(partition)));
+    rep.add("partitions (push + pull each)", std::to_string(plan.pushes));
+    rep.add("servers", std::to_string(cluster.servers()));
+    if (without_update)
+      rep.note(std::to_string(without_update) +
+               " iteration(s) have no weight-update phase: their pulls only end the iteration");
+    return rep;
+  }
+};
+
+} // namespace daydream::passes
+
+#endif

@@ -1,0 +1,184 @@
+// Defines the vdnn pass: stashed activations offloaded to host memory and prefetched back for the backward.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_PASSES_VDNN_HPP
+#define DAYDREAM_PASSES_VDNN_HPP
+
+#include <daydream/graph.hpp>
+#include <daydream/insert.hpp>
+#include <daydream/kinds.hpp>
+#include <daydream/params.hpp>
+#include <daydream/pass.hpp>
+#include <daydream/reschedule.hpp>
+#include <daydream/resource.hpp>
+#include <daydream/passes/edit.hpp>
+#include <daydream/passes/format.hpp>
+#include <daydream/passes/layers.hpp>
+#include <daydream/passes/memory.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace daydream::passes {
+
+using daydream::operator|;
+
+/// vDNN (Rhu et al., "vDNN: Virtualized Deep Neural Networks for Scalable,
+/// Memory-Efficient Neural Network Design", MICRO'16; modeled as in Daydream, Zhu et al.,
+/// ATC'20, §6): the tensors a layer stashes for its backward live in host memory in
+/// between.
+///
+/// Cost model, for every layer instance that stashes (forward and backward kernels,
+/// recorded tensor sizes, name selected by `layers`), with `b` its stash_bytes:
+/// - Offload: a D2H copy of `b` bytes taking `b / bandwidth` (PCIe) on a copy engine of
+///   its own (resource "vdnn d2h", one per device), issued by a `cudaMemcpyAsync` call
+///   right after the launch of the layer's first forward kernel. It starts once the
+///   layer's input is ready (the kernel before the layer's first forward kernel on the
+///   stream has ended), so it overlaps the layer's forward, and the stream waits for it
+///   before the kernel that follows the layer's forward: vDNN synchronizes the compute
+///   and memory streams at the end of each layer, which is where its overhead comes from.
+/// - Prefetch: an H2D copy on the "vdnn h2d" engine, issued right before the launch of
+///   the backward of the layer `lookahead` positions earlier in backward order (1: the
+///   layer whose backward runs just before, vDNN's policy), starting once that backward
+///   may start and the offload is done; the layer's first backward kernel waits for it.
+/// - Replay policy: priority_policy; offloads are ranked in forward order and prefetches
+///   in the order the backward needs them, so a busy copy engine serves the most urgent
+///   copy first.
+///
+/// Memory (when the graph has a memory model, see estimate_activation_memory): the
+/// stash is released when the stream passes the offload's synchronization point and
+/// allocated again when the prefetch starts. The predicted time overhead and peak-memory
+/// reduction both come from the replay.
+///
+/// Approximations: the copy engines are not shared with the trace's own copies; PCIe
+/// runs at `bandwidth` regardless of pinned memory or contention from the other
+/// direction; the stash estimate has the limits stated at stashed_bytes.
+///
+///     daydream::apply(g, daydream::passes::vdnn{.layers = ".*conv.*"});   // vDNN_conv
+///     auto r = daydream::replay(g, daydream::pass_policy_t<daydream::passes::vdnn>{});
+struct vdnn {
+  static constexpr std::string_view name = "vdnn";
+  static constexpr std::string_view help =
+      "offload stashed activations to the host after the forward, prefetch before the "
+      "backward. params: bandwidth=12GB/s (PCIe), layers= (regex, whole name; empty: all), "
+      "lookahead=1 (layers)";
+  /// vDNN's prefetch order: priorities set by the pass, then trace order.
+  using policy = priority_policy;
+  double bandwidth = 12e9;   ///< PCIe bytes/s in each direction
+  std::string layers = {};   ///< layers to offload (whole-name regex); empty: every layer
+  std::int64_t lookahead = 1; ///< prefetch this many layers ahead in backward order
+
+  /// Reads `bandwidth`, `layers` and `lookahead`.
+  static vdnn from_params(const pass_params& p) {
+    vdnn v;
+    v.bandwidth = p.get_bandwidth("bandwidth", v.bandwidth);
+    v.layers = p.get_string("layers", v.layers);
+    v.lookahead = p.get_int("lookahead", v.lookahead);
+    p.finish();
+    if (!(v.bandwidth > 0)) throw error("daydream: pass 'vdnn': bandwidth must be positive");
+    return v;
+  }
+
+  /// Whether some layer of `g` stashes tensors of known size for its backward.
+  static bool applicable(const graph& g) {
+    for (auto& l : layer_instances(g))
+      if (l.stashes() && l.stash_bytes > 0) return true;
+    return false;
+  }
+
+  pass_report operator()(graph& g) const {
+    pass_report rep;
+    rep.pass = std::string(name);
+    const layer_filter selected(layers);
+    const bool memory = has_memory_accounting(g);
+    const auto all = layer_instances(g);
+    // Backward order of each iteration: layer instances by their first backward kernel.
+    std::map<std::int32_t, std::vector<const layer_instance*>> backward;
+    for (auto& l : all)
+      if (!l.backward_gpu.empty()) backward[l.iteration].push_back(&l);
+    for (auto& [it, v] : backward)
+      std::sort(v.begin(), v.end(), [&](auto* a, auto* b) {
+        return std::pair(g.trace_start(a->backward_gpu.front()), a->backward_gpu.front()) <
+               std::pair(g.trace_start(b->backward_gpu.front()), b->backward_gpu.front());
+      });
+    std::size_t moved = 0;
+    std::uint64_t bytes = 0;
+    time_ns copy_time = 0;
+    std::int64_t rank = 0;
+    for (auto& l : all) {
+      if (!l.stashes() || l.stash_bytes == 0 || !selected(g.str(l.layer))) continue;
+      const auto& order = backward[l.iteration];
+      const auto pos = std::size_t(std::find(order.begin(), order.end(), &l) - order.begin());
+      const auto* trigger = order[pos - std::min<std::size_t>(pos, std::size_t(std::max<std::int64_t>(0, lookahead)))];
+      const auto b = l.stash_bytes;
+      const time_ns d = static_cast<time_ns>(std::llround(double(b) / bandwidth * 1e9));
+      const task_id f0 = l.forward_gpu.front(), fn = l.forward_gpu.back();
+      const task_id b0 = l.backward_gpu.front(), t0 = trigger->backward_gpu.front();
+      const auto device = g.payload(handle<gpu_kernel>{f0}).device;
+      const auto layer = g.layer(f0);
+
+      const auto f0_call = launch_of(g, f0);
+      auto off = insert_issued(g, memcpy_task{.direction = copy_kind::d2h, .bytes = b, .device = device},
+                               {.name = "vdnn_offload", .duration = d, .resource = engine(g, "d2h", f0, bandwidth),
+                                .trace_start = g.trace_start(f0), .layer = layer,
+                                .phase = phase::forward, .iteration = l.iteration},
+                               position{}, f0_call == no_task ? position{} : just_after(f0_call), memcpy_call(g, f0_call));
+      if (auto in = prev_on_resource(g, f0); in != no_task) g.add_dependency(in, off.task, dep_kind::data);
+      const auto sync = next_on_resource(g, fn);
+      if (sync != no_task) g.add_dependency(off.task, sync, dep_kind::control);
+
+      const auto t0_call = launch_of(g, t0);
+      auto pre = insert_issued(g, memcpy_task{.direction = copy_kind::h2d, .bytes = b, .device = device},
+                               {.name = "vdnn_prefetch", .duration = d, .resource = engine(g, "h2d", f0, bandwidth),
+                                .trace_start = g.trace_start(t0), .layer = layer,
+                                .phase = phase::backward, .iteration = l.iteration},
+                               position{}, t0_call == no_task ? position{} : just_before(t0_call), memcpy_call(g, t0_call));
+      g.add_dependency(off.task, pre.task, dep_kind::data);
+      if (auto ready = prev_on_resource(g, t0); ready != no_task) g.add_dependency(ready, pre.task, dep_kind::data);
+      g.add_dependency(pre.task, b0, dep_kind::data);
+
+      reschedule(g, off.task, rank);
+      reschedule(g, pre.task, std::int64_t(pos));
+      ++rank;
+      if (memory) {
+        add_mem_delta(g, sync == no_task ? off.task.id : sync, -static_cast<std::int64_t>(b));
+        add_mem_delta(g, pre.task, static_cast<std::int64_t>(b));
+      }
+      ++moved;
+      bytes += b;
+      copy_time += 2 * d;
+    }
+    rep.add("layers offloaded", std::to_string(moved));
+    rep.add("bytes offloaded", format_bytes(double(bytes)));
+    rep.add("copy time (offload + prefetch)", format_time(copy_time));
+    rep.add("PCIe bandwidth", format_bytes(bandwidth) + "/s");
+    if (!memory) rep.note("the graph has no memory model: peak memory not predicted "
+                          "(run estimate_activation_memory first)");
+    if (moved == 0) rep.note("no selected layer stashes tensors of known size: nothing offloaded");
+    return rep;
+  }
+
+private:
+  /// The copy engine of one direction on one device, added on first use.
+  static resource_id engine(graph& g, std::string_view dir, task_id kernel, double bandwidth) {
+    const auto device = g.payload(handle<gpu_kernel>{kernel}).device;
+    const auto stream = g.resource_of(kernel);
+    const auto node = stream == no_resource ? 0 : g.resource_at(stream).node;
+    const auto n = "vdnn " + std::string(dir) + " (node " + std::to_string(node) + ", device " +
+                   std::to_string(device) + ")";
+    if (auto r = g.find_resource(n); r != no_resource) return r;
+    return g.add_resource({n, resource_kind::copy_engine, sharing::exclusive, node, device, bandwidth});
+  }
+  /// The cudaMemcpyAsync call, as long as the launch call it stands next to.
+  static issue_call memcpy_call(const graph& g, task_id near) {
+    return {cpu_call::memcpy, "cudaMemcpyAsync", near == no_task ? 0 : g.duration(near)};
+  }
+};
+
+} // namespace daydream::passes
+
+#endif

@@ -1,0 +1,305 @@
+// Tests of passes: the pass_for concept, pass_traits, composition with |, policy pickup, transactional apply and the pass laws.
+// SPDX-License-Identifier: MIT
+#include <daydream/dependency.hpp>
+#include <daydream/graph.hpp>
+#include <daydream/kinds.hpp>
+#include <daydream/params.hpp>
+#include <daydream/pass.hpp>
+#include <daydream/remove.hpp>
+#include <daydream/replay.hpp>
+#include <daydream/reschedule.hpp>
+#include <daydream/select.hpp>
+#include <daydream/update.hpp>
+#include <daydream/validate.hpp>
+#include <support/compare.hpp>
+#include <support/fixtures.hpp>
+#include <support/pass_laws.hpp>
+#include <support/print.hpp>
+
+#include <doctest/doctest.h>
+#include <range/v3/range/primitives.hpp>
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+using namespace daydream;
+
+namespace {
+
+struct scale_gemms {
+  static constexpr std::string_view name = "scale-gemms";
+  double factor = 0.5;
+  void operator()(graph& g) const {
+    for (auto k : tasks<gpu_kernel>(g) | where(name_matches("gemm"))) scale_duration(g, k, factor);
+  }
+};
+
+// Backward communication first, as P3 does.
+struct comm_first {
+  static constexpr std::string_view name = "comm-first";
+  using policy = priority_policy;
+  void operator()(graph& g) const {
+    for (auto t : tasks<comm_task>(g)) reschedule(g, t, as_soon_as_ready);
+  }
+};
+
+struct plain {
+  void operator()(graph&) const {}
+};
+
+// A pass from a library we cannot edit: it gets its traits from a specialization.
+struct their_pass {
+  void operator()(graph&) const {}
+};
+
+struct logger {
+  static constexpr std::string_view name = "logger";
+  std::vector<std::string>* log;
+  std::string tag;
+  void operator()(graph&) const { log->push_back(tag); }
+};
+
+struct reporting {
+  static constexpr std::string_view name = "reporting";
+  pass_report operator()(graph& g) const {
+    pass_report r{"reporting", {}, {}};
+    r.add("tasks", std::to_string(g.size()));
+    return r;
+  }
+};
+
+struct thrower {
+  static constexpr std::string_view name = "thrower";
+  void operator()(graph& g) const {
+    for (auto t : tasks(g)) set_duration(g, t, 12345); // changes first...
+    if (!g.empty()) remove(g, task_id{0});
+    throw std::runtime_error("out of ideas"); // ...then fails
+  }
+};
+
+struct cycle_maker {
+  static constexpr std::string_view name = "cycle-maker";
+  void operator()(graph& g) const {
+    std::vector<task_id> ids;
+    for (auto t : tasks<gpu_kernel>(g)) ids.push_back(t.id);
+    if (ids.size() >= 2) g.add_dependency(ids.back(), ids.front(), dep_kind::control);
+  }
+};
+
+struct non_std_thrower {
+  using is_daydream_pass = void;
+  void operator()(graph& g) const {
+    g.add(cpu_task{}, {.name = "half done"});
+    throw 42;
+  }
+};
+
+// Refuses any graph with communication: it models a single-GPU-only optimization.
+struct single_gpu_only {
+  static constexpr std::string_view name = "single-gpu-only";
+  void operator()(graph& g) const {
+    if (!ranges::empty(tasks<comm_task>(g))) throw error("single-gpu-only: the graph communicates");
+    for (auto k : tasks<gpu_kernel>(g)) scale_duration(g, k, 0.9);
+  }
+};
+
+graph small() {
+  graph g;
+  auto thr = g.add_resource({"thread", resource_kind::cpu_thread});
+  auto ch = g.add_resource({"channel", resource_kind::link});
+  auto x = g.add(cpu_task{}, {.name = "backward", .duration = 10, .resource = thr});
+  auto k = g.add(gpu_kernel{}, {.name = "volta_sgemm", .duration = 40, .resource = ch, .trace_start = 10});
+  auto c = g.add(comm_task{}, {.name = "push", .duration = 20, .resource = ch, .trace_start = 20});
+  g.add_dependency(x, k, dep_kind::launch);
+  g.add_dependency(x, c, dep_kind::comm);
+  return g;
+}
+
+} // namespace
+
+template <> struct daydream::pass_traits<their_pass> {
+  static constexpr std::string_view name = "their-pass";
+  using policy = priority_policy;
+};
+
+static_assert(pass_for<scale_gemms, graph> && pass_for<comm_first, graph> && pass_for<plain, graph>);
+static_assert(pass_traits<scale_gemms>::name == "scale-gemms");
+static_assert(pass_traits<plain>::name == "unnamed-pass");
+static_assert(pass_traits<their_pass>::name == "their-pass");
+static_assert(std::is_same_v<pass_policy_t<plain>, trace_order_policy>);
+static_assert(std::is_same_v<pass_policy_t<comm_first>, priority_policy>);
+static_assert(std::is_same_v<pass_policy_t<their_pass>, priority_policy>);
+// A pipeline brings the second pass's policy, or the first's when the second brings none.
+static_assert(std::is_same_v<pass_policy_t<decltype(scale_gemms{} | comm_first{})>, priority_policy>);
+static_assert(std::is_same_v<pass_policy_t<decltype(comm_first{} | scale_gemms{})>, priority_policy>);
+static_assert(std::is_same_v<pass_policy_t<decltype(scale_gemms{} | scale_gemms{})>, trace_order_policy>);
+static_assert(std::is_same_v<decltype(policy_of(scale_gemms{} | comm_first{})), priority_policy>);
+static_assert(pass_for<decltype(plain{} | comm_first{} | scale_gemms{}), graph>);
+
+TEST_CASE("passes compose with | and run left to right") {
+  std::vector<std::string> log;
+  auto p = logger{&log, "a"} | logger{&log, "b"} | logger{&log, "c"};
+  graph g;
+  apply(g, p);
+  CHECK(log == std::vector<std::string>{"a", "b", "c"});
+  CHECK(pass_traits<decltype(p)>::name == "pipeline");
+}
+
+TEST_CASE("apply runs a pass and the replay picks up its policy") {
+  graph g = small();
+  auto what_if = scale_gemms{} | comm_first{};
+  apply(g, what_if);
+  CHECK(g.duration(1) == 20);
+  CHECK(g.priority(2) == as_soon_as_ready);
+  // The kernel and the push share the channel: trace order runs the kernel first, the
+  // pass's policy the push.
+  auto trace = replay(g);
+  CHECK(trace.start[1] == 10);
+  CHECK(trace.start[2] == 30);
+  auto picked = replay(g, policy_of(what_if));
+  CHECK(picked.start[2] == 10);
+  CHECK(picked.start[1] == 30);
+  CHECK(picked.makespan == 50);
+}
+
+TEST_CASE("apply hands back what the pass returns") {
+  graph g = small();
+  auto report = apply(g, reporting{});
+  static_assert(std::is_same_v<decltype(report), pass_report>);
+  REQUIRE(report.items.size() == 1);
+  CHECK(report.items[0].second == "3");
+}
+
+TEST_CASE("apply restores the graph exactly when the pass throws") {
+  const graph original = testing::training_step();
+  graph g = original;
+  std::string msg;
+  try {
+    apply(g, thrower{});
+  } catch (const error& e) {
+    msg = e.what();
+  }
+  CHECK(msg.find("pass 'thrower' was refused and the graph left unchanged") != std::string::npos);
+  CHECK(msg.find("out of ideas") != std::string::npos);
+  CHECK(testing::graph_difference(original, g) == "");
+  CHECK(testing::replay_difference(replay(original), replay(g)) == "");
+
+  SUBCASE("with an explicit name") {
+    CHECK_THROWS_WITH_AS(apply(g, thrower{}, "amp:compute=3"), doctest::Contains("pass 'amp:compute=3'"), error);
+  }
+  SUBCASE("an exception that is not a std::exception passes through, after the restore") {
+    CHECK_THROWS_AS(apply(g, non_std_thrower{}), int);
+    CHECK(testing::graph_difference(original, g) == "");
+  }
+}
+
+TEST_CASE("apply refuses a pass that creates a cycle and names it") {
+  const graph original = testing::training_step({.layers = 1, .data_parallel = false, .input_copy = false});
+  graph g = original;
+  std::string msg;
+  try {
+    apply(g, cycle_maker{});
+  } catch (const error& e) {
+    msg = e.what();
+  }
+  CHECK(msg.find("pass 'cycle-maker' was refused") != std::string::npos);
+  CHECK(msg.find("cycle") != std::string::npos);
+  CHECK(msg.find("\"volta_sgemm_128x64_nn\"") != std::string::npos);
+  CHECK(testing::graph_difference(original, g) == "");
+}
+
+TEST_CASE("well-behaved passes obey the pass laws") {
+  auto fixtures = testing::standard_fixtures();
+  auto s1 = testing::check_pass_laws(scale_gemms{}, fixtures, {.allow_refusal = false});
+  CHECK(s1.applied == fixtures.size());
+  auto s2 = testing::check_pass_laws(scale_gemms{0.25} | comm_first{}, fixtures, {.allow_refusal = false});
+  CHECK(s2.refused == 0);
+  testing::check_pass_laws(plain{}, fixtures);
+}
+
+TEST_CASE("the pass laws count the fixtures a pass refuses") {
+  auto fixtures = testing::standard_fixtures();
+  std::size_t communicating = 0;
+  for (auto& f : fixtures) communicating += !ranges::empty(tasks<comm_task>(f.graph));
+  REQUIRE(communicating > 0);
+  auto s = testing::check_pass_laws(single_gpu_only{}, fixtures);
+  CHECK(s.refused == communicating);
+  CHECK(s.applied == fixtures.size() - communicating);
+  REQUIRE_FALSE(s.refusals.empty());
+  CHECK(s.refusals[0].find("the graph communicates") != std::string::npos);
+}
+
+TEST_CASE("the standard fixtures are valid training-like graphs") {
+  for (auto& f : testing::standard_fixtures()) {
+    INFO(f.name);
+    CHECK_NOTHROW(check_invariants(f.graph));
+    CHECK(f.graph.size() > 0);
+  }
+  auto g = testing::training_step();
+  CHECK(ranges::distance(tasks<comm_task>(g)) == 3);
+  CHECK(ranges::distance(tasks<gpu_kernel>(g) | where(in_phase(phase::weight_update))) == 3);
+  CHECK(ranges::distance(tasks<memcpy_task>(g)) == 1);
+  auto r = replay(g);
+  CHECK(r.makespan > 0);
+  CHECK(r.peak_memory > 0);
+  auto two = testing::training_step({.iterations = 2});
+  CHECK(two.size() == 2 * g.size());
+}
+
+TEST_CASE("pass_params reads values with units") {
+  auto p = pass_params::parse("ddp", "workers=16,bandwidth=25Gbps,bucket=25MB,chunk=64KiB,latency=5us,"
+                                     "fused=yes,rate=12.5GB/s,scale=0.5,plain=25");
+  CHECK(p.pass() == "ddp");
+  CHECK(p.has("workers"));
+  CHECK(p.get_int("workers", 1) == 16);
+  CHECK(p.get_bandwidth("bandwidth", 0) == doctest::Approx(25e9 / 8));
+  CHECK(p.get_bandwidth("rate", 0) == doctest::Approx(12.5e9));
+  CHECK(p.get_bandwidth("plain", 0) == doctest::Approx(25e9 / 8)); // a plain number is Gbit/s
+  CHECK(p.get_bytes("bucket", 0) == doctest::Approx(25e6));
+  CHECK(p.get_bytes("chunk", 0) == doctest::Approx(65536));
+  CHECK(p.get_time_ns("latency", 0) == doctest::Approx(5'000));
+  CHECK(p.get_bool("fused", false));
+  CHECK(p.get_double("scale", 1) == doctest::Approx(0.5));
+  CHECK(p.get_double("missing", 7) == 7);
+  CHECK_NOTHROW(p.finish());
+  CHECK(p.items().size() == 9);
+
+  SUBCASE("more spellings") {
+    auto q = pass_params::parse("x", "a=100Gb/s,b=16GiB/s,c=900GBps,d=1.5ms,e=2s,f=300ns,g=7,h=25MiB,i=1GB,j=512");
+    CHECK(q.get_bandwidth("a", 0) == doctest::Approx(12.5e9));
+    CHECK(q.get_bandwidth("b", 0) == doctest::Approx(16.0 * 1024 * 1024 * 1024));
+    CHECK(q.get_bandwidth("c", 0) == doctest::Approx(900e9));
+    CHECK(q.get_time_ns("d", 0) == doctest::Approx(1.5e6));
+    CHECK(q.get_time_ns("e", 0) == doctest::Approx(2e9));
+    CHECK(q.get_time_ns("f", 0) == doctest::Approx(300));
+    CHECK(q.get_time_ns("g", 0) == doctest::Approx(7'000)); // a plain number is microseconds
+    CHECK(q.get_bytes("h", 0) == doctest::Approx(25.0 * 1024 * 1024));
+    CHECK(q.get_bytes("i", 0) == doctest::Approx(1e9));
+    CHECK(q.get_bytes("j", 0) == doctest::Approx(512));
+    CHECK_NOTHROW(q.finish());
+  }
+  SUBCASE("unknown keys are rejected by finish(), naming them") {
+    auto q = pass_params::parse("amp", "compute=3,memroy=2");
+    CHECK(q.get_double("compute", 1) == 3);
+    CHECK_THROWS_WITH_AS(q.finish(), doctest::Contains("has no parameter named: memroy"), error);
+  }
+  SUBCASE("bad values are refused with the key and the value") {
+    auto q = pass_params::parse("x", "a=25Gbpx,b=five,c=1.5,d=3 parsecs,e=maybe,f=-1,g=2MX");
+    CHECK_THROWS_WITH_AS(q.get_bandwidth("a", 0), doctest::Contains("a=25Gbpx"), error);
+    CHECK_THROWS_AS(q.get_double("b", 0), error);
+    CHECK_THROWS_WITH_AS(q.get_int("c", 0), doctest::Contains("whole number"), error);
+    CHECK_THROWS_AS(q.get_time_ns("d", 0), error);
+    CHECK_THROWS_AS(q.get_bool("e", false), error);
+    CHECK_THROWS_AS(q.get_double("f", 0), error);
+    CHECK_THROWS_AS(q.get_bytes("g", 0), error);
+  }
+  SUBCASE("malformed specs are refused") {
+    CHECK_THROWS_WITH_AS(pass_params::parse("x", "novalue"), doctest::Contains("key=value"), error);
+    CHECK_THROWS_AS(pass_params::parse("x", "=3"), error);
+    CHECK(pass_params::parse("x", "").items().empty());
+    CHECK(pass_params::parse("x", "a=1,,b=2").items().size() == 2);
+  }
+}

@@ -1,0 +1,358 @@
+// Property tests on hundreds of seeded random DAGs: what every replay and every primitive must preserve.
+// SPDX-License-Identifier: MIT
+#include <daydream/dependency.hpp>
+#include <daydream/graph.hpp>
+#include <daydream/insert.hpp>
+#include <daydream/kinds.hpp>
+#include <daydream/pass.hpp>
+#include <daydream/remove.hpp>
+#include <daydream/replay.hpp>
+#include <daydream/reschedule.hpp>
+#include <daydream/update.hpp>
+#include <daydream/validate.hpp>
+#include <support/compare.hpp>
+#include <support/print.hpp>
+#include <support/random_dag.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+using namespace daydream;
+using daydream::testing::dag_options;
+using daydream::testing::random_dag;
+using daydream::testing::rng;
+
+namespace {
+
+constexpr std::uint64_t graphs = 300; // per property
+
+// The shapes the properties run on, cycled through by seed.
+dag_options shape(std::uint64_t seed) {
+  rng r(seed * 7919 + 1);
+  dag_options o;
+  o.tasks = static_cast<std::size_t>(r.between(1, 60));
+  o.edge_probability = double(r.between(0, 20)) / 100;
+  o.threads = static_cast<std::size_t>(r.between(0, 3));
+  o.streams = static_cast<std::size_t>(r.between(0, 3));
+  o.copy_engines = static_cast<std::size_t>(r.between(0, 1));
+  o.links = static_cast<std::size_t>(r.between(0, 2));
+  o.program_order = r.chance(0.7);
+  o.no_resource = r.chance(0.3) ? 0.2 : 0.0;
+  o.max_duration = r.chance(0.2) ? 3 : 100; // short tasks: many ties and zero durations
+  return o;
+}
+
+// When each task became ready: the latest end of its predecessors (0 for roots).
+std::vector<time_ns> ready_times(const graph& g, const replay_result& r) {
+  std::vector<time_ns> ready(g.id_bound(), 0);
+  g.for_each_task([&](task_id t) {
+    for (auto d : g.predecessors(t)) ready[t] = std::max(ready[t], r.end[d.from]);
+  });
+  return ready;
+}
+
+// Reachability as bit masks (at most 64 tasks; ids are a topological order).
+std::vector<std::uint64_t> reachability(const graph& g) {
+  std::vector<std::uint64_t> reach(g.id_bound(), 0);
+  for (task_id t = g.id_bound(); t-- > 0;) {
+    if (!g.contains(t)) continue;
+    for (auto d : g.successors(t)) {
+      REQUIRE(d.to > t);
+      reach[t] |= (std::uint64_t{1} << d.to) | reach[d.to];
+    }
+  }
+  return reach;
+}
+
+} // namespace
+
+TEST_CASE("property: replays respect every dependency, resource, gap and the policy") {
+  for (std::uint64_t seed = 0; seed < graphs; ++seed) {
+    CAPTURE(seed);
+    auto g = random_dag(seed, shape(seed));
+    REQUIRE_NOTHROW(check_invariants(g));
+    auto r = replay(g);
+    auto ready = ready_times(g, r);
+    REQUIRE(r.tasks == g.size());
+
+    std::size_t late_deps = 0, overlaps = 0, idle = 0, policy = 0, fair_bad = 0;
+    time_ns longest_end = 0;
+    g.for_each_task([&](task_id t) {
+      longest_end = std::max(longest_end, r.end[t]);
+      for (auto d : g.successors(t)) late_deps += r.start[d.to] < r.end[t];
+    });
+    CHECK(r.makespan == longest_end);
+    CHECK_MESSAGE(late_deps == 0, "a task started before a predecessor ended");
+
+    for (resource_id res = 0; res < g.resource_count(); ++res) {
+      std::vector<task_id> on;
+      g.for_each_task([&](task_id t) {
+        if (g.resource_of(t) == res) on.push_back(t);
+      });
+      if (g.resource_at(res).share == sharing::fair) {
+        // Work conservation: the link is busy exactly as long as its transfers need
+        // (up to the rounding of event times), and every transfer is stretched, never shortened.
+        time_ns work = 0;
+        for (auto t : on) {
+          work += g.duration(t);
+          fair_bad += r.start[t] != ready[t] || r.end[t] - r.start[t] < g.duration(t);
+        }
+        CHECK(r.busy[res] >= work - time_ns(on.size()));
+        CHECK(r.busy[res] <= work + time_ns(on.size()));
+        continue;
+      }
+      // Start order; zero-duration tasks starting together ran in the policy's order.
+      std::sort(on.begin(), on.end(), [&](task_id a, task_id b) {
+        auto ta = g.trace_start(a), tb = g.trace_start(b);
+        return std::tie(r.start[a], r.end[a], ready[a], ta, a) <
+               std::tie(r.start[b], r.end[b], ready[b], tb, b);
+      });
+      time_ns work = 0;
+      for (std::size_t i = 0; i < on.size(); ++i) {
+        auto t = on[i];
+        work += g.duration(t);
+        CHECK(r.end[t] - r.start[t] == g.duration(t));
+        // Exclusive: no overlap, and the gap after the previous task is kept.
+        time_ns free_at = 0;
+        if (i > 0) {
+          free_at = r.end[on[i - 1]] + g.gap(on[i - 1]);
+          overlaps += r.start[t] < free_at;
+        }
+        // No needless idling: a task starts when it is ready or when its resource frees up.
+        idle += r.start[t] != std::max(ready[t], free_at);
+        // The policy: no task that was waiting had a smaller key.
+        for (std::size_t j = i + 1; j < on.size(); ++j) {
+          auto u = on[j];
+          if (ready[u] < r.start[t] &&
+              std::make_tuple(ready[u], g.trace_start(u), u) < std::make_tuple(ready[t], g.trace_start(t), t))
+            ++policy;
+        }
+      }
+      CHECK(r.busy[res] == work);
+    }
+    g.for_each_task([&](task_id t) {
+      if (g.resource_of(t) == no_resource) idle += r.start[t] != ready[t];
+    });
+    CHECK_MESSAGE(overlaps == 0, "two tasks overlapped on an exclusive resource");
+    CHECK_MESSAGE(idle == 0, "a task started later than its readiness and its resource allowed");
+    CHECK_MESSAGE(policy == 0, "a waiting task with a smaller key was passed over");
+    CHECK_MESSAGE(fair_bad == 0, "a transfer on a fair link started late or ran short");
+
+    // The critical path is a chain of bindings that ends at the makespan.
+    auto cp = r.critical_path();
+    if (!g.empty()) {
+      REQUIRE_FALSE(cp.empty());
+      CHECK(r.end[cp.back().task] == r.makespan);
+      CHECK(r.start[cp.front().task] == 0);
+      CHECK(cp.front().why == binding::none);
+      for (std::size_t i = 1; i < cp.size(); ++i) {
+        auto a = cp[i - 1].task, b = cp[i].task;
+        if (cp[i].why == binding::dependency) {
+          CHECK(r.start[b] == r.end[a]);
+          REQUIRE(g.has_dependency(a, b));
+          CHECK(g.dependency_kind(a, b) == cp[i].edge);
+        } else {
+          REQUIRE(cp[i].why == binding::resource);
+          CHECK(g.resource_of(a) == g.resource_of(b));
+          CHECK(r.start[b] == r.end[a] + g.gap(a));
+        }
+      }
+    }
+    // Deterministic.
+    auto again = replay(g);
+    CHECK(testing::replay_difference(r, again) == "");
+    CHECK(r.pred == again.pred);
+  }
+}
+
+TEST_CASE("property: without resource conflicts the makespan is the longest path") {
+  for (std::uint64_t seed = 0; seed < graphs; ++seed) {
+    CAPTURE(seed);
+    auto o = shape(seed);
+    o.own_resources = seed % 2 == 0; // each task alone on its resource ...
+    o.no_resource = o.own_resources ? 0.0 : 1.0; // ... or on none at all
+    auto g = random_dag(seed, o);
+    auto r = replay(g);
+    // Longest path by dynamic programming over ids (a topological order).
+    std::vector<time_ns> finish(g.id_bound(), 0);
+    time_ns longest = 0;
+    g.for_each_task([&](task_id t) {
+      time_ns start = 0;
+      for (auto d : g.predecessors(t)) start = std::max(start, finish[d.from]);
+      finish[t] = start + g.duration(t);
+      longest = std::max(longest, finish[t]);
+      CHECK(r.start[t] == start);
+    });
+    CHECK(r.makespan == longest);
+  }
+}
+
+TEST_CASE("property: remove preserves the transitive order of the remaining tasks") {
+  for (std::uint64_t seed = 0; seed < graphs; ++seed) {
+    CAPTURE(seed);
+    auto g = random_dag(seed, shape(seed));
+    auto before = reachability(g);
+    rng r(seed ^ 0xabcdef);
+    std::vector<task_id> gone;
+    g.for_each_task([&](task_id t) {
+      if (r.chance(0.35)) gone.push_back(t);
+    });
+    // Remove in a shuffled order: the result must not depend on it.
+    for (std::size_t i = gone.size(); i > 1; --i) std::swap(gone[i - 1], gone[r.below(i)]);
+    remove(g, gone);
+    REQUIRE_NOTHROW(check_invariants(g));
+    auto after = reachability(g);
+    std::uint64_t alive = 0;
+    g.for_each_task([&](task_id t) { alive |= std::uint64_t{1} << t; });
+    std::size_t differ = 0;
+    g.for_each_task([&](task_id t) { differ += (before[t] & alive) != after[t]; });
+    CHECK_MESSAGE(differ == 0, "reachability among the remaining tasks changed");
+    CHECK(g.size() + gone.size() == shape(seed).tasks);
+  }
+}
+
+TEST_CASE("property: insert then remove restores the replay") {
+  for (std::uint64_t seed = 0; seed < graphs; ++seed) {
+    CAPTURE(seed);
+    auto g = random_dag(seed, shape(seed));
+    if (g.empty()) continue;
+    const auto bound = g.id_bound();
+    const auto base = replay(g);
+    const auto reach = reachability(g);
+    rng r(seed + 17);
+    auto pick = [&] { return static_cast<task_id>(r.below(bound)); };
+    auto restored = [&](const char* how) {
+      INFO(how);
+      CHECK_NOTHROW(check_invariants(g));
+      CHECK(testing::replay_difference(base, replay(g), bound) == "");
+    };
+
+    auto a = pick();
+    if (g.resource_of(a) != no_resource) {
+      auto t = insert_after(g, gpu_kernel{}, {.name = "inserted", .duration = r.between(0, 50), .gap = 3}, a);
+      CHECK(prev_on_resource(g, t) == a);
+      remove(g, t);
+      restored("insert_after");
+      auto u = insert_before(g, cpu_task{}, {.name = "inserted", .duration = r.between(0, 50)}, a);
+      CHECK(next_on_resource(g, u) == a);
+      remove(g, u);
+      restored("insert_before");
+    }
+    // A task waiting for `a` only (a sink), and one that `b` waits for (a source).
+    auto b = pick();
+    auto sink = insert(g, comm_task{}, {.name = "sink", .duration = 40}, {{a, no_task, dep_kind::comm}});
+    auto source = insert(g, cpu_task{}, {.name = "source", .duration = 40}, {{no_task, b, dep_kind::control}});
+    remove(g, sink);
+    remove(g, source);
+    restored("insert a sink and a source");
+    // Between two tasks that are already ordered: bridging adds only a redundant edge.
+    auto x = std::min(a, b), y = std::max(a, b);
+    if (x != y && ((reach[x] >> y) & 1u)) {
+      auto mid = insert(g, gpu_kernel{}, {.name = "mid", .duration = 5},
+                        {{x, no_task, dep_kind::data}, {no_task, y, dep_kind::data}});
+      remove(g, mid);
+      restored("insert between ordered tasks");
+      auto now = reachability(g);
+      now.resize(bound);
+      CHECK(now == reach);
+    }
+  }
+}
+
+TEST_CASE("property: compact preserves the replay") {
+  for (std::uint64_t seed = 0; seed < graphs; ++seed) {
+    CAPTURE(seed);
+    auto g = random_dag(seed, shape(seed));
+    rng r(seed * 3 + 5);
+    std::vector<task_id> gone;
+    g.for_each_task([&](task_id t) {
+      if (r.chance(0.25)) gone.push_back(t);
+    });
+    remove(g, gone);
+    g.for_each_task([&](task_id t) {
+      if (r.chance(0.2)) reschedule(g, t, r.between(-3, 3));
+    });
+    auto before = replay(g, priority_policy{});
+    auto names_before = std::vector<std::string>{};
+    g.for_each_task([&](task_id t) { names_before.emplace_back(g.name(t)); });
+    auto map = g.compact();
+    REQUIRE_NOTHROW(check_invariants(g));
+    CHECK(g.id_bound() == g.size());
+    auto after = replay(g, priority_policy{});
+    std::size_t moved = 0;
+    for (task_id old = 0; old < map.size(); ++old) {
+      if (map[old] == no_task) continue;
+      moved += before.start[old] != after.start[map[old]] || before.end[old] != after.end[map[old]];
+    }
+    CHECK(moved == 0);
+    CHECK(before.makespan == after.makespan);
+    CHECK(before.busy == after.busy);
+    CHECK(before.peak_memory == after.peak_memory);
+    std::vector<std::string> names_after;
+    g.for_each_task([&](task_id t) { names_after.emplace_back(g.name(t)); });
+    CHECK(names_before == names_after);
+  }
+}
+
+namespace {
+
+// Changes everything it can, then fails.
+struct wrecking_pass {
+  static constexpr std::string_view name = "wrecking";
+  std::uint64_t seed;
+  void operator()(graph& g) const {
+    rng r(seed);
+    std::vector<task_id> ids;
+    g.for_each_task([&](task_id t) { ids.push_back(t); });
+    for (auto t : ids) {
+      if (r.chance(0.3)) scale_duration(g, t, 2.0);
+      if (r.chance(0.2)) reschedule(g, t, 1);
+      if (r.chance(0.1)) g.set_name(t, "renamed");
+    }
+    if (!ids.empty()) insert_after(g, gpu_kernel{}, {.name = "new"}, ids.front());
+    for (auto t : ids)
+      if (r.chance(0.2)) remove(g, t);
+    if (g.resource_count() > 0) g.add_resource({"extra", resource_kind::other});
+    throw std::runtime_error("wrecked");
+  }
+};
+
+// Adds a back edge that closes a cycle (when the graph has a path to close).
+struct cycling_pass {
+  static constexpr std::string_view name = "cycling";
+  void operator()(graph& g) const {
+    for (task_id t = 0; t < g.id_bound(); ++t) {
+      if (!g.contains(t)) continue;
+      for (auto d : g.successors(t)) {
+        set_duration(g, d.to, 1);
+        g.add_dependency(d.to, t, dep_kind::control);
+        return;
+      }
+    }
+  }
+};
+
+} // namespace
+
+TEST_CASE("property: apply of a throwing or cycle-creating pass leaves the graph as it was") {
+  for (std::uint64_t seed = 0; seed < graphs; ++seed) {
+    CAPTURE(seed);
+    const auto original = random_dag(seed, shape(seed));
+    auto g = original;
+    CHECK_THROWS_WITH_AS(apply(g, wrecking_pass{seed}), doctest::Contains("wrecked"), error);
+    CHECK(testing::graph_difference(original, g) == "");
+    if (original.dependency_count() > 0) {
+      CHECK_THROWS_WITH_AS(apply(g, cycling_pass{}), doctest::Contains("cycle"), error);
+      CHECK(testing::graph_difference(original, g) == "");
+    } else {
+      CHECK_NOTHROW(apply(g, cycling_pass{}));
+    }
+    CHECK(testing::replay_difference(replay(original), replay(g)) == "");
+  }
+}

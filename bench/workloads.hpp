@@ -76,13 +76,14 @@ struct training_shape {
   std::uint32_t kernels_per_layer = 3; ///< forward kernels per module (backward: twice as many)
   std::uint32_t buckets = 4;           ///< gradient buckets (all-reduces and optimizer kernels)
   bool memory = true;                  ///< record activation allocations (mem_delta)
+  bool communication = true;           ///< all-reduce gradients between workers (when workers > 1)
   std::uint64_t seed = 1;
 
   /// Tasks of one iteration of one worker.
   std::size_t tasks_per_iteration() const {
     std::size_t per_layer = 2 + 6 * std::size_t(kernels_per_layer);
     return 6 + std::size_t(layers) * per_layer + 2 * std::size_t(buckets) +
-           (workers > 1 ? 2 * std::size_t(buckets) : 0);
+           (workers > 1 && communication ? 2 * std::size_t(buckets) : 0);
   }
   /// Tasks of the whole graph.
   std::size_t tasks() const { return tasks_per_iteration() * iterations * workers; }
@@ -148,7 +149,7 @@ public:
     for (std::uint32_t l = 0; l < s_.layers; ++l) activation_.push_back(std::int64_t(1 + model.next() % 48) << 20);
 
     const std::uint32_t nodes = (W + s_.workers_per_node - 1) / s_.workers_per_node;
-    for (std::uint32_t n = 0; n < nodes && W > 1; ++n)
+    for (std::uint32_t n = 0; n < nodes && comm(); ++n)
       links_.push_back(g_.add_resource({"node" + std::to_string(n) + "/nic", resource_kind::link,
                                         sharing::fair, std::int32_t(n), -1, 100e9 / 8}));
     ready_.assign(std::size_t(W) * I * B, no_task);
@@ -156,7 +157,7 @@ public:
     for (std::uint32_t w = 0; w < W; ++w) worker(w);
     // Join the workers: the all-reduce of bucket b waits for the gradients of bucket b
     // on the previous worker of the ring.
-    if (W > 1)
+    if (comm())
       for (std::uint32_t w = 0; w < W; ++w)
         for (std::size_t ib = 0; ib < std::size_t(I) * B; ++ib)
           g_.add_dependency(ready_[std::size_t((w + W - 1) % W) * I * B + ib],
@@ -210,7 +211,7 @@ private:
                 no_task, 0, dep_kind::stream_order};
     lane copy{g_.add_resource({"w" + ws + "/copy", resource_kind::copy_engine, sharing::exclusive, std::int32_t(w), 0, 12e9}),
               no_task, 0, dep_kind::stream_order};
-    lane nccl{W() > 1 ? links_[w / s_.workers_per_node] : no_resource, no_task, 0, dep_kind::stream_order};
+    lane nccl{comm() ? links_[w / s_.workers_per_node] : no_resource, no_task, 0, dep_kind::stream_order};
     const gpu_kernel kern{0, 7, 0, 0};
 
     for (std::uint32_t it = 0; it < I; ++it) {
@@ -251,7 +252,7 @@ private:
         while (bucket < B && std::uint64_t(L - l) * B >= std::uint64_t(bucket + 1) * L) {
           auto at = (std::size_t(w) * I + it) * B + bucket;
           ready_[at] = kt;
-          if (W() > 1) {
+          if (comm()) {
             auto c = launch(autograd, nccl, comm_task{comm_op::all_reduce, 25u << 20, W(), 0, 20, 0},
                             "ncclAllReduce", "ncclKernel_AllReduce_RING_LL_Sum_float",
                             r.between(1'500'000, 2'500'000), ln, phase::backward, i);
@@ -270,7 +271,7 @@ private:
         upd = launch(main, stream, kern, "cudaLaunchKernel", "void at::native::multi_tensor_apply_kernel",
                      r.between(60'000, 120'000), {}, phase::weight_update, i);
         auto at = (std::size_t(w) * I + it) * B + b;
-        if (W() > 1) g_.add_dependency(comm_[at], upd, dep_kind::comm);
+        if (comm()) g_.add_dependency(comm_[at], upd, dep_kind::comm);
       }
       auto sync = emit(main, cpu_task{cpu_call::sync, no_name, 0, 0}, "cudaStreamSynchronize",
                        r.between(5'000, 10'000), r.between(20'000, 40'000), {}, phase::other, i,
@@ -281,6 +282,7 @@ private:
   }
 
   std::uint32_t W() const { return s_.workers; }
+  bool comm() const { return s_.workers > 1 && s_.communication; }
 
   graph& g_;
   const training_shape& s_;

@@ -27,7 +27,7 @@ namespace {
 // A kind a user adds: a data-loader decode step with a byte count.
 struct decode_task {
   static constexpr std::string_view name = "decode_task";
-  static constexpr resource_kind resource = resource_kind::other;
+  static constexpr resource_kind resource = resource_kind::copy_engine;
   std::uint64_t bytes = 0;
   int quality = 90;
 };
@@ -62,6 +62,8 @@ static_assert(kind_traits<memcpy_task>::has_bytes && kind_traits<comm_task>::has
 static_assert(kind_traits<decode_task>::has_bytes && !kind_traits<marker>::has_bytes);
 static_assert(kind_traits<marker>::name == "user_kind");
 static_assert(kind_traits<gpu_kernel>::resource == resource_kind::gpu_stream);
+static_assert(kind_traits<decode_task>::resource == resource_kind::copy_engine);
+static_assert(kind_traits<marker>::resource == resource_kind::other);
 static_assert(graph::has_kind<comm_task> && !graph::has_kind<decode_task>);
 static_assert(my_graph::kind_index<marker> == 2 && my_graph::kind_count == 3);
 static_assert(dep_mask::order().contains(dep_kind::cpu_order) && !dep_mask::order().contains(dep_kind::launch));

@@ -395,8 +395,11 @@ replay_result replay(const Graph& g, const Policy& policy = {}, const replay_opt
   static_assert(selection_policy<Policy, Graph>,
                 "daydream::replay(g, policy): the policy must have a member "
                 "`priority_key key(const Graph&, task_id, time_ns ready) const`.");
-  return detail::replay_core(
-      g.core(), [&](task_id t, time_ns ready) { return policy.key(g, t, ready); }, options);
+  if constexpr (selection_policy<Policy, Graph>)
+    return detail::replay_core(
+        g.core(), [&](task_id t, time_ns ready) { return policy.key(g, t, ready); }, options);
+  else
+    return replay_result{}; // not reached: the assertion above fails first
 }
 
 } // namespace daydream

@@ -78,8 +78,10 @@ template <class Graph, class Kind> void set_bytes(Graph& g, handle<Kind> t, std:
   static_assert(kind_traits<Kind>::has_bytes,
                 "daydream::set_bytes: this task kind carries no byte count; only "
                 "memcpy_task, comm_task, gpu_kernel or a kind with a `bytes` member can be resized.");
-  g.core().check_task(t.id, "set_bytes");
-  g.payload(t).bytes = n;
+  if constexpr (kind_traits<Kind>::has_bytes) {
+    g.core().check_task(t.id, "set_bytes");
+    g.payload(t).bytes = n;
+  }
 }
 
 } // namespace daydream

@@ -5,13 +5,31 @@
 
 #include <daydream/fwd.hpp>
 #include <daydream/kinds.hpp>
+#include <daydream/passes/amp.hpp>
+#include <daydream/passes/blueconnect.hpp>
+#include <daydream/passes/ddp.hpp>
+#include <daydream/passes/dgc.hpp>
+#include <daydream/passes/fused_adam.hpp>
+#include <daydream/passes/gist.hpp>
+#include <daydream/passes/grad_accum.hpp>
+#include <daydream/passes/p3.hpp>
+#include <daydream/passes/recompute.hpp>
+#include <daydream/passes/reconstruct_bn.hpp>
 #include <daydream/passes/registry.hpp>
+#include <daydream/passes/substitute.hpp>
+#include <daydream/passes/tensor_fusion.hpp>
+#include <daydream/passes/tensor_partition.hpp>
+#include <daydream/passes/tictac.hpp>
+#include <daydream/passes/vdnn.hpp>
 
 namespace daydream::passes {
 
-/// Every bundled pass, by its command-line name.
+/// Every bundled pass, by its command-line name: the single-GPU passes first, then the
+/// distributed ones.
 inline registry<graph> bundled() {
-  return registry<graph>::of<>();
+  return registry<graph>::of<amp, fused_adam, reconstruct_bn, gist, vdnn, substitute, recompute,
+                             grad_accum, ddp, p3, blueconnect, dgc, tictac, tensor_fusion,
+                             tensor_partition>();
 }
 
 } // namespace daydream::passes

@@ -31,8 +31,8 @@ using daydream::operator|;
 /// Cost model. The gradients are bucketed as ddp does (`bucket_cap`, `first_bucket`).
 /// Each bucket becomes up to four comm_tasks in sequence, costed by
 /// blueconnect_stages(bytes, cluster): the intra-machine stages on the machine's GPU
-/// link ("intra node 0"), the inter-machine stages (each of the g GPUs sends its 1/g
-/// shard, so the NIC is split g ways) on its NIC ("NIC node 0"); stages that cost
+/// link ("intra node N"), the inter-machine stages (each of the g GPUs sends its 1/g
+/// shard, so the NIC is split g ways) on its NIC ("NIC node N"); stages that cost
 /// nothing (one machine, or one GPU per machine) are left out. Every stage has its own
 /// channel: the same stage of consecutive buckets runs in order, different stages run
 /// at once, so bucket k+1 reduce-scatters inside the machine while bucket k crosses the

@@ -133,19 +133,38 @@ std::size_t strip_communication(graph& g, Keep keep = [](std::string_view) { ret
   return doomed.size();
 }
 
-/// The links of one node a distributed pass uses, created on first use and shared by
-/// every pass on the graph (found by name).
+/// The node (worker) whose GPUs the graph holds: the node of its first GPU stream (a
+/// trace of rank r puts its resources on node r), or 0.
+inline std::int32_t worker_node(const graph& g) {
+  for (resource_id r = 0; r < g.resource_count(); ++r)
+    if (g.resource_at(r).kind == resource_kind::gpu_stream) return g.resource_at(r).node;
+  return 0;
+}
+
+/// The link `base` of the graph's worker node ("NIC node 3"), created on first use with
+/// `bandwidth` and `share`, and shared by every pass on the graph (found by name).
+inline resource_id node_link(graph& g, const std::string& base, double bandwidth,
+                             sharing share = sharing::fair) {
+  const auto node = worker_node(g);
+  return link_resource(g, base + " node " + std::to_string(node), bandwidth, share, node);
+}
+
+/// The links of the worker node a distributed pass uses.
 struct node_links {
   resource_id nic = no_resource;   ///< the NIC: fair-shared by concurrent collectives
   resource_id intra = no_resource; ///< NVLink / PCIe between the GPUs of the machine, fair-shared
 };
 
-/// The fair-shared NIC and intra-machine links of node 0 ("NIC node 0", "intra node 0").
+/// The fair-shared NIC and intra-machine links of the worker node ("NIC node N",
+/// "intra node N").
 inline node_links links_of(graph& g, const cluster& c) {
-  node_links l;
-  l.nic = link_resource(g, "NIC node 0", c.network.bandwidth);
-  l.intra = link_resource(g, "intra node 0", c.intra().bandwidth);
-  return l;
+  return {node_link(g, "NIC", c.network.bandwidth), node_link(g, "intra", c.intra().bandwidth)};
+}
+
+/// The link a flat all-reduce over cluster `c` runs on: the NIC with several machines,
+/// else the GPUs' link.
+inline resource_id collective_link(graph& g, const cluster& c) {
+  return c.machines > 1 ? node_link(g, "NIC", c.network.bandwidth) : node_link(g, "intra", c.intra().bandwidth);
 }
 
 /// Whether `g` has backward work, the minimum for a data-parallel pass to act on.

@@ -96,9 +96,7 @@ struct ddp {
       rep.note("no gradients found: no all-reduce inserted");
       return rep;
     }
-    const bool across = cluster.machines > 1;
-    auto link = link_resource(g, across ? "NIC node 0" : "intra node 0",
-                              across ? cluster.network.bandwidth : cluster.intra().bandwidth);
+    auto link = collective_link(g, cluster);
     auto buckets = ddp_buckets(gs, bucket_cap, first_bucket);
     std::size_t without_update = 0, per_iteration = 0;
     time_ns comm_time = 0;

@@ -11,6 +11,7 @@
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/passes/data_parallel.hpp>
+#include <daydream/passes/edit.hpp>
 #include <daydream/passes/format.hpp>
 #include <daydream/passes/gradients.hpp>
 
@@ -131,9 +132,7 @@ struct dgc {
       return std::max(floor, static_cast<time_ns>(std::llround(bytes_moved / throughput * 1e9)));
     };
 
-    const bool across = cluster.machines > 1;
-    auto link = link_resource(g, across ? "NIC node 0" : "intra node 0",
-                              across ? cluster.network.bandwidth : cluster.intra().bandwidth);
+    auto link = collective_link(g, cluster);
     const auto p = cluster.workers();
     auto buckets = ddp_buckets(gs, bucket_cap, first_bucket);
     std::size_t kernels = 0, without_update = 0;
@@ -202,14 +201,14 @@ private:
       return k;
     }
     f.trace_start = g.trace_start(after) + g.duration(after);
-    if (auto launch = launcher_of(g, after); launch != no_task)
+    if (auto launch = launch_of(g, after); launch != no_task)
       return daydream::insert_launched(g, gpu_kernel{}, f, launch, after).task.id;
     return daydream::insert_after(g, gpu_kernel{}, f, after).id;
   }
   // A kernel on `before`'s stream right before it, launched right before its launch call.
   static task_id add_before_gpu(graph& g, task_fields f, task_id before) {
     auto k = daydream::insert_before(g, gpu_kernel{}, f, before).id;
-    if (auto launch = launcher_of(g, before); launch != no_task) {
+    if (auto launch = launch_of(g, before); launch != no_task) {
       task_fields lf{.name = "cudaLaunchKernel", .duration = g.duration(launch), .phase = f.phase,
                      .iteration = f.iteration};
       auto call = daydream::insert_before(g, cpu_task{.call = cpu_call::launch}, lf, launch);

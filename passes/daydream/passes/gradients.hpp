@@ -8,6 +8,7 @@
 #include <daydream/kinds.hpp>
 #include <daydream/resource.hpp>
 #include <daydream/task.hpp>
+#include <daydream/passes/edit.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -84,26 +85,13 @@ struct gradient_set {
 /// A user-supplied map of layer name -> gradient bytes of that layer's parameters.
 using layer_bytes = std::vector<std::pair<std::string, std::uint64_t>>;
 
-/// The GPU task launched by CPU call `t` (a launch or copy call), or no_task.
-inline task_id launched_by(const graph& g, task_id t) {
-  for (auto d : g.successors(t))
-    if (d.kind == dep_kind::launch && !g.is<cpu_task>(d.to)) return d.to;
-  return no_task;
-}
-
-/// The CPU call that launched GPU task `t`, or no_task.
-inline task_id launcher_of(const graph& g, task_id t) {
-  for (auto d : g.predecessors(t))
-    if (d.kind == dep_kind::launch && g.is<cpu_task>(d.from)) return d.from;
-  return no_task;
-}
-
 /// The last GPU task launched from `t`'s CPU thread at or before `t` in its program
 /// order: when it ends, every GPU task the thread had launched on that stream so far
 /// has ended too (streams run in order). no_task if the thread launched nothing.
 inline task_id last_launch_before(const graph& g, task_id t) {
   for (auto cur = t; cur != no_task;) {
-    if (auto k = launched_by(g, cur); k != no_task) return k;
+    for (auto k : launched_by(g, cur))
+      if (!g.is<cpu_task>(k)) return k;
     task_id prev = no_task;
     for (auto d : g.predecessors(cur))
       if (d.kind == dep_kind::cpu_order && g.is<cpu_task>(d.from)) { prev = d.from; break; }
@@ -115,102 +103,112 @@ inline task_id last_launch_before(const graph& g, task_id t) {
 //! @cond DAYDREAM_INTERNAL
 namespace detail {
 inline bool contains(std::string_view s, std::string_view part) { return s.find(part) != s.npos; }
+// The next / previous CPU task on t's thread.
 inline task_id next_cpu(const graph& g, task_id t) {
   for (auto d : g.successors(t))
-    if (d.kind == dep_kind::cpu_order && g.is<cpu_task>(d.to)) return d.to;
+    if (d.kind == dep_kind::cpu_order && g.resource_of(d.to) == g.resource_of(t)) return d.to;
   return no_task;
 }
 inline task_id prev_cpu(const graph& g, task_id t) {
   for (auto d : g.predecessors(t))
-    if (d.kind == dep_kind::cpu_order && g.is<cpu_task>(d.from)) return d.from;
+    if (d.kind == dep_kind::cpu_order && g.resource_of(d.from) == g.resource_of(t)) return d.from;
   return no_task;
 }
-// Whether CPU task `t` is a slice of an AccumulateGrad operator (not its engine wrapper).
+// A slice of the AccumulateGrad operator itself.
 inline bool is_accumulate(const graph& g, task_id t) {
-  auto h = g.as<cpu_task>(t);
-  if (!h) return false;
   auto n = g.name(t);
-  if (contains(n, "AccumulateGrad") && !contains(n, "evaluate_function")) return true;
-  auto op = g.payload(h).op;
-  return op != no_name && contains(g.str(op), "AccumulateGrad") &&
-         !contains(g.str(op), "evaluate_function") && n == g.str(op);
+  return contains(n, "AccumulateGrad") && !contains(n, "evaluate_function");
 }
-// Whether `t` starts another autograd function or a communication call: the end of the
-// work that belongs to the AccumulateGrad before it.
-inline bool ends_accumulate(const graph& g, task_id t) {
+// A slice of the autograd engine's wrapper around an AccumulateGrad (which also runs
+// the gradient's hooks, DDP's among them).
+inline bool is_accumulate_wrapper(const graph& g, task_id t) {
   auto n = g.name(t);
-  return contains(n, "evaluate_function") || contains(n, "c10d::") ||
-         contains(n, "record_param_comms") || contains(n, "nccl") || contains(n, "Backward");
+  return contains(n, "evaluate_function") && contains(n, "AccumulateGrad");
+}
+// Another autograd function: the end of an AccumulateGrad's run.
+inline bool is_other_function(const graph& g, task_id t) {
+  auto n = g.name(t);
+  return contains(n, "evaluate_function") && !contains(n, "AccumulateGrad");
 }
 } // namespace detail
 //! @endcond
 
-/// The parameter gradients recorded in the trace: one per AccumulateGrad operator
-/// whose input shapes were recorded (`cpu_task::tensor_bytes` > 0).
+/// The parameter gradients recorded in the trace: one per AccumulateGrad operator.
 ///
-/// An AccumulateGrad operator may appear as several CPU time slices (around nested
-/// `aten::add_` calls); consecutive AccumulateGrad slices on one thread with the same
-/// byte count and no other autograd function between them are one gradient. The
-/// gradient is ready when the last GPU task launched from the thread up to the end of
-/// the operator finishes (the accumulation kernel if it launched one, else the kernel
-/// that computed the gradient). Positions (parameter order) are the reverse of the
-/// ready order, which is how PyTorch's DDP orders parameters for its buckets.
-/// AccumulateGrad operators with no recorded size are counted in the note.
+/// Every parameter's gradient passes through one AccumulateGrad, which the autograd
+/// engine wraps in `evaluate_function: torch::autograd::AccumulateGrad` (and which runs
+/// the gradient's hooks, DDP's among them). In the graph they appear as time slices on
+/// the autograd thread, cut around nested calls; one AccumulateGrad is a run of
+/// back-to-back slices (each starting where the previous one ends) that begins with
+/// the wrapper or the operator and ends at a gap or at another autograd function. Its
+/// size is the recorded input of the AccumulateGrad slice (`cpu_task::tensor_bytes`),
+/// or, when the profiler dropped that slice, of the first operator nested in it
+/// (`aten::detach` of the new gradient). The gradient is ready when the last GPU task
+/// launched from the thread up to the end of the operator (before its hooks) finishes:
+/// the accumulation kernel if it launched one, else the kernel that computed it.
+/// Positions (parameter order) are the reverse of the ready order, which is how
+/// PyTorch's DDP orders parameters for its buckets. When no AccumulateGrad carries a
+/// size and `model_bytes` > 0, it is spread evenly over the AccumulateGrads of each
+/// iteration; the note says so, or says that the trace has no sizes.
 inline gradient_set gradients_from_trace(const graph& g, double model_bytes = 0) {
   gradient_set out;
-  std::size_t unsized = 0;
-  std::vector<task_id> firsts;
+  struct found { task_id first, last; std::uint64_t bytes; };
+  std::vector<found> runs;
+  std::vector<std::uint8_t> seen(g.id_bound(), 0);
   g.for_each<cpu_task>([&](handle<cpu_task> h) {
-    task_id t = h.id;
-    if (!detail::is_accumulate(g, t)) return;
-    // A continuation slice of the AccumulateGrad before it on the thread?
-    const auto bytes = g.payload(h).tensor_bytes;
-    for (auto p = detail::prev_cpu(g, t); p != no_task; p = detail::prev_cpu(g, p)) {
-      if (detail::ends_accumulate(g, p)) break;
-      if (detail::is_accumulate(g, p)) {
-        if (g.payload(handle<cpu_task>{p}).tensor_bytes == bytes) return;
-        break;
-      }
-      if (g.payload(handle<cpu_task>{p}).call == cpu_call::op && !detail::contains(g.name(p), "aten::"))
-        break;
-    }
-    if (bytes == 0) ++unsized;
-    firsts.push_back(t);
-  });
-  // Without recorded sizes, a user-supplied model size can stand in, spread evenly over
-  // the AccumulateGrad operators of each iteration.
-  const bool spread = unsized > 0 && unsized == firsts.size() && model_bytes > 0;
-  std::map<std::int32_t, std::size_t> per_iteration;
-  if (spread)
-    for (auto t : firsts) ++per_iteration[g.iteration(t)];
-  if (!spread)
-    firsts.erase(std::remove_if(firsts.begin(), firsts.end(),
-                                [&](task_id t) { return g.payload(handle<cpu_task>{t}).tensor_bytes == 0; }),
-                 firsts.end());
-  for (auto t : firsts) {
-    gradient gr;
-    gr.iteration = g.iteration(t);
-    gr.layer = std::string(g.layer(t));
-    gr.bytes = spread ? static_cast<std::uint64_t>(model_bytes / double(per_iteration[gr.iteration]))
-                      : g.payload(handle<cpu_task>{t}).tensor_bytes;
-    gr.source = t;
-    // The end of the operator: walk its slices and nested calls on the thread.
-    task_id last = t;
+    const task_id t = h.id;
+    if (seen[t] || !(detail::is_accumulate(g, t) || detail::is_accumulate_wrapper(g, t))) return;
+    std::vector<task_id> run{t};
+    seen[t] = 1;
     for (auto n = detail::next_cpu(g, t); n != no_task; n = detail::next_cpu(g, n)) {
-      if (detail::ends_accumulate(g, n)) break;
-      if (detail::is_accumulate(g, n) &&
-          g.payload(handle<cpu_task>{n}).tensor_bytes != g.payload(handle<cpu_task>{t}).tensor_bytes)
-        break;
-      last = n;
+      const auto prev = run.back();
+      if (g.trace_start(n) > g.trace_start(prev) + g.duration(prev) || detail::is_other_function(g, n)) break;
+      run.push_back(n);
+      seen[n] = 1;
     }
-    auto k = last_launch_before(g, last);
-    gr.ready = k != no_task ? k : last;
+    // The operator itself ends at its last slice; without one, before the wrapper's
+    // next slice (the hooks).
+    std::size_t end = run.size() - 1;
+    bool has_op = false;
+    for (std::size_t i = 0; i < run.size(); ++i)
+      if (detail::is_accumulate(g, run[i])) { end = i; has_op = true; }
+    if (!has_op)
+      for (std::size_t i = 1; i < run.size(); ++i)
+        if (detail::is_accumulate_wrapper(g, run[i])) { end = i - 1; break; }
+    std::uint64_t bytes = 0;
+    for (std::size_t i = 0; i <= end && bytes == 0; ++i)
+      if (detail::is_accumulate(g, run[i])) bytes = g.payload(handle<cpu_task>{run[i]}).tensor_bytes;
+    if (!has_op)
+      for (std::size_t i = 0; i <= end && bytes == 0; ++i)
+        if (!detail::is_accumulate_wrapper(g, run[i])) bytes = g.payload(handle<cpu_task>{run[i]}).tensor_bytes;
+    runs.push_back({has_op ? *std::find_if(run.begin(), run.end(),
+                                           [&](task_id x) { return detail::is_accumulate(g, x); })
+                           : run.front(),
+                    run[end], bytes});
+  });
+  std::size_t unsized = 0;
+  std::map<std::int32_t, std::size_t> per_iteration;
+  for (auto& r : runs) {
+    unsized += r.bytes == 0;
+    ++per_iteration[g.iteration(r.first)];
+  }
+  // Without recorded sizes, a user-supplied model size can stand in.
+  const bool spread = !runs.empty() && unsized == runs.size() && model_bytes > 0;
+  for (auto& r : runs) {
+    if (r.bytes == 0 && !spread) continue;
+    gradient gr;
+    gr.iteration = g.iteration(r.first);
+    gr.layer = std::string(g.layer(r.first));
+    gr.bytes = spread ? static_cast<std::uint64_t>(model_bytes / double(per_iteration[gr.iteration])) : r.bytes;
+    gr.source = r.first;
+    auto k = last_launch_before(g, r.last);
+    gr.ready = k != no_task ? k : r.last;
     out.grads.push_back(std::move(gr));
   }
   if (spread) {
     out.source = gradient_source::spread;
     out.note = "the trace carries no gradient sizes; model_bytes=" + std::to_string(std::uint64_t(model_bytes)) +
-               " is spread evenly over its " + std::to_string(unsized) +
+               " is spread evenly over its " + std::to_string(runs.size()) +
                " AccumulateGrad operators, so bucket boundaries are approximate";
     return out;
   }

@@ -86,8 +86,8 @@ struct p3 {
       return rep;
     }
     auto removed = remove_weight_update(g);
-    auto up = link_resource(g, "uplink node 0 (one at a time)", cluster.network.bandwidth, sharing::exclusive);
-    auto down = link_resource(g, "downlink node 0 (one at a time)", cluster.network.bandwidth, sharing::exclusive);
+    auto up = node_link(g, "uplink (one at a time)", cluster.network.bandwidth, sharing::exclusive);
+    auto down = node_link(g, "downlink (one at a time)", cluster.network.bandwidth, sharing::exclusive);
     auto plan = insert_push_pull(g, gs, cluster, slice, up, down, position_priority, position_priority, true);
     rep.add("slice", format_bytes(double(slice)));
     rep.add("slices (push + pull each)", std::to_string(plan.pushes));

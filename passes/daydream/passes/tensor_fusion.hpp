@@ -87,9 +87,7 @@ struct tensor_fusion {
       rep.note("no gradients found: no all-reduce inserted");
       return rep;
     }
-    const bool across = cluster.machines > 1;
-    auto link = link_resource(g, across ? "NIC node 0" : "intra node 0",
-                              across ? cluster.network.bandwidth : cluster.intra().bandwidth);
+    auto link = collective_link(g, cluster);
     std::size_t buffers = 0, without_update = 0;
     time_ns waited = 0;
     for (auto i : gs.iterations()) {

@@ -75,8 +75,8 @@ struct tensor_partition {
       rep.note("no gradients found: no transfers inserted");
       return rep;
     }
-    auto up = link_resource(g, "uplink node 0", cluster.network.bandwidth);
-    auto down = link_resource(g, "downlink node 0", cluster.network.bandwidth);
+    auto up = node_link(g, "uplink", cluster.network.bandwidth);
+    auto down = node_link(g, "downlink", cluster.network.bandwidth);
     auto none = [](const gradient&) { return std::int64_t{0}; };
     auto plan = insert_push_pull(g, gs, cluster, partition, up, down, none, none, false);
     std::size_t without_update = 0;

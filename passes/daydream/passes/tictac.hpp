@@ -78,8 +78,8 @@ struct tictac {
       return rep;
     }
     auto removed = remove_weight_update(g);
-    auto up = link_resource(g, "uplink node 0 (one at a time)", cluster.network.bandwidth, sharing::exclusive);
-    auto down = link_resource(g, "downlink node 0 (one at a time)", cluster.network.bandwidth, sharing::exclusive);
+    auto up = node_link(g, "uplink (one at a time)", cluster.network.bandwidth, sharing::exclusive);
+    auto down = node_link(g, "downlink (one at a time)", cluster.network.bandwidth, sharing::exclusive);
     // Pushes keep their ready order: earlier iterations first, then first come, first served.
     auto fifo = [](const gradient& gr) { return std::int64_t(gr.iteration) << 32; };
     auto plan = insert_push_pull(g, gs, cluster, 0, up, down, fifo, position_priority, true);

@@ -29,7 +29,8 @@ namespace daydream::io::detail {
 /// Knobs of the graph builder (see io::ingest_options for their meaning).
 struct build_settings {
   bool merge_slices = true;
-  time_ns sync_tolerance = 20'000;
+  time_ns sync_tolerance = 50'000;
+  time_ns launch_latency = 10'000;
   time_ns implicit_sync_min = 50'000;
   time_ns implicit_sync_window = 15'000;
   time_ns session_gap = 50'000;
@@ -55,6 +56,7 @@ struct build_output {
   std::vector<iteration_rec> iterations;
   std::int64_t memory_at_start = -1; ///< device bytes allocated before the first [memory] event
   std::int64_t memory_peak = -1;     ///< the trace's largest device Total Allocated
+  time_ns begin = 0, end = 0;        ///< first start and last end of the graph's tasks (trace clock)
   std::size_t warnings_dropped = 0;
 };
 
@@ -77,11 +79,12 @@ struct slice {
 };
 
 enum : std::uint8_t { mk_none = 0, mk_anchor = 1, mk_join = 2, mk_memory = 3 };
-enum : std::uint8_t { cut_anchor, cut_join, cut_memory, cut_split };
+enum : std::uint8_t { cut_anchor, cut_join, cut_memory, cut_launch };
 
 struct cut {
   time_ns t;
   std::uint8_t type;
+  std::uint32_t ev = no_index; ///< cut_launch: the call that gets a zero-length launch piece
   friend bool operator<(const cut& a, const cut& b) { return a.t != b.t ? a.t < b.t : a.type < b.type; }
 };
 
@@ -134,6 +137,7 @@ public:
     for (std::uint32_t t = 0; t < threads_.size(); ++t) flatten(t);
     resolve_backward_layers();
     choose_main_threads();
+    find_blocking_copies();
     plan_anchors();
     apply_phase(cut_anchor);
     plan_joins();
@@ -207,7 +211,6 @@ private:
       if (it != runtime_by_corr_.end() && !threads_[d_.cpu[it->second].thread].ignored) launch_of_[i] = it->second;
     }
     // Flows: pair s and f by (category, id).
-    flow_s_.clear();
     std::unordered_map<std::int64_t, std::uint32_t> launch_s, launch_f;
     for (std::uint32_t i = 0; i < d_.flows.size(); ++i) {
       auto& f = d_.flows[i];
@@ -224,7 +227,7 @@ private:
       if (fit == launch_f.end()) continue;
       auto& fs = d_.flows[si];
       auto& ff = d_.flows[fit->second];
-      auto git = gpu_at.find(gpu_key(static_cast<std::int32_t>(ff.where.pid), static_cast<std::int32_t>(ff.where.tid), ff.ts));
+      auto git = gpu_at.find(gpu_key(static_cast<std::int32_t>(ff.where.pid), static_cast<std::int32_t>(ff.stream), ff.ts));
       std::uint32_t rt = runtime_at(fs.where, fs.ts);
       if (git == gpu_at.end() || rt == no_index) { flow_state_[si] = flow_state_[fit->second] = 2; continue; }
       auto op = git->second;
@@ -265,11 +268,9 @@ private:
   std::uint32_t runtime_at(pidtid k, time_ns ts) {
     auto t = cached_thread(k);
     if (t == no_index) return no_index;
-    auto& ev = threads_[t].events; // not yet sorted: scan runtime events
     auto& idx = runtime_index(t);
     auto it = std::lower_bound(idx.begin(), idx.end(), ts, [&](std::uint32_t e, time_ns v) { return d_.cpu[e].ts < v; });
     if (it != idx.end() && d_.cpu[*it].ts == ts) return *it;
-    (void)ev;
     return no_index;
   }
   std::uint32_t cached_thread(pidtid k) {
@@ -326,7 +327,7 @@ private:
       for (auto& m : opt) {
         if (m.end <= prev_end && n > 0) continue; // nested duplicate
         ++n;
-        out_.iterations.push_back({n, std::min(prev_end, m.ts), m.end, std::string(d_.cpu[m.ev].name)});
+        out_.iterations.push_back({n, prev_end, m.end, std::string(d_.cpu[m.ev].name)});
         marker_events_.push_back(m.ev);
         prev_end = m.end;
       }
@@ -458,8 +459,7 @@ private:
     auto& a = attr_[e];
     if (a.module != no_index) return g_.intern(module_layer(a.module));
     if (a.top_op != no_index) {
-      auto key = std::make_pair(a.top_op, std::uint32_t(0));
-      auto it = top_layer_.find(key.first);
+      auto it = top_layer_.find(a.top_op);
       if (it != top_layer_.end()) return it->second;
       auto& x = d_.cpu[a.top_op];
       std::string n(x.name);
@@ -562,6 +562,10 @@ private:
     t0_ = std::numeric_limits<time_ns>::max();
     for (auto& th : threads_) if (!th.slices.empty()) t0_ = std::min(t0_, th.slices.front().start);
     for (auto& g : d_.gpu) t0_ = std::min(t0_, g.ts);
+    time_ns last = std::numeric_limits<time_ns>::min();
+    for (auto& th : threads_) if (!th.slices.empty()) last = std::max(last, th.slices.back().end);
+    for (auto& g : d_.gpu) last = std::max(last, g.ts + g.dur);
+    if (last != std::numeric_limits<time_ns>::min()) { out_.begin = t0_; out_.end = last; }
   }
 
   /// Whether main thread `m` has a slice boundary strictly inside (a, b).
@@ -599,11 +603,20 @@ private:
         first = k;
       }
     }
-    // GPU streams whose first op was launched by nobody we saw: anchor to the main thread.
+    // The first op of a stream has no predecessor to keep a gap after: when nobody we
+    // saw launched it, or it started well after its launch returned (it waited for
+    // something the trace does not show), anchor it to the main thread at its start.
     if (first_main_ != no_index)
       for (auto& s : streams_)
-        if (!s.ops.empty() && launch_of_[s.ops.front()] == no_index)
+        if (!s.ops.empty() && head_needs_anchor(s.ops.front()))
           threads_[first_main_].cuts.push_back({d_.gpu[s.ops.front()].ts, cut_anchor});
+  }
+
+  bool head_needs_anchor(std::uint32_t o) const {
+    auto r = launch_of_[o];
+    if (r == no_index) return true;
+    const time_ns launched = blocking_copy_.count(r) ? d_.cpu[r].ts : attr_[r].end;
+    return d_.gpu[o].ts - launched > s_.launch_latency;
   }
 
   void apply_phase(std::uint8_t type) {
@@ -639,9 +652,8 @@ private:
         time_ns prev_end = it == sl.begin() ? std::numeric_limits<time_ns>::min() : (it - 1)->end;
         time_ns next_start = it == sl.end() ? std::numeric_limits<time_ns>::max() : it->start;
         if (it == sl.end() || prev_end > L.start) continue;
-        double span = double(next_start - std::max(prev_end, first));
-        if (span <= 0 || double(B - first) / double(next_start - std::min(prev_end, first) <= 0 ? 1 : next_start - std::max(prev_end, std::min(prev_end, first))) < s_.join_coverage)
-          continue;
+        const time_ns from = std::max(prev_end, first);
+        if (next_start <= from || double(B - from) / double(next_start - from) < s_.join_coverage) continue;
         m.cuts.push_back({B, cut_join});
         joins_.push_back({ss.thread, B, B, true});
       }
@@ -664,15 +676,18 @@ private:
       if (t == no_index) continue;
       threads_[t].cuts.push_back({m.ts, cut_memory});
     }
-    // Blocking copies: the call is cut where its own copy starts, so that the part after
-    // the cut can wait for the copy while the part before launches it.
+  }
+
+  /// Blocking copies: the call gets a zero-length piece at its start that enqueues the
+  /// copy, and the rest of the call waits for the copy to end. (The copy may start much
+  /// later, when its stream drains: that waiting is the dependency, not CPU time.)
+  void find_blocking_copies() {
     for (std::uint32_t e = 0; e < d_.cpu.size(); ++e) {
       if (!is_runtime(e) || threads_[d_.cpu[e].thread].ignored) continue;
       auto copy = blocking_copy_of(e);
       if (copy == no_index) continue;
       auto& x = d_.cpu[e];
-      time_ns c = std::clamp(d_.gpu[copy].ts, x.ts, attr_[e].end);
-      if (c > x.ts && c < attr_[e].end) threads_[x.thread].cuts.push_back({c, cut_split});
+      if (attr_[e].end > x.ts) threads_[x.thread].cuts.push_back({x.ts, cut_launch, e});
       blocking_copy_.emplace(e, copy);
     }
   }
@@ -731,11 +746,20 @@ private:
     for (auto& s0 : th.slices) {
       while (c < th.cuts.size() && th.cuts[c].t < s0.start) idle(th.cuts[c++]);
       slice s = s0;
-      while (c < th.cuts.size() && th.cuts[c].t == s.start) {
+      // cuts at this slice's start; a launch cut at a zero-length slice of another event
+      // waits for the slice of its own event
+      while (c < th.cuts.size() && th.cuts[c].t == s.start &&
+             !(th.cuts[c].type == cut_launch && th.cuts[c].ev != s.ev && s.start == s.end)) {
         auto& k = th.cuts[c++];
         if (k.type == cut_anchor) { if (out.empty() || out.back().end != k.t) marker(k.t, mk_anchor); }
         else if (k.type == cut_join) marker(k.t, mk_join);
         else if (k.type == cut_memory) s.cut_before = true;
+        else if (k.type == cut_launch && k.ev == s.ev) {
+          slice z = s;
+          z.end = z.start;
+          out.push_back(z);
+          s.cut_before = true;
+        }
       }
       while (c < th.cuts.size() && th.cuts[c].t < s.end) {
         auto t = th.cuts[c++].t;
@@ -762,9 +786,7 @@ private:
       for (auto& s : th.slices) {
         s.iteration = iteration_at(s.start);
         if (s.ev == no_index) {
-          s.ph = s.marker == mk_join ? phase::backward : phase::other;
-          if (s.marker == mk_join) s.layer = last_join_layer(t, s.start);
-          if (s.iteration < 0) s.ph = phase::other;
+          s.ph = s.marker == mk_join && s.iteration >= 0 ? phase::backward : phase::other;
           continue;
         }
         auto& a = attr_[s.ev];
@@ -780,7 +802,6 @@ private:
       }
     }
   }
-  name_id last_join_layer(std::uint32_t, time_ns) const { return no_name; }
 
   void mark_join_targets() {
     for (auto& j : joins_) {
@@ -999,9 +1020,8 @@ private:
     c.op = collective_of_kernel(e.name);
     std::int64_t group = -1;
     auto from_meta = [&](const op_meta& m, bool allow_dims) -> bool {
-      bool any = false;
       comm_op op;
-      if (!m.collective.empty() && collective_from_name(m.collective, op)) { c.op = op; any = true; }
+      if (!m.collective.empty() && collective_from_name(m.collective, op)) c.op = op;
       if (m.group_size > 0) group = m.group_size;
       std::int64_t n = std::max(m.in_nelems, m.out_nelems);
       if (n > 0) {
@@ -1013,7 +1033,7 @@ private:
         auto b = input_bytes(m.input_dims, m.input_types);
         if (b) { c.bytes = b; return true; }
       }
-      return any && false;
+      return false;
     };
     bool sized = e.meta != no_index && from_meta(d_.metas[e.meta], false);
     auto r = launch_of_[o];
@@ -1129,7 +1149,7 @@ private:
     }
     if (first_main_ != no_index)
       for (auto& s : streams_) {
-        if (s.ops.empty() || launch_of_[s.ops.front()] != no_index) continue;
+        if (s.ops.empty() || !head_needs_anchor(s.ops.front())) continue;
         auto& m = threads_[first_main_];
         auto a = slice_ending_at(m, d_.gpu[s.ops.front()].ts);
         if (a == no_pos) continue;
@@ -1145,8 +1165,6 @@ private:
       if (src == no_pos || dst == no_pos) continue;
       edge(w.slices[src].task, m.slices[dst].task, dep_kind::control);
       m.slices[dst].wait_until = std::max(m.slices[dst].wait_until, j.B);
-      if (j.marker && dst > 0) m.slices[dst - 1].no_merge = true; // gap before it is 0 (below)
-      join_marker_pos_.push_back({w.main, dst});
     }
     synchronizations();
     // Durations of waiting slices and gaps.
@@ -1174,20 +1192,32 @@ private:
         auto nx = s.ops[k + 1];
         auto& n = d_.gpu[nx];
         const time_ns pend = p.ts + p.dur;
-        time_ns full = std::max<time_ns>(0, n.ts - pend);
-        time_ns ready = std::max(pend, gpu_ready_[nx]);
-        time_ns gap = launch_of_[nx] == no_index && gpu_ready_[nx] == std::numeric_limits<time_ns>::min()
-                          ? full : std::clamp<time_ns>(n.ts - ready, 0, full);
+        const time_ns full = std::max<time_ns>(0, n.ts - pend);
+        // The replay starts `n` at max(ready, end of `p` + gap). Idle time on the stream
+        // that its dependencies explain (a launch issued late, an event wait) is left to
+        // them, so that it shrinks when they come earlier; what they do not explain (GPU
+        // scheduling between queued ops, a wait the trace does not show) stays a gap. A
+        // start a little after the launch returned is launch latency, not kept.
+        const time_ns ready = gpu_ready_[nx];
+        time_ns gap = full;
+        // (A copy enqueued by a blocking copy call is "ready" at the call's start only
+        // nominally: the time before it starts is the call's own work, kept as a gap.)
+        const bool nominal = launch_of_[nx] != no_index && blocking_copy_.count(launch_of_[nx]);
+        if (!nominal && ready != std::numeric_limits<time_ns>::min() && ready > pend &&
+            n.ts - ready <= s_.launch_latency)
+          gap = 0;
         g_.core().gap[gpu_task_[s.ops[k]]] = gap;
       }
     }
     // Memory.
     std::int64_t first_total = -1;
+    time_ns first_ts = std::numeric_limits<time_ns>::max();
     for (std::size_t i = 0, k = 0; i < d_.memory.size(); ++i) {
       auto& m = d_.memory[i];
       if (!is_device_memory(m)) continue;
       auto t = mem_thread_[k++];
-      if (first_total < 0 && m.total >= 0) first_total = m.total - m.bytes;
+      // allocated before the trace's first allocation event (in time, not file order)
+      if (m.total >= 0 && m.ts < first_ts) { first_ts = m.ts; first_total = m.total - m.bytes; }
       if (m.total >= 0) out_.memory_peak = std::max(out_.memory_peak, m.total);
       if (t == no_index) continue;
       auto& th = threads_[t];
@@ -1228,10 +1258,16 @@ private:
       auto sem = classify_call(x.name);
       auto sit = x.correlation >= 0 ? sync_by_corr.find(x.correlation) : sync_by_corr.end();
       const sync_event* rec = sit != sync_by_corr.end() ? &d_.syncs[sit->second] : nullptr;
-      auto used = [&] { if (rec) sync_state_[sit->second] = 1; };
+      const std::size_t edges_before = edges_.size();
+      // The cuda_sync record is represented when the call got a dependency from it.
+      auto used = [&] {
+        if (rec) sync_state_[sit->second] = edges_.size() > edges_before ? 1 : 3;
+      };
 
       if (auto bc = blocking_copy_.find(e); bc != blocking_copy_.end()) {
-        wait_for_op(w, bc->second);
+        // Only when the call was cut at its copy's start: the piece before launches it.
+        if (first != last) wait_for_op(w, bc->second);
+        used();
         continue;
       }
       switch (sem) {
@@ -1243,7 +1279,8 @@ private:
           auto o = waited_on(st, s, deadline);
           if (o != no_index) { wait_for_op(w, o); any = true; }
         }
-        if (any || rec) used();
+        (void)any;
+        used();
         break;
       }
       case call_semantics::stream_sync: {
@@ -1259,7 +1296,7 @@ private:
           }
         }
         wait_for_op(w, o);
-        if (o != no_index || rec) used();
+        used();
         break;
       }
       case call_semantics::event_sync: {
@@ -1270,11 +1307,11 @@ private:
             auto si = stream_index(rec->device, rec->wait_stream);
             if (rit != runtime_by_corr_.end() && si != no_index) o = waited_on(streams_[si], d_.cpu[rit->second].ts + 1, deadline);
           }
-          used();
         } else if (s_.infer_event_waits) {
           o = event_source(records, x, deadline);
         }
         wait_for_op(w, o);
+        used();
         break;
       }
       case call_semantics::stream_wait: {
@@ -1285,7 +1322,6 @@ private:
           auto ds = rec->stream >= 0 ? stream_index(rec->device, rec->stream) : no_index;
           if (rit != runtime_by_corr_.end() && ss != no_index) src = last_launched_before(streams_[ss], d_.cpu[rit->second].ts + 1);
           if (ds != no_index) dst = first_launched_after(streams_[ds], s);
-          used();
         } else if (s_.infer_event_waits) {
           src = event_source(records, x, std::numeric_limits<time_ns>::max());
           auto ds = stream_launched_next(x.thread, end);
@@ -1297,6 +1333,7 @@ private:
           gpu_ready_[dst] = std::max(gpu_ready_[dst], d_.gpu[src].ts + d_.gpu[src].dur);
           ++cross_stream_;
         }
+        used();
         break;
       }
       case call_semantics::launch:
@@ -1306,6 +1343,7 @@ private:
         if (end - s < s_.implicit_sync_min) break;
         auto o = op_ending_before(end, s);
         if (o != no_index) { wait_for_op(w, o); ++backpressure_; }
+        if (rec) sync_state_[sit->second] = 2;
         break;
       }
       default:
@@ -1416,6 +1454,7 @@ private:
     for (std::uint32_t i = 0; i < d_.syncs.size(); ++i) {
       if (sync_state_[i] == 1) ++in;
       else if (sync_state_[i] == 2) ++ig["cuda_sync of a non-blocking call (cudaEventQuery)"];
+      else if (sync_state_[i] == 3) ++ig["cuda_sync with nothing to wait for"];
       else ++ig["cuda_sync without a matching runtime call"];
     }
     out_.in_graph = in;
@@ -1449,7 +1488,6 @@ private:
   std::vector<std::uint32_t> ops_begin_, ops_list_;
   std::vector<flow_pair_rec> flow_pair_;
   std::vector<std::uint8_t> flow_state_, fwd_state_, sync_state_;
-  std::vector<std::uint32_t> flow_s_;
   std::unordered_map<pidtid, std::uint32_t, pidtid_hash> thread_cache_;
   std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> runtime_index_;
   std::vector<time_ns> iter_begin_;
@@ -1463,7 +1501,6 @@ private:
   std::vector<session> sessions_;
   std::vector<std::pair<std::uint32_t, time_ns>> anchor_times_;
   std::vector<join_rec> joins_;
-  std::vector<std::pair<std::uint32_t, std::size_t>> join_marker_pos_;
   std::vector<std::uint32_t> mem_thread_, mem_used_;
   std::vector<task_id> gpu_task_;
   std::vector<time_ns> gpu_ready_;

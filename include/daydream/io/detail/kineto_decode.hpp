@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace daydream::io::detail {
@@ -44,8 +45,7 @@ enum class ecat : std::uint8_t {
 /// The category of a `cat` string.
 inline ecat classify_category(std::string_view c) noexcept {
   switch (c.size()) {
-  case 3: if (c == "ac2g") return ecat::launch_flow; break;
-  case 4: if (c == "Trace") return ecat::trace_span; break;
+  case 4: if (c == "ac2g") return ecat::launch_flow; break;
   case 5:
     if (c == "async") return ecat::launch_flow;
     if (c == "Trace") return ecat::trace_span;
@@ -135,6 +135,7 @@ struct flow_event {
   std::int64_t id = 0;
   std::uint32_t index = 0;
   pidtid where;
+  std::int64_t stream = 0;  ///< `tid` read as a GPU stream ("stream 7" -> 7)
   char ph = 's';
   ecat cat = ecat::launch_flow;
 };
@@ -282,7 +283,7 @@ public:
     bool seen_events = false;
     for (auto field_r : root) {
       ondemand::field field;
-      if (auto err = field_r.get(field)) syntax(err, &doc);
+      if (auto err = std::move(field_r).get(field)) syntax(err, &doc);
       std::string_view key;
       if (auto err = field.unescaped_key().get(key)) syntax(err, &doc);
       ondemand::value v = field.value();
@@ -303,12 +304,6 @@ public:
         json_type t;
         if (!v.type().get(t) && t == json_type::array) devices(v, doc);
       }
-    }
-    if (!doc.at_end()) {
-      const char* loc = nullptr;
-      if (doc.current_location().get(loc)) loc = nullptr;
-      throw error("daydream: " + std::string(source_) + ": byte " + offset(loc) +
-                  ": JSON syntax error: unexpected content after the top-level object");
     }
     if (!seen_events) fail_doc("no \"traceEvents\" array (is this a Kineto / PyTorch profiler trace?)");
   }
@@ -340,7 +335,7 @@ private:
     if (v.get_object().get(o)) return;
     for (auto f_r : o) {
       simdjson::ondemand::field f;
-      if (auto err = f_r.get(f)) syntax(err, &doc);
+      if (auto err = std::move(f_r).get(f)) syntax(err, &doc);
       std::string_view k;
       if (auto err = f.unescaped_key().get(k)) syntax(err, &doc);
       auto val = f.value();
@@ -359,12 +354,12 @@ private:
     if (v.get_array().get(a)) return;
     for (auto el_r : a) {
       simdjson::ondemand::value el;
-      if (auto err = el_r.get(el)) syntax(err, &doc);
+      if (auto err = std::move(el_r).get(el)) syntax(err, &doc);
       simdjson::ondemand::object o;
       if (el.get_object().get(o)) continue;
       for (auto f_r : o) {
         simdjson::ondemand::field f;
-        if (auto err = f_r.get(f)) syntax(err, &doc);
+        if (auto err = std::move(f_r).get(f)) syntax(err, &doc);
         std::string_view k;
         if (auto err = f.unescaped_key().get(k)) syntax(err, &doc);
         if (k == "name") {
@@ -441,7 +436,7 @@ private:
     e.has_args = true;
     for (auto f_r : o) {
       simdjson::ondemand::field f;
-      if (auto err = f_r.get(f)) syntax(err, &doc);
+      if (auto err = std::move(f_r).get(f)) syntax(err, &doc);
       std::string_view k;
       if (auto err = f.unescaped_key().get(k)) syntax(err, &doc);
       simdjson::ondemand::value val = f.value();
@@ -455,12 +450,15 @@ private:
       auto as_raw = [&](std::string_view& dst) {
         json_type vt;
         if (!val.type().get(vt) && vt == json_type::array) {
-          if (auto err = val.raw_json().get(dst)) syntax(err, &doc);
+          simdjson::ondemand::array a;
+          if (auto err = val.get_array().get(a)) syntax(err, &doc);
+          if (auto err = a.raw_json().get(dst)) syntax(err, &doc);
         }
       };
       switch (k.size()) {
       case 5:
         if (k == "Bytes") { std::int64_t n; if (read_int(val, n)) { e.mem_bytes = n; e.has_mem_bytes = true; } }
+        else if (k == "bytes") as_int(e.bytes); // gpu_memcpy / gpu_memset size
         else if (k == "dtype") as_str(e.dtype);
         break;
       case 6:
@@ -544,7 +542,7 @@ private:
     for (auto el_r : arr) {
       in_event_ = true;
       simdjson::ondemand::value el;
-      if (auto err = el_r.get(el)) syntax(err, &doc);
+      if (auto err = std::move(el_r).get(el)) syntax(err, &doc);
       json_type t;
       if (auto err = el.type().get(t)) syntax(err, &doc);
       if (t != json_type::object) fail_event("is " + std::string(type_name(t)) + ", not an object");
@@ -554,7 +552,7 @@ private:
       bool has_ts = false, has_dur = false;
       for (auto f_r : o) {
         simdjson::ondemand::field f;
-        if (auto err = f_r.get(f)) syntax(err, &doc);
+        if (auto err = std::move(f_r).get(f)) syntax(err, &doc);
         std::string_view k;
         if (auto err = f.unescaped_key().get(k)) syntax(err, &doc);
         simdjson::ondemand::value v = f.value();
@@ -684,6 +682,8 @@ private:
       flow_event fe;
       fe.ts = to_ns(e.ts_text, "ts");
       fe.id = e.id; fe.index = idx; fe.where = {id_of(e.pid), id_of(e.tid)}; fe.ph = ph; fe.cat = c;
+      fe.stream = fe.where.tid;
+      if (e.tid.is_string && !trailing_integer(e.tid.str, fe.stream)) fe.stream = fe.where.tid;
       out_.flows.push_back(fe);
       return;
     }

@@ -61,7 +61,7 @@ public:
   std::size_t capacity() const noexcept { return cap_ > simdjson::SIMDJSON_PADDING ? cap_ - simdjson::SIMDJSON_PADDING : 0; }
   std::string_view view() const noexcept { return {p_ ? p_ : "", size_}; }
   /// The contents as simdjson input (padding included).
-  simdjson::padded_string_view padded() const noexcept { return {p_, size_, cap_}; }
+  simdjson::padded_string_view padded() const noexcept { return simdjson::padded_string_view(p_, size_, cap_); }
 
   /// A buffer holding a copy of `s` (tests and parse_kineto on a string).
   static padded_buffer copy_of(std::string_view s) {

@@ -1,0 +1,222 @@
+// Defines io::load_kineto and io::parse_kineto: PyTorch profiler (Kineto) traces to a daydream::graph.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_IO_KINETO_HPP
+#define DAYDREAM_IO_KINETO_HPP
+
+#include <daydream/config.hpp>
+#include <daydream/graph.hpp>
+#include <daydream/io/detail/kineto_build.hpp>
+#include <daydream/io/detail/kineto_decode.hpp>
+#include <daydream/io/detail/trace_file.hpp>
+#include <daydream/task.hpp>
+
+#include <simdjson.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace daydream::io {
+
+/// Knobs of Kineto ingestion. The defaults reproduce the trace's iteration times; see
+/// docs/ingest.md for what each one models.
+struct ingest_options {
+  /// Merge contiguous CPU slices of the same operator, layer, phase and iteration
+  /// (Python frames between two operators, an operator's pieces around a Python call).
+  /// Never merges runtime calls, waiting slices, memory or anchor boundaries, so the
+  /// replay is the same either way; it only makes the graph smaller.
+  bool merge_slices = true;
+  /// How much later than a synchronizing call's return the GPU work it waited for may
+  /// end in the trace: CPU and GPU clocks are aligned only to some tens of microseconds,
+  /// and a pageable copy returns before its last chunk has landed.
+  time_ns sync_tolerance = 50'000;
+  /// A GPU operation starting at most this long after the call that launched it
+  /// returned counts as started by the launch (the delay is launch latency); one that
+  /// starts later waited for something else, and keeps that idle time as a gap.
+  time_ns launch_latency = 10'000;
+  /// A launch or asynchronous copy call at least this long ...
+  time_ns implicit_sync_min = 50'000;
+  /// ... that returns within this time after some GPU operation ends is treated as
+  /// blocked on that operation (a full launch queue, a copy to pageable memory).
+  time_ns implicit_sync_window = 15'000;
+  /// Idle time after which a worker thread's next slice (autograd, data loading) is
+  /// anchored to the main thread instead of to its own previous slice.
+  time_ns session_gap = 50'000;
+  /// A main thread idle (or inside one slice) across the end of a worker session for at
+  /// least this fraction of its blocked time waits for that session to end.
+  double join_coverage = 0.5;
+  /// Infer cudaStreamWaitEvent / cudaEventSynchronize targets from cudaEventRecord calls
+  /// when the trace has no `cuda_sync` records.
+  bool infer_event_waits = true;
+  /// At most this many warnings are kept in the report (the rest are counted).
+  std::size_t max_warnings = 32;
+};
+
+/// What happened to every event of the trace: `in_graph + sum(ignored) == events`.
+struct ingest_report {
+  std::size_t events = 0;    ///< every element of traceEvents
+  std::size_t in_graph = 0;  ///< represented as a task, a dependency or a task attribute
+  std::map<std::string, std::size_t> ignored; ///< reason -> count
+  std::size_t unlinked_gpu_ops = 0; ///< GPU ops with no matching runtime call (kept, in stream order)
+  std::vector<std::string> warnings; ///< for people; at most ingest_options::max_warnings
+
+  /// Number of ignored events (the sum over reasons).
+  std::size_t ignored_total() const noexcept {
+    std::size_t n = 0;
+    for (auto& [k, v] : ignored) n += v;
+    return n;
+  }
+};
+
+/// One training (or inference) iteration of the trace.
+struct iteration_info {
+  std::int32_t number = -1; ///< N of ProfilerStep#N, or the ordinal of the optimizer step
+  time_ns trace_begin = 0;  ///< in the trace's clock (ns)
+  time_ns trace_end = 0;
+  std::string marker;       ///< "ProfilerStep#12" or "Optimizer.step#SGD.step"
+};
+
+/// Where the trace came from.
+struct trace_info {
+  std::string path;               ///< file name or the source name given to parse_kineto
+  std::vector<std::string> gpus;  ///< deviceProperties names
+  std::int32_t rank = -1, world_size = -1;
+  std::string backend;            ///< "nccl", ...
+  /// Device memory (bytes) allocated before the first GPU `[memory]` event, -1 if the
+  /// trace has none. replay(g).peak_memory + memory_at_start predicts memory_peak.
+  std::int64_t memory_at_start = -1;
+  /// The largest device `Total Allocated` of the trace's `[memory]` events, -1 if none.
+  std::int64_t memory_peak = -1;
+  /// First start and last end of the events in the graph, in the trace's clock (ns): a
+  /// trace without iterations is measured as `end - begin`.
+  time_ns begin = 0, end = 0;
+};
+
+/// A loaded trace: the graph, the ingest report, the iterations and the trace metadata.
+///
+///     auto t = daydream::io::load_kineto("rank-0.pt.trace.json.gz");
+///     auto n = t.default_iteration();
+///     auto r = daydream::replay(t.g);
+///     std::cout << daydream::iteration_time(t.g, r, n) << " vs " << t.measured(n) << '\n';
+struct kineto_trace {
+  daydream::graph g;
+  ingest_report report;
+  std::vector<iteration_info> iterations; ///< in trace order
+  trace_info info;
+
+  /// The trace's own duration of iteration `iteration` (ProfilerStep#N's `dur`, or the
+  /// time between consecutive optimizer-step ends), -1 if unknown.
+  time_ns measured(std::int32_t iteration) const {
+    for (auto& it : iterations)
+      if (it.number == iteration) return it.trace_end - it.trace_begin;
+    return -1;
+  }
+
+  /// A steady-state iteration: with three or more iterations the last one that has a
+  /// following one (never the first, which carries warm-up and profiler start-up);
+  /// with two, the second; with one, that one; -1 if there is none.
+  std::int32_t default_iteration() const {
+    const auto n = iterations.size();
+    if (n == 0) return -1;
+    if (n == 1) return iterations[0].number;
+    if (n == 2) return iterations[1].number;
+    return iterations[n - 2].number;
+  }
+
+  /// The iterations daydream's accuracy check covers: all but the first (warm-up) and,
+  /// with three or more, all but the last (its replayed span runs to the end of the GPU
+  /// work still queued when the trace's step marker ended, the measured one does not).
+  /// With one iteration, that one.
+  std::vector<std::int32_t> steady_state_iterations() const {
+    std::vector<std::int32_t> out;
+    const auto n = iterations.size();
+    if (n == 1) out.push_back(iterations[0].number);
+    for (std::size_t k = 1; k < n; ++k)
+      if (n < 3 || k + 1 < n) out.push_back(iterations[k].number);
+    return out;
+  }
+};
+
+//! @cond DAYDREAM_INTERNAL
+namespace detail {
+inline build_settings settings_of(const ingest_options& o) {
+  build_settings s;
+  s.merge_slices = o.merge_slices;
+  s.sync_tolerance = o.sync_tolerance;
+  s.launch_latency = o.launch_latency;
+  s.implicit_sync_min = o.implicit_sync_min;
+  s.implicit_sync_window = o.implicit_sync_window;
+  s.session_gap = o.session_gap;
+  s.join_coverage = o.join_coverage;
+  s.infer_event_waits = o.infer_event_waits;
+  s.max_warnings = o.max_warnings;
+  return s;
+}
+
+inline kineto_trace ingest(const padded_buffer& buf, std::string_view source, const ingest_options& opt) {
+  simdjson::ondemand::parser parser;
+  decoded_trace d;
+  decode_kineto(parser, buf.padded(), source, d);
+  build_output b;
+  build_graph(d, settings_of(opt), b);
+  kineto_trace t;
+  t.g = std::move(b.g);
+  t.report.events = d.events;
+  t.report.in_graph = b.in_graph;
+  t.report.ignored = std::move(b.ignored);
+  t.report.unlinked_gpu_ops = b.unlinked;
+  t.report.warnings = std::move(b.warnings);
+  if (b.warnings_dropped)
+    t.report.warnings.push_back("... and " + std::to_string(b.warnings_dropped) + " more warnings");
+  for (auto& it : b.iterations) t.iterations.push_back({it.number, it.begin, it.end, std::move(it.marker)});
+  t.info.path = std::string(source);
+  t.info.gpus = std::move(d.gpus);
+  t.info.rank = d.rank;
+  t.info.world_size = d.world_size;
+  t.info.backend = std::move(d.backend);
+  t.info.memory_at_start = b.memory_at_start;
+  t.info.memory_peak = b.memory_peak;
+  t.info.begin = b.begin;
+  t.info.end = b.end;
+  return t;
+}
+} // namespace detail
+//! @endcond
+
+/// Parses a Kineto trace held in memory. `source_name` names it in errors and in
+/// `info.path`. Throws daydream::error (naming the source, the event index or byte
+/// offset, and the reason) for input that is not a readable Kineto trace: invalid or
+/// truncated JSON, no `traceEvents` array, an event that is not an object or whose
+/// `ph`, `ts`, `dur`, `name`, `cat`, `pid`, `tid` or `args` has the wrong type, a
+/// negative duration, NaN or out-of-range times. Inconsistencies that real traces have
+/// (dangling correlation ids, flows without a partner, unknown categories) are not
+/// errors: they are counted in the report.
+///
+///     auto t = daydream::io::parse_kineto(R"({"traceEvents": []})", "empty");
+inline kineto_trace parse_kineto(std::string_view json, std::string_view source_name,
+                                 const ingest_options& options = {}) {
+  if (json.empty()) throw error("daydream: " + std::string(source_name) + ": empty file");
+  auto buf = detail::padded_buffer::copy_of(json);
+  return detail::ingest(buf, source_name, options);
+}
+
+/// Loads a Kineto trace file, plain JSON or gzip (recognised by its magic bytes, not its
+/// name; a `.gz` that is not gzip is refused), decompressed into a single buffer that the
+/// parser reads in place. Throws daydream::error as parse_kineto does, and for files that
+/// cannot be read, are empty or hold corrupt or truncated gzip data.
+///
+///     auto t = daydream::io::load_kineto("worker0_step_12.pt.trace.json");
+///     std::cout << t.report.in_graph << " of " << t.report.events << " events in the graph\n";
+inline kineto_trace load_kineto(const std::filesystem::path& file, const ingest_options& options = {}) {
+  auto buf = detail::read_trace_file(file);
+  return detail::ingest(buf, file.string(), options);
+}
+
+} // namespace daydream::io
+
+#endif

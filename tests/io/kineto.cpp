@@ -1,0 +1,754 @@
+// Tests io::load_kineto / parse_kineto on small hand-written traces with hand-computed expectations.
+// SPDX-License-Identifier: MIT
+#include <daydream/io/detail/decimal.hpp>
+#include <daydream/io/detail/tensor_bytes.hpp>
+#include <daydream/io/kineto.hpp>
+#include <daydream/iteration.hpp>
+#include <daydream/replay.hpp>
+#include <daydream/update.hpp>
+#include <daydream/validate.hpp>
+
+#include <doctest/doctest.h>
+#include <zlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <unistd.h> // getpid, for a private temporary directory
+
+using namespace daydream;
+namespace dio = daydream::io;
+
+namespace {
+
+/// A complete ('X') event; times in microseconds as JSON number text.
+std::string X(std::string_view cat, std::string_view name, int pid, int tid, std::string_view ts,
+              std::string_view dur, std::string_view args = "{}") {
+  return "{\"ph\": \"X\", \"cat\": \"" + std::string(cat) + "\", \"name\": \"" + std::string(name) +
+         "\", \"pid\": " + std::to_string(pid) + ", \"tid\": " + std::to_string(tid) + ", \"ts\": " +
+         std::string(ts) + ", \"dur\": " + std::string(dur) + ", \"args\": " + std::string(args) + "}";
+}
+std::string flow(char ph, std::string_view cat, int id, int pid, int tid, std::string_view ts) {
+  return "{\"ph\": \"" + std::string(1, ph) + "\", \"id\": " + std::to_string(id) + ", \"pid\": " +
+         std::to_string(pid) + ", \"tid\": " + std::to_string(tid) + ", \"ts\": " + std::string(ts) +
+         ", \"cat\": \"" + std::string(cat) + "\", \"name\": \"" + std::string(cat) + "\"" +
+         (ph == 'f' ? ", \"bp\": \"e\"}" : "}");
+}
+std::string memory(int pid, int tid, std::string_view ts, long long bytes, long long total, int type) {
+  return "{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": \"[memory]\", \"pid\": " +
+         std::to_string(pid) + ", \"tid\": " + std::to_string(tid) + ", \"ts\": " + std::string(ts) +
+         ", \"args\": {\"Total Reserved\": 0, \"Total Allocated\": " + std::to_string(total) +
+         ", \"Bytes\": " + std::to_string(bytes) + ", \"Device Id\": " + (type ? "0" : "-1") +
+         ", \"Device Type\": " + std::to_string(type) + "}}";
+}
+std::string corr(int c) { return "{\"correlation\": " + std::to_string(c) + "}"; }
+std::string gpu(int c, int stream = 7) {
+  return "{\"device\": 0, \"stream\": " + std::to_string(stream) + ", \"correlation\": " + std::to_string(c) + "}";
+}
+std::string trace(std::initializer_list<std::string> events, std::string_view extra = "") {
+  std::string s = "{";
+  s += extra;
+  s += "\"traceEvents\": [";
+  bool first = true;
+  for (auto& e : events) {
+    if (!first) s += ",\n";
+    s += e;
+    first = false;
+  }
+  s += "]}";
+  return s;
+}
+
+/// The n-th task (in id order) named `name`.
+task_id find(const graph& g, std::string_view name, int nth = 0) {
+  task_id found = no_task;
+  g.for_each_task([&](task_id t) {
+    if (found == no_task && g.name(t) == name && nth-- == 0) found = t;
+  });
+  REQUIRE_MESSAGE(found != no_task, "no task named " << name);
+  return found;
+}
+/// The task named `name` whose trace start is `start_us` microseconds.
+task_id find_at(const graph& g, std::string_view name, time_ns start_us) {
+  task_id found = no_task;
+  g.for_each_task([&](task_id t) {
+    if (g.name(t) == name && g.trace_start(t) == start_us * 1000) found = t;
+  });
+  REQUIRE_MESSAGE(found != no_task, "no task " << name << " at " << start_us);
+  return found;
+}
+
+void check_accounting(const dio::kineto_trace& t) {
+  CHECK(t.report.in_graph + t.report.ignored_total() == t.report.events);
+}
+
+std::string error_of(std::string_view json, std::string_view name = "test.json") {
+  try {
+    dio::parse_kineto(json, name);
+  } catch (const daydream::error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+struct temp_dir {
+  std::filesystem::path p;
+  temp_dir() {
+    p = std::filesystem::temp_directory_path() / ("daydream_io_test_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(p);
+  }
+  ~temp_dir() { std::error_code ec; std::filesystem::remove_all(p, ec); }
+  std::filesystem::path file(std::string_view name, std::string_view bytes) const {
+    auto f = p / std::string(name);
+    std::ofstream(f, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    return f;
+  }
+  std::filesystem::path gz(std::string_view name, std::string_view text) const {
+    auto f = p / std::string(name);
+    gzFile z = gzopen(f.string().c_str(), "wb");
+    REQUIRE(z != nullptr);
+    gzwrite(z, text.data(), static_cast<unsigned>(text.size()));
+    gzclose(z);
+    return f;
+  }
+};
+
+} // namespace
+
+// ---------------------------------------------------------------------------------- numbers
+
+TEST_CASE("microsecond timestamps convert to nanoseconds exactly, from their decimal text") {
+  using dio::detail::number_status;
+  using dio::detail::us_text_to_ns;
+  CHECK(us_text_to_ns("1712195495519689.047").value == 1712195495519689047LL);
+  CHECK(us_text_to_ns("1712195495519689.047").status == number_status::ok);
+  CHECK(us_text_to_ns("12").value == 12'000);
+  CHECK(us_text_to_ns("0.001").value == 1);
+  CHECK(us_text_to_ns("1.2345").value == 1'235);  // half a nanosecond rounds away from zero
+  CHECK(us_text_to_ns("1.2344").value == 1'234);
+  CHECK(us_text_to_ns("-3.5e2").value == -350'000);
+  CHECK(us_text_to_ns("1e-3").value == 1);
+  CHECK(us_text_to_ns("2.5E+1 ").value == 25'000);
+  CHECK(us_text_to_ns("0").value == 0);
+  CHECK(us_text_to_ns("NaN").status == number_status::not_finite);
+  CHECK(us_text_to_ns("-Infinity").status == number_status::not_finite);
+  CHECK(us_text_to_ns("abc").status == number_status::not_a_number);
+  CHECK(us_text_to_ns("1.2.3").status == number_status::not_a_number);
+  CHECK(us_text_to_ns("99999999999999999").status == number_status::out_of_range);
+}
+
+TEST_CASE("tensor bytes come from Input Dims times the size of each Input type") {
+  using dio::detail::dtype_size;
+  using dio::detail::input_bytes;
+  CHECK(dtype_size("float") == 4);
+  CHECK(dtype_size("c10::Half") == 2);
+  CHECK(dtype_size("c10::BFloat16") == 2);
+  CHECK(dtype_size("long int") == 8);
+  CHECK(dtype_size("BFloat16") == 2);
+  CHECK(dtype_size("Float") == 4);
+  CHECK(dtype_size("Scalar") == 0);
+  CHECK(input_bytes("[[256, 512]]", "[\"float\"]") == 524'288);
+  CHECK(input_bytes("[[2, 3], [], [4]]", "[\"float\", \"Scalar\", \"long int\"]") == 6 * 4 + 4 * 8);
+  CHECK(input_bytes("[[]]", "[\"float\"]") == 4);                    // a 0-dim tensor
+  CHECK(input_bytes("[[[2], [3]]]", "[\"c10::Half\"]") == 10);       // a tensor list
+  CHECK(input_bytes("[[]]", "[\"\"]") == 0);
+  CHECK(input_bytes("[[1, 2]", "[\"float\"]") == 0);                 // malformed
+  CHECK(input_bytes("", "") == 0);
+}
+
+// ---------------------------------------------------------------------------------- graph
+
+// Two iterations on one thread and one stream:
+//
+//   thread 1  |PS#1 |mm|launch|mm|PS#1|relu|PS#1 ... |PS#2|add|launch|add|PS#2|cudaDeviceSynchronize|PS#2|
+//   stream 7             gemm [135,185)                          add_kernel [218,280)
+//
+// The sync waits for add_kernel: its waiting part is a dependency, 5 us remain.
+static std::string two_steps() {
+  return trace({
+      X("user_annotation", "ProfilerStep#1", 1, 1, "100", "100"),
+      X("cpu_op", "aten::mm", 1, 1, "110", "30", R"J({"Input Dims": [[2, 3], [3, 4]], "Input type": ["float", "float"]})J"),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "120", "10", corr(7)),
+      X("kernel", "gemm", 0, 7, "135", "50", gpu(7)),
+      X("cpu_op", "aten::relu", 1, 1, "150", "10"),
+      X("user_annotation", "ProfilerStep#2", 1, 1, "200", "100"),
+      X("cpu_op", "aten::add", 1, 1, "204", "14"),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "205", "10", corr(9)),
+      X("kernel", "add_kernel", 0, 7, "218", "62", gpu(9)),
+      X("cuda_runtime", "cudaDeviceSynchronize", 1, 1, "220", "65", corr(10)),
+      flow('s', "ac2g", 7, 1, 1, "120"),
+      flow('f', "ac2g", 7, 0, 7, "135"),
+      flow('f', "ac2g", 99, 1, 1, "220"),
+      R"J({"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "python"}})J",
+      R"J({"name": "thread_name", "ph": "M", "pid": 0, "tid": 7, "args": {"name": "stream 7"}})J",
+      R"J({"ph": "X", "cat": "Trace", "ts": 90, "dur": 300, "pid": "Spans", "tid": "PyTorch Profiler", "name": "PyTorch Profiler (0)", "args": {}})J",
+      X("gpu_user_annotation", "ProfilerStep#1", 0, 7, "135", "50"),
+  }, R"J("schemaVersion": 1, "distributedInfo": {"rank": 3, "world_size": 8, "backend": "nccl"}, "deviceProperties": [{"id": 0, "name": "Tesla V100"}], )J");
+}
+
+TEST_CASE("a CPU thread is flattened into slices that cover its busy time, with gaps") {
+  auto t = dio::parse_kineto(two_steps(), "two_steps");
+  auto& g = t.g;
+  check_invariants(g);
+  // 1 origin marker + 14 slices + 2 kernels
+  CHECK(g.size() == 17);
+  auto mm0 = find_at(g, "aten::mm", 110), launch = find_at(g, "cudaLaunchKernel", 120);
+  auto mm1 = find_at(g, "aten::mm", 130), ps = find_at(g, "ProfilerStep#1", 140);
+  CHECK(g.duration(mm0) == 10'000);
+  CHECK(g.duration(launch) == 10'000);
+  CHECK(g.duration(mm1) == 10'000);
+  CHECK(g.gap(mm1) == 0);
+  CHECK(g.gap(find_at(g, "aten::relu", 150)) == 0);
+  CHECK(g.gap(find_at(g, "aten::add", 215)) == 0);
+  CHECK(g.gap(find_at(g, "ProfilerStep#2", 218)) == 0);
+  // nesting survives as attributes
+  auto h = g.as<cpu_task>(launch);
+  REQUIRE(h);
+  CHECK(g.payload(h).call == cpu_call::launch);
+  CHECK(g.payload(h).correlation == 7);
+  CHECK(g.str(g.payload(h).op) == "aten::mm");
+  CHECK(g.payload(h).tensor_bytes == 72);
+  CHECK(g.layer(launch) == "aten::mm#0");
+  CHECK(g.layer(find_at(g, "aten::relu", 150)) == "aten::relu#0");
+  CHECK(g.layer(find_at(g, "aten::add", 204)) == "aten::add#0");
+  CHECK(g.layer(ps) == "");
+  CHECK(g.phase_of(launch) == phase::forward);
+  CHECK(g.phase_of(ps) == phase::other);
+  CHECK(g.iteration(launch) == 1);
+  CHECK(g.iteration(find_at(g, "aten::add", 204)) == 2);
+  CHECK(g.payload(g.as<cpu_task>(find(g, "cudaDeviceSynchronize"))).call == cpu_call::sync);
+  // GPU side
+  auto gemm = find(g, "gemm"), addk = find(g, "add_kernel");
+  CHECK(g.is<gpu_kernel>(gemm));
+  CHECK(g.payload(g.as<gpu_kernel>(gemm)).stream == 7);
+  CHECK(g.layer(gemm) == "aten::mm#0");
+  CHECK(g.phase_of(gemm) == phase::forward);
+  CHECK(g.iteration(gemm) == 1);
+  CHECK(g.resource_at(g.resource_of(gemm)).kind == resource_kind::gpu_stream);
+  CHECK(g.resource_at(g.resource_of(launch)).kind == resource_kind::cpu_thread);
+  CHECK(g.resource_at(g.resource_of(launch)).node == 3);
+  // dependencies
+  CHECK(g.dependency_kind(launch, gemm) == dep_kind::launch);
+  CHECK(g.dependency_kind(mm0, launch) == dep_kind::cpu_order);
+  CHECK(g.dependency_kind(gemm, addk) == dep_kind::stream_order);
+  auto sync = find(g, "cudaDeviceSynchronize");
+  CHECK(g.dependency_kind(addk, sync) == dep_kind::sync);
+  CHECK(g.duration(sync) == 5'000); // 285 - 280: the part after the kernel ended
+  // metadata
+  CHECK(t.info.rank == 3);
+  CHECK(t.info.world_size == 8);
+  CHECK(t.info.backend == "nccl");
+  REQUIRE(t.info.gpus.size() == 1);
+  CHECK(t.info.gpus[0] == "Tesla V100");
+  CHECK(t.info.path == "two_steps");
+}
+
+TEST_CASE("the unmodified graph replays the trace; a faster GPU shortens the waiting sync") {
+  auto t = dio::parse_kineto(two_steps(), "two_steps");
+  REQUIRE(t.iterations.size() == 2);
+  CHECK(t.iterations[0].marker == "ProfilerStep#1");
+  CHECK(t.iterations[0].trace_begin == 100'000);
+  CHECK(t.iterations[0].trace_end == 200'000);
+  CHECK(t.measured(1) == 100'000);
+  CHECK(t.measured(2) == 100'000);
+  CHECK(t.measured(3) == -1);
+  CHECK(t.default_iteration() == 2);
+  auto r = replay(t.g);
+  // replay time 0 is the trace's first event (100 us)
+  CHECK(r.start[find_at(t.g, "aten::relu", 150)] == 50'000);
+  CHECK(iteration_time(t.g, r, 1) == 100'000);
+  // add_kernel starts when its launch returns (215, 3 us of launch latency are not kept),
+  // so the sync and the rest of step 2 come 3 us early: 97 us instead of 100
+  auto addk = find(t.g, "add_kernel");
+  CHECK(r.start[addk] == 115'000);
+  CHECK(r.end[find(t.g, "cudaDeviceSynchronize")] == 182'000);
+  CHECK(iteration_time(t.g, r, 2) == 97'000);
+  // a GPU twice as fast on add_kernel: the sync returns 31 us earlier
+  auto g2 = t.g;
+  scale_duration(g2, addk, 0.5);
+  auto r2 = replay(g2);
+  CHECK(r2.end[find(g2, "cudaDeviceSynchronize")] == 151'000);
+  CHECK(iteration_time(g2, r2, 2) == 66'000);
+}
+
+TEST_CASE("every event is in the graph or counted by reason") {
+  auto t = dio::parse_kineto(two_steps(), "two_steps");
+  check_accounting(t);
+  CHECK(t.report.events == 17);
+  CHECK(t.report.in_graph == 12); // 8 CPU events, 2 kernels, the launch flow pair
+  CHECK(t.report.ignored.at("metadata") == 2);
+  CHECK(t.report.ignored.at("flow without partner") == 1);
+  CHECK(t.report.ignored.at("profiler span (cat \"Trace\")") == 1);
+  CHECK(t.report.ignored.at("gpu_user_annotation (the GPU-side span of a CPU annotation)") == 1);
+  CHECK(t.report.unlinked_gpu_ops == 0);
+}
+
+TEST_CASE("merging contiguous slices shrinks the graph but not the replay") {
+  auto json = trace({
+      X("user_annotation", "ProfilerStep#1", 1, 1, "0", "100"),
+      X("python_function", "nn.Module: Net_0", 1, 1, "1", "98"),
+      X("python_function", "model.py(10): forward", 1, 1, "2", "96"),
+      X("python_function", "nn.Module: Linear_0", 1, 1, "3", "50"),
+      X("python_function", "functional.py(5): linear", 1, 1, "4", "48"),
+      X("cpu_op", "aten::linear", 1, 1, "10", "30"),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "20", "5", corr(1)),
+      X("kernel", "k", 0, 7, "26", "40", gpu(1)),
+      X("python_function", "model.py(11): relu", 1, 1, "60", "30"),
+  });
+  dio::ingest_options no_merge;
+  no_merge.merge_slices = false;
+  auto a = dio::parse_kineto(json, "merge");
+  auto b = dio::parse_kineto(json, "merge", no_merge);
+  CHECK(a.g.size() < b.g.size());
+  auto ra = replay(a.g), rb = replay(b.g);
+  CHECK(ra.makespan == rb.makespan);
+  CHECK(iteration_time(a.g, ra, 1) == 100'000);
+  CHECK(iteration_time(b.g, rb, 1) == 100'000);
+  // layers come from the innermost nn.Module
+  CHECK(a.g.layer(find(a.g, "cudaLaunchKernel")) == "Linear_0");
+  CHECK(a.g.layer(find(a.g, "k")) == "Linear_0");
+  CHECK(a.g.layer(find_at(a.g, "model.py(11): relu", 60)) == "Net_0");
+  CHECK(a.g.phase_of(find_at(a.g, "model.py(11): relu", 60)) == phase::forward);
+  check_accounting(a);
+  check_accounting(b);
+}
+
+// The backward pass runs on the autograd thread while the main thread waits in
+// "## backward ##"; layers of backward work come from fwdbwd flows and sequence numbers.
+static std::string backward_trace() {
+  return trace({
+      X("user_annotation", "ProfilerStep#5", 1, 1, "0", "1000"),
+      X("cpu_op", "aten::linear", 1, 1, "10", "50",
+        R"J({"Sequence number": 3, "Input Dims": [[4, 8], [16, 8], [16]], "Input type": ["float", "float", "float"]})J"),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "20", "10", corr(1)),
+      X("cpu_op", "aten::relu", 1, 1, "62", "8", R"J({"Sequence number": 4})J"),
+      X("user_annotation", "## backward ##", 1, 1, "100", "400"),
+      X("user_annotation", "Optimizer.step#SGD.step", 1, 1, "520", "40"),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "530", "10", corr(3)),
+      X("cpu_op", "autograd::engine::evaluate_function: LinearBackward0", 1, 2, "150", "150", R"J({"Sequence number": 3})J"),
+      X("cpu_op", "LinearBackward0", 1, 2, "155", "135", R"J({"Sequence number": 3})J"),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 2, "160", "10", corr(2)),
+      X("cpu_op", "autograd::engine::evaluate_function: ReluBackward0", 1, 2, "302", "16", R"J({"Sequence number": 4})J"),
+      X("cpu_op", "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 1, 2, "320", "100"),
+      X("cpu_op", "torch::autograd::AccumulateGrad", 1, 2, "325", "85", R"J({"Input Dims": [[16, 8]], "Input type": ["float"]})J"),
+      X("kernel", "k1", 0, 7, "35", "45", gpu(1)),
+      X("kernel", "k2", 0, 7, "175", "75", gpu(2)),
+      X("kernel", "k3", 0, 7, "545", "10", gpu(3)),
+      flow('s', "fwdbwd", 1, 1, 1, "10"),
+      flow('f', "fwdbwd", 1, 1, 2, "155"),
+      memory(1, 1, "40", 1000, 5000, 1),
+      memory(1, 1, "80", 100, 5100, 1),
+      memory(1, 2, "330", 2000, 7100, 1),
+      memory(1, 1, "550", -600, 6500, 1),
+      memory(1, 1, "555", 64, 64, 0),
+      memory(1, 1, "1005", -100, 6400, 1),
+  });
+}
+
+TEST_CASE("the autograd thread is anchored to the main thread, which waits for it to finish") {
+  auto t = dio::parse_kineto(backward_trace(), "backward");
+  auto& g = t.g;
+  check_invariants(g);
+  check_accounting(t);
+  auto first = find_at(g, "autograd::engine::evaluate_function: LinearBackward0", 150);
+  // the main thread's "## backward ##" slice is cut where the backward pass starts ...
+  auto before = find_at(g, "## backward ##", 100), wait = find_at(g, "## backward ##", 150);
+  CHECK(g.duration(before) == 50'000);
+  CHECK(g.dependency_kind(before, first) == dep_kind::control);
+  // ... and resumes when its last slice ends (420): 80 us remain after the wait
+  auto last = find_at(g, "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 410);
+  CHECK(g.dependency_kind(last, wait) == dep_kind::control);
+  CHECK(g.duration(wait) == 80'000);
+  auto r = replay(g);
+  CHECK(r.start[first] == 150'000);
+  CHECK(r.start[wait] == 420'000);
+  CHECK(iteration_time(g, r, 5) == 1'000'000);
+  CHECK(t.measured(5) == 1'000'000);
+  // a faster backward thread lets the main thread resume earlier
+  auto g2 = g;
+  set_duration(g2, find_at(g2, "torch::autograd::AccumulateGrad", 330), 0);
+  auto r2 = replay(g2);
+  CHECK(r2.start[find_at(g2, "## backward ##", 150)] == 340'000);
+  CHECK(iteration_time(g2, r2, 5) == 920'000);
+}
+
+TEST_CASE("backward work maps to its forward layer through fwdbwd flows and sequence numbers") {
+  auto t = dio::parse_kineto(backward_trace(), "backward");
+  auto& g = t.g;
+  CHECK(g.layer(find_at(g, "aten::linear", 10)) == "aten::linear#0");
+  // flow: LinearBackward0 -> aten::linear
+  CHECK(g.layer(find_at(g, "cudaLaunchKernel", 160)) == "aten::linear#0");
+  CHECK(g.layer(find(g, "k2")) == "aten::linear#0");
+  CHECK(g.phase_of(find(g, "k2")) == phase::backward);
+  // sequence number 4: ReluBackward0 -> aten::relu
+  CHECK(g.layer(find_at(g, "autograd::engine::evaluate_function: ReluBackward0", 302)) == "aten::relu#0");
+  // AccumulateGrad takes the layer of the backward op before it, and its gradient size
+  auto acc = find_at(g, "torch::autograd::AccumulateGrad", 325);
+  CHECK(g.layer(acc) == "aten::relu#0");
+  CHECK(g.phase_of(acc) == phase::backward);
+  CHECK(g.payload(g.as<cpu_task>(acc)).tensor_bytes == 512);
+  CHECK(g.payload(g.as<cpu_task>(find_at(g, "aten::linear", 10))).tensor_bytes == 704);
+  // phases
+  CHECK(g.phase_of(find_at(g, "## backward ##", 100)) == phase::backward);
+  CHECK(g.phase_of(find(g, "Optimizer.step#SGD.step")) == phase::weight_update);
+  CHECK(g.phase_of(find(g, "k3")) == phase::weight_update);
+  CHECK(g.phase_of(find(g, "k1")) == phase::forward);
+  CHECK(t.report.ignored.count("flow without partner") == 0);
+}
+
+TEST_CASE("device [memory] events give the replay's peak memory; CPU ones are counted") {
+  auto t = dio::parse_kineto(backward_trace(), "backward");
+  auto& g = t.g;
+  // +1000 at 40 us (inside aten::linear: its slice is cut there), +100 at 80 (in the
+  // step's own time), +2000 at 330 (autograd thread), -600 at 550, -100 at 1005 (after
+  // the step: the thread is idle, so a zero-length [memory] slice carries it)
+  CHECK(g.mem_delta(find_at(g, "aten::linear", 40)) == 1000);
+  CHECK(g.mem_delta(find_at(g, "ProfilerStep#5", 80)) == 100);
+  auto idle = find_at(g, "[memory]", 1005);
+  CHECK(g.mem_delta(idle) == -100);
+  CHECK(g.duration(idle) == 0);
+  CHECK(g.iteration(idle) == -1);
+  CHECK(g.mem_delta(find_at(g, "torch::autograd::AccumulateGrad", 330)) == 2000);
+  auto r = replay(g);
+  CHECK(r.peak_memory == 3100);
+  CHECK(t.info.memory_at_start == 4000);
+  CHECK(t.info.memory_peak == 7100);
+  CHECK(r.peak_memory + t.info.memory_at_start == t.info.memory_peak);
+  CHECK(t.report.ignored.at("cpu memory event") == 1);
+}
+
+TEST_CASE("cuda_sync records give stream syncs, event syncs and cross-stream waits") {
+  auto sync = [](int c, std::string_view kind, int stream, int wait_stream, int record) {
+    return "{\"correlation\": " + std::to_string(c) + ", \"cuda_sync_kind\": \"" + std::string(kind) +
+           "\", \"stream\": " + std::to_string(stream) + ", \"wait_on_stream\": " + std::to_string(wait_stream) +
+           ", \"wait_on_cuda_event_record_corr_id\": " + std::to_string(record) + ", \"device\": 0}";
+  };
+  auto json = trace({
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "0", "5", corr(1)),        // a on stream 7
+      X("kernel", "a", 0, 7, "5", "100", gpu(1, 7)),
+      X("cuda_runtime", "cudaEventRecord", 1, 1, "10", "2", corr(2)),
+      X("cuda_runtime", "cudaStreamWaitEvent", 1, 1, "15", "2", corr(3)),    // stream 9 waits for a
+      X("cuda_sync", "Stream Wait Event", 0, 9, "16", "1", sync(3, "Stream Wait Event", 9, 7, 2)),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "20", "5", corr(4)),       // b on stream 9
+      X("kernel", "b", 0, 9, "106", "50", gpu(4, 9)),
+      X("cuda_runtime", "cudaEventQuery", 1, 1, "30", "2", corr(5)),
+      X("cuda_sync", "Event Sync", 0, -1, "31", "1", sync(5, "Event Sync", -1, 7, 2)),
+      X("cuda_runtime", "cudaEventSynchronize", 1, 1, "40", "70", corr(6)),  // waits for a
+      X("cuda_sync", "Event Sync", 0, -1, "41", "69", sync(6, "Event Sync", -1, 7, 2)),
+      X("cuda_runtime", "cudaStreamSynchronize", 1, 1, "115", "45", corr(7)), // waits for b
+      X("cuda_sync", "Stream Sync", 0, 9, "116", "44", sync(7, "Stream Sync", 9, -1, -1)),
+  });
+  auto t = dio::parse_kineto(json, "syncs");
+  auto& g = t.g;
+  check_invariants(g);
+  check_accounting(t);
+  auto a = find(g, "a"), b = find(g, "b");
+  CHECK(g.dependency_kind(a, b) == dep_kind::sync);
+  auto es = find(g, "cudaEventSynchronize"), ss = find(g, "cudaStreamSynchronize");
+  CHECK(g.dependency_kind(a, es) == dep_kind::sync);
+  CHECK(g.duration(es) == 5'000);  // ends 110, a ended 105
+  CHECK(g.dependency_kind(b, ss) == dep_kind::sync);
+  CHECK(g.duration(ss) == 4'000);  // ends 160, b ended 156
+  CHECK(g.has_dependency(a, find(g, "cudaEventQuery")) == false);
+  CHECK(t.report.ignored.at("cuda_sync of a non-blocking call (cudaEventQuery)") == 1);
+  CHECK(t.report.in_graph == 7 + 2 + 3); // runtime calls, kernels, the three records used
+  auto r = replay(g);
+  CHECK(r.end[a] == 105'000);
+  CHECK(r.start[b] == 106'000);
+  CHECK(r.end[es] == 110'000);
+  CHECK(r.end[ss] == 160'000);
+}
+
+TEST_CASE("event waits are inferred from cudaEventRecord when there are no cuda_sync records") {
+  auto json = trace({
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "0", "5", corr(1)),
+      X("kernel", "a", 0, 7, "5", "100", gpu(1, 7)),
+      X("cuda_runtime", "cudaEventRecord", 1, 1, "10", "2", corr(2)),
+      X("cuda_runtime", "cudaStreamWaitEvent", 1, 1, "15", "2", corr(3)),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "20", "5", corr(4)),
+      X("kernel", "b", 0, 9, "106", "50", gpu(4, 9)),
+  });
+  auto t = dio::parse_kineto(json, "inferred");
+  CHECK(t.g.dependency_kind(find(t.g, "a"), find(t.g, "b")) == dep_kind::sync);
+  dio::ingest_options o;
+  o.infer_event_waits = false;
+  auto u = dio::parse_kineto(json, "inferred", o);
+  CHECK_FALSE(u.g.has_dependency(find(u.g, "a"), find(u.g, "b")));
+  // either way the replay keeps b's start (b began long after its launch returned, so it
+  // is also anchored to the main thread at its start)
+  CHECK(replay(u.g).start[find(u.g, "b")] == 106'000);
+  CHECK(replay(t.g).start[find(t.g, "b")] == 106'000);
+}
+
+TEST_CASE("a blocking copy enqueues its copy at its start and waits for it to finish") {
+  auto json = trace({
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "0", "5", corr(1)),
+      X("kernel", "busy", 0, 7, "5", "300", gpu(1)),
+      X("cpu_op", "aten::copy_", 1, 1, "10", "400"),
+      X("cuda_runtime", "cudaMemcpy", 1, 1, "20", "380", corr(2)),
+      X("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 0, 7, "306", "90",
+        R"J({"device": 0, "stream": 7, "correlation": 2, "bytes": 4096})J"),
+  });
+  auto t = dio::parse_kineto(json, "blocking");
+  auto& g = t.g;
+  check_invariants(g);
+  auto copy = find(g, "Memcpy DtoH (Device -> Pageable)");
+  auto enqueue = find(g, "cudaMemcpy", 0), wait = find(g, "cudaMemcpy", 1);
+  CHECK(g.trace_start(enqueue) == 20'000);
+  CHECK(g.trace_start(wait) == 20'000);
+  CHECK(g.duration(enqueue) == 0);
+  CHECK(g.dependency_kind(enqueue, copy) == dep_kind::launch);
+  CHECK(g.dependency_kind(copy, wait) == dep_kind::sync);
+  CHECK(g.duration(wait) == 4'000); // 400 - 396
+  auto m = g.as<memcpy_task>(copy);
+  REQUIRE(m);
+  CHECK(g.payload(m).direction == copy_kind::d2h);
+  CHECK(g.payload(m).bytes == 4096);
+  auto r = replay(g);
+  CHECK(r.end[wait] == 400'000);
+  // if the kernel before it gets 100 us faster, the copy and the call finish 100 us earlier
+  auto g2 = g;
+  set_duration(g2, find(g2, "busy"), 200'000);
+  CHECK(replay(g2).end[find(g2, "cudaMemcpy", 1)] == 300'000);
+}
+
+TEST_CASE("a launch blocked by a full launch queue waits for the GPU op that freed a slot") {
+  auto json = trace({
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "0", "5", corr(1)),
+      X("kernel", "long", 0, 7, "5", "1000", gpu(1)),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "10", "1000", corr(2)),  // blocked until 1005
+      X("kernel", "next", 0, 7, "1007", "10", gpu(2)),
+  });
+  auto t = dio::parse_kineto(json, "queue");
+  auto& g = t.g;
+  auto blocked = find_at(g, "cudaLaunchKernel", 10), longk = find(g, "long");
+  CHECK(g.dependency_kind(longk, blocked) == dep_kind::sync);
+  CHECK(g.duration(blocked) == 5'000);
+  auto r = replay(g);
+  CHECK(r.end[blocked] == 1'010'000);
+  auto g2 = g;
+  scale_duration(g2, find(g2, "long"), 0.5);
+  CHECK(replay(g2).end[find_at(g2, "cudaLaunchKernel", 10)] == 510'000);
+  bool warned = false;
+  for (auto& w : t.report.warnings) warned |= w.find("launch queue full") != std::string::npos;
+  CHECK(warned);
+}
+
+TEST_CASE("GPU ops without a runtime call are kept in stream order, counted and flagged") {
+  auto json = trace({
+      X("user_annotation", "ProfilerStep#1", 1, 1, "0", "100"),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "10", "5", corr(1)),
+      X("kernel", "linked", 0, 7, "15", "15", gpu(1)),
+      X("kernel", "orphan", 0, 7, "50", "10", gpu(77)),
+      X("kernel", "head", 0, 9, "40", "5", gpu(78, 9)),
+  });
+  auto t = dio::parse_kineto(json, "orphans");
+  auto& g = t.g;
+  CHECK(t.report.unlinked_gpu_ops == 2);
+  REQUIRE_FALSE(t.report.warnings.empty());
+  CHECK(t.report.warnings[0].find("2 GPU operations have no matching runtime call") != std::string::npos);
+  CHECK(g.dependency_kind(find(g, "linked"), find(g, "orphan")) == dep_kind::stream_order);
+  auto r = replay(g);
+  CHECK(r.start[find(g, "orphan")] == 50'000); // 20 us after "linked" ended, as in the trace
+  CHECK(r.start[find(g, "head")] == 40'000);   // anchored to the main thread at its start
+  CHECK(g.iteration(find(g, "orphan")) == 1);
+  check_accounting(t);
+}
+
+TEST_CASE("NCCL kernels are communication tasks sized from collective metadata or input dims") {
+  auto json = trace({
+      X("cpu_op", "record_param_comms", 1, 1, "0", "50",
+        R"J({"Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024, "dtype": "BFloat16", "Group size": 4})J"),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "10", "5", corr(1)),
+      X("kernel", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 0, 20, "20", "100", gpu(1, 20)),
+      X("cpu_op", "c10d::alltoall_base_", 1, 1, "200", "60",
+        R"J({"Input Dims": [[6144], [6144], [], [], [], []], "Input type": ["float", "float", "", "", "", "Scalar"]})J"),
+      X("cpu_op", "record_param_comms", 1, 1, "205", "50", R"J({"Input Dims": [[6144], [], []], "Input type": ["float", "Scalar", "Scalar"]})J"),
+      X("user_annotation", "nccl:all_to_all", 1, 1, "210", "40", R"J({"Input Dims": [[6144]], "Input type": ["float"]})J"),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "220", "5", corr(2)),
+      X("kernel", "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", 0, 20, "230", "100", gpu(2, 20)),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "400", "5", corr(3)),
+      X("kernel", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", 0, 20, "410", "10",
+        R"J({"device": 0, "stream": 20, "correlation": 3, "Collective name": "allreduce", "In msg nelems": 10, "Out msg nelems": 10, "dtype": "Float", "Group size": 2})J"),
+  }, R"J("distributedInfo": {"rank": 0, "world_size": 8}, )J");
+  auto t = dio::parse_kineto(json, "nccl");
+  auto& g = t.g;
+  auto ar = g.as<comm_task>(find(g, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"));
+  REQUIRE(ar);
+  CHECK(g.payload(ar).op == comm_op::all_reduce);
+  CHECK(g.payload(ar).bytes == 2048);
+  CHECK(g.payload(ar).group_size == 4);
+  CHECK(g.payload(ar).stream == 20);
+  CHECK(g.resource_at(g.resource_of(ar)).kind == resource_kind::gpu_stream);
+  auto a2a = g.as<comm_task>(find(g, "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)"));
+  REQUIRE(a2a);
+  CHECK(g.payload(a2a).op == comm_op::all_to_all);
+  CHECK(g.payload(a2a).bytes == 6144 * 4);
+  CHECK(g.payload(a2a).group_size == 8); // world size when the trace does not say
+  auto k = g.as<comm_task>(find(g, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"));
+  REQUIRE(k);
+  CHECK(g.payload(k).bytes == 40);
+  CHECK(g.payload(k).group_size == 2);
+  CHECK(g.dependency_kind(ar, a2a) == dep_kind::stream_order);
+}
+
+TEST_CASE("legacy category names and HIP runtime names are understood") {
+  auto json = trace({
+      X("Operator", "aten::mm", 1, 1, "0", "50"),
+      X("Runtime", "hipLaunchKernel", 1, 1, "10", "5", R"J({"correlation": 1, "external id": 3, "stream": "0x0"})J"),
+      R"J({"ph": "X", "cat": "Kernel", "name": "Cijk_Ailk", "pid": 0, "tid": "stream 7", "ts": 15, "dur": 35, "args": {"correlation": 1, "device": 0}})J",
+      X("Runtime", "hipMemcpyWithStream", 1, 1, "60", "100", corr(2)),
+      R"J({"ph": "X", "cat": "Memcpy", "name": "Memcpy HtoD (Host -> Device)", "pid": 0, "tid": "stream 7", "ts": 70, "dur": 80, "args": {"correlation": 2, "device": 0, "bytes": 1024}})J",
+      X("Runtime", "hipMemsetAsync", 1, 1, "170", "5", corr(3)),
+      R"J({"ph": "X", "cat": "Memset", "name": "Memset (Device)", "pid": 0, "tid": "stream 7", "ts": 180, "dur": 2, "args": {"correlation": 3, "device": 0, "bytes": 64}})J",
+      X("Runtime", "hipDeviceSynchronize", 1, 1, "190", "10", corr(4)),
+      R"J({"ph": "s", "id": 1, "pid": 1, "tid": 1, "ts": 10, "cat": "async", "name": "launch"})J",
+      R"J({"ph": "f", "id": 1, "pid": 0, "tid": "stream 7", "ts": 15, "cat": "async", "name": "launch", "bp": "e"})J",
+  });
+  auto t = dio::parse_kineto(json, "legacy");
+  auto& g = t.g;
+  check_invariants(g);
+  check_accounting(t);
+  CHECK(t.report.in_graph == t.report.events);
+  auto launch = find(g, "hipLaunchKernel"), k = find(g, "Cijk_Ailk");
+  CHECK(g.payload(g.as<cpu_task>(launch)).call == cpu_call::launch);
+  CHECK(g.dependency_kind(launch, k) == dep_kind::launch);
+  CHECK(g.payload(g.as<gpu_kernel>(k)).stream == 7);
+  auto copy = find(g, "Memcpy HtoD (Host -> Device)");
+  CHECK(g.dependency_kind(copy, find(g, "hipMemcpyWithStream", 1)) == dep_kind::sync);  // blocking
+  auto set = g.as<memcpy_task>(find(g, "Memset (Device)"));
+  REQUIRE(set);
+  CHECK(g.payload(set).direction == copy_kind::memset);
+  CHECK(g.resource_of(set) == g.resource_of(k));
+  CHECK(g.payload(g.as<cpu_task>(find(g, "hipDeviceSynchronize"))).call == cpu_call::sync);
+  CHECK(g.dependency_kind(set, find(g, "hipDeviceSynchronize")) == dep_kind::sync);
+  CHECK(replay(g).makespan == 200'000);
+}
+
+TEST_CASE("without step markers, optimizer steps delimit the iterations") {
+  auto json = trace({
+      X("cpu_op", "aten::mm", 1, 1, "0", "40"),
+      X("user_annotation", "Optimizer.step#SGD.step", 1, 1, "50", "10"),
+      X("cpu_op", "aten::mm", 1, 1, "70", "40"),
+      X("user_annotation", "Optimizer.step#SGD.step", 1, 1, "120", "20"),
+      X("cpu_op", "aten::mm", 1, 1, "150", "40"),
+      X("user_annotation", "Optimizer.step#SGD.step", 1, 1, "195", "5"),
+      X("cpu_op", "aten::add", 1, 1, "210", "5"),
+  });
+  auto t = dio::parse_kineto(json, "optimizer");
+  REQUIRE(t.iterations.size() == 3);
+  CHECK(t.iterations[0].number == 1);
+  CHECK(t.iterations[0].marker == "Optimizer.step#SGD.step");
+  CHECK(t.measured(1) == 60'000);
+  CHECK(t.measured(2) == 80'000);
+  CHECK(t.measured(3) == 60'000);
+  CHECK(t.default_iteration() == 2);
+  CHECK(t.steady_state_iterations() == std::vector<std::int32_t>{2});
+  CHECK(t.g.iteration(find_at(t.g, "aten::mm", 70)) == 2);
+  CHECK(t.g.iteration(find(t.g, "aten::add")) == -1);
+  CHECK(t.g.phase_of(find(t.g, "aten::add")) == phase::other);
+  CHECK(t.g.layer(find_at(t.g, "aten::mm", 70)) == "aten::mm#0");
+  auto r = replay(t.g);
+  CHECK(iteration_time(t.g, r, 2) == 80'000);
+}
+
+TEST_CASE("a trace without iterations still loads and replays") {
+  auto t = dio::parse_kineto(trace({X("cpu_op", "aten::mm", 1, 1, "5", "40")}), "plain");
+  CHECK(t.iterations.empty());
+  CHECK(t.default_iteration() == -1);
+  CHECK(t.steady_state_iterations().empty());
+  CHECK(replay(t.g).makespan == 40'000);
+  CHECK(t.info.end - t.info.begin == 40'000);
+  auto e = dio::parse_kineto(trace({}), "empty events");
+  CHECK(e.g.empty());
+  CHECK(e.report.events == 0);
+}
+
+// ---------------------------------------------------------------------------------- errors
+
+TEST_CASE("malformed input gives an error naming the source, the place and the reason") {
+  CHECK(error_of("", "empty.json") == "daydream: empty.json: empty file");
+  auto truncated = error_of(R"J({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2}, {"ph": "X", "cat": "cpu_o)J",
+                            "cut.json");
+  CHECK(truncated.find("daydream: cut.json: byte ") == 0);
+  CHECK(truncated.find("JSON syntax error") != std::string::npos);
+  auto truncated2 = error_of(R"J({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2}, )J", "cut2.json");
+  CHECK(truncated2.find("daydream: cut2.json: byte ") == 0);
+  CHECK(error_of(R"J({"schemaVersion": 1})J") ==
+        "daydream: test.json: no \"traceEvents\" array (is this a Kineto / PyTorch profiler trace?)");
+  CHECK(error_of(R"J({"traceEvents": {}})J") == "daydream: test.json: \"traceEvents\" is an object, not an array");
+  CHECK(error_of(R"J([1, 2])J").find("the top-level JSON value is an array") != std::string::npos);
+  CHECK(error_of(trace({X("cpu_op", "a", 1, 1, "1", "2"), "17"})) == "daydream: test.json: event #1: is a number, not an object");
+  CHECK(error_of(trace({X("cpu_op", "a", 1, 1, "\"1\"", "2")})) ==
+        "daydream: test.json: event #0: field 'ts' must be a number, not a string");
+  CHECK(error_of(trace({X("cpu_op", "a", 1, 1, "1", "-2")})) ==
+        "daydream: test.json: event #0: negative duration (dur = -2 us)");
+  CHECK(error_of(trace({X("cpu_op", "a", 1, 1, "1", "NaN")})).find("event #0: field 'dur' is not a finite number") != std::string::npos);
+  CHECK(error_of(trace({R"J({"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1})J"})) ==
+        "daydream: test.json: event #0: complete event ('X') without 'dur'");
+  CHECK(error_of(trace({R"J({"cat": "cpu_op", "name": "a", "ts": 1, "dur": 1})J"})) == "daydream: test.json: event #0: has no 'ph' field");
+  CHECK(error_of(trace({R"J({"ph": "X", "cat": "cpu_op", "name": 5, "ts": 1, "dur": 1})J"})) ==
+        "daydream: test.json: event #0: field 'name' must be a string, not a number");
+  CHECK(error_of(trace({R"J({"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 1, "args": []})J"})) ==
+        "daydream: test.json: event #0: field 'args' must be an object, not an array");
+  CHECK(error_of(trace({R"J({"ph": "X", "cat": "cpu_op", "name": "a", "pid": [1], "ts": 1, "dur": 1})J"})) ==
+        "daydream: test.json: event #0: field 'pid' must be a number or a string, not an array");
+  CHECK(error_of(trace({R"J({"ph": "X", "cat": "cpu_op", "name": "a", "ts": 99999999999999999, "dur": 1})J"})).find("out of range") != std::string::npos);
+}
+
+TEST_CASE("dangling correlation ids and unknown categories are counted, not errors") {
+  auto t = dio::parse_kineto(trace({
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "0", "5", corr(12345)),
+      X("kernel", "k", 0, 7, "10", "5", gpu(999)),
+      X("overhead", "CUPTI overhead", 0, 7, "20", "5"),
+      R"J({"ph": "C", "name": "counter", "pid": 1, "ts": 3, "args": {"x": 1}})J",
+      R"J({"ph": "i", "cat": "cpu_instant_event", "name": "something", "pid": 1, "tid": 1, "ts": 3, "s": "t"})J",
+  }), "dangling");
+  CHECK(t.report.unlinked_gpu_ops == 1);
+  CHECK(t.report.ignored.at("unknown category \"overhead\"") == 1);
+  CHECK(t.report.ignored.at("counter event") == 1);
+  CHECK(t.report.ignored.at("instant event \"something\"") == 1);
+  check_accounting(t);
+}
+
+TEST_CASE("files: gzip is found by its magic bytes; bad files give clear errors") {
+  temp_dir d;
+  auto text = two_steps();
+  auto plain = d.file("plain.json", text);
+  auto zipped = d.gz("zipped.json.gz", text);
+  auto disguised = d.gz("disguised.json", text); // gzip data under a plain name
+  auto a = dio::load_kineto(plain), b = dio::load_kineto(zipped), c = dio::load_kineto(disguised);
+  CHECK(a.g.size() == 17);
+  CHECK(b.g.size() == 17);
+  CHECK(c.g.size() == 17);
+  CHECK(b.report.in_graph == a.report.in_graph);
+  CHECK(c.info.path == disguised.string());
+  auto message = [](const std::filesystem::path& p) {
+    try { dio::load_kineto(p); } catch (const daydream::error& e) { return std::string(e.what()); }
+    return std::string();
+  };
+  auto fake = d.file("fake.json.gz", text);
+  CHECK(message(fake) == "daydream: " + fake.string() +
+                             ": the name ends in .gz but the file is not gzip data (it does not start with the gzip magic bytes 1f 8b)");
+  auto empty = d.file("empty.json", "");
+  CHECK(message(empty) == "daydream: " + empty.string() + ": empty file");
+  CHECK(message(d.p / "missing.json").find(": cannot open: ") != std::string::npos);
+  // a gzip file cut in half, and one with damaged data
+  std::ifstream in(zipped, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto half = d.file("half.json.gz", std::string_view(bytes).substr(0, bytes.size() / 2));
+  CHECK(message(half).find(": truncated gzip data") != std::string::npos);
+  auto damaged = bytes;
+  for (std::size_t i = 20; i < 60 && i < damaged.size(); ++i) damaged[i] = char(damaged[i] ^ 0x5a);
+  auto bad = d.file("bad.json.gz", damaged);
+  CHECK(message(bad).find(bad.string() + ": ") != std::string::npos);
+  CHECK(message(bad).find("gzip") != std::string::npos);
+  // truncated JSON inside a valid gzip stream
+  auto cut = d.gz("cut.json.gz", std::string_view(text).substr(0, text.size() - 40));
+  CHECK(message(cut).find("daydream: " + cut.string() + ": byte ") == 0);
+}

@@ -1,0 +1,155 @@
+// Runs every single-GPU pass on the real traces: the graph stays valid and predictions move the right way; prints the speedup table.
+// SPDX-License-Identifier: MIT
+#include <daydream/graph.hpp>
+#include <daydream/io/kineto.hpp>
+#include <daydream/iteration.hpp>
+#include <daydream/pass.hpp>
+#include <daydream/replay.hpp>
+#include <daydream/validate.hpp>
+#include <daydream/passes/amp.hpp>
+#include <daydream/passes/fused_adam.hpp>
+#include <daydream/passes/gist.hpp>
+#include <daydream/passes/grad_accum.hpp>
+#include <daydream/passes/memory.hpp>
+#include <daydream/passes/recompute.hpp>
+#include <daydream/passes/reconstruct_bn.hpp>
+#include <daydream/passes/substitute.hpp>
+#include <daydream/passes/vdnn.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <vector>
+
+using namespace daydream;
+using namespace daydream::passes;
+
+namespace {
+
+struct trace_case {
+  const char* label; ///< the row of the table
+  const char* path;  ///< under DAYDREAM_SHARED_TRACES
+};
+
+// Training traces first (single GPU, then one rank of a multi-GPU job), then inference.
+const trace_case traces[] = {
+    {"small linear model, GP100", "hta_small_train_gp100/step_based_trace_2543932.json.gz"},
+    {"ResNet-18, RTX 2080 Ti", "param_resnet18_rtx2080ti/resnet_kineto.json.gz"},
+    {"MLP, RTX 2080 Ti", "param_linear_rtx2080ti/linear_kineto.json.gz"},
+    {"ResNet-50 (DDP, 1 GPU), V100", "hta_resnet50_ddp_v100_ns/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"},
+    {"mini model, MI250 (ROCm)", "hta_amd_mi250_minitoy/mi250_minitoy_train_ROCm6_2_kineto.json.gz"},
+    {"DLRM rank 0 of 8, V100", "param_dlrm_8rank_v100/kineto/worker0_step_12.1694128201545.pt.trace.json"},
+    {"recsys rank 3 of 8, A100", "hta_recsys_a100_8rank/control.json.gz"},
+    {"recsys rank 1 of 2, V100", "hta_recsys_v100_2rank/test.json.gz"},
+    {"BERT-small inference, H100", "tracelens_h100_inference_modules/gaunernst_bert-small-uncased__1016001.json.gz"},
+};
+
+/// How a pass must move the prediction.
+enum class expect { faster, slower, any };
+
+struct pass_case {
+  const char* name;
+  std::function<pass_report(graph&)> run; ///< applies the pass transactionally
+  std::function<replay_result(const graph&)> replay;
+  expect time;
+  bool saves_memory;
+};
+
+template <class Pass> pass_case make(const char* name, Pass p, expect time, bool saves_memory) {
+  return {name,
+          [p](graph& g) {
+            pass_report rep;
+            apply(g, [&](graph& gg) { rep = p(gg); });
+            return rep;
+          },
+          [](const graph& g) { return replay(g, pass_policy_t<Pass>{}); }, time, saves_memory};
+}
+
+std::vector<pass_case> pass_cases() {
+  return {
+      make("amp", amp{}, expect::faster, false),
+      make("fused_adam", fused_adam{}, expect::faster, false),
+      make("reconstruct_bn", reconstruct_bn{}, expect::faster, false),
+      make("gist", gist{}, expect::slower, true),
+      make("vdnn", vdnn{}, expect::slower, true),
+      // Every layer fused into one kernel per phase that takes as long as the kernels it
+      // replaces: what removing the launches and framework overhead could give at most.
+      make("substitute", substitute{}, expect::faster, false),
+      make("recompute", recompute{}, expect::slower, true),
+      make("grad_accum", grad_accum{}, expect::any, true),
+  };
+}
+
+std::string ratio(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fx", x);
+  return buf;
+}
+
+} // namespace
+
+TEST_CASE("every single-GPU pass runs on every real trace, keeps the graph valid and moves the "
+          "prediction the physically right way; prints the table of predicted speedups") {
+  const std::filesystem::path root = DAYDREAM_SHARED_TRACES;
+  const auto cases = pass_cases();
+  std::string table = "| trace | iteration |";
+  std::string rule = "|---|---:|";
+  for (auto& pc : cases) {
+    table += std::string(" `") + pc.name + "` |";
+    rule += "---:|";
+  }
+  table += "\n" + rule + "\n";
+  std::string memory = "| trace | peak activation memory |";
+  std::string mrule = "|---|---:|";
+  for (auto& pc : cases)
+    if (pc.saves_memory) { memory += std::string(" `") + pc.name + "` |"; mrule += "---:|"; }
+  memory += "\n" + mrule + "\n";
+
+  for (auto& tc : traces) {
+    const auto path = root / tc.path;
+    if (!std::filesystem::exists(path)) {
+      MESSAGE("trace not found, skipped: " << path.string());
+      continue;
+    }
+    INFO("trace: " << tc.path);
+    auto t = io::load_kineto(path);
+    if (!has_memory_accounting(t.g)) estimate_activation_memory(t.g);
+    const bool memory_model = has_memory_accounting(t.g);
+    const auto it = t.default_iteration();
+    REQUIRE(it >= 0);
+    const auto base_r = replay(t.g);
+    const auto base = iteration_time(t.g, base_r, it);
+    REQUIRE(base > 0);
+    std::string row = std::string("| ") + tc.label + " | " + format_time(base) + " |";
+    std::string mrow = std::string("| ") + tc.label + " | " +
+                       (memory_model ? format_bytes(double(base_r.peak_memory)) : "no shapes") + " |";
+    for (auto& pc : cases) {
+      INFO("pass: " << pc.name);
+      graph g = t.g;
+      pass_report rep;
+      REQUIRE_NOTHROW(rep = pc.run(g));
+      CHECK_NOTHROW(check_invariants(g));
+      const auto r = pc.replay(g);
+      CHECK(r.tasks == g.size());
+      const auto pred = iteration_time(g, r, it);
+      REQUIRE(pred > 0);
+      if (pc.time == expect::faster) CHECK(pred <= base);
+      if (pc.time == expect::slower) CHECK(pred >= base);
+      if (pc.saves_memory && memory_model) CHECK(r.peak_memory <= base_r.peak_memory);
+      row += " " + ratio(double(base) / double(pred)) + " |";
+      if (pc.saves_memory)
+        mrow += " " + (memory_model && base_r.peak_memory > 0
+                           ? ratio(double(r.peak_memory) / double(base_r.peak_memory))
+                           : std::string("-")) + " |";
+    }
+    table += row + "\n";
+    memory += mrow + "\n";
+  }
+  std::cout << "\nPredicted speedup (baseline iteration / predicted iteration):\n\n"
+            << table << "\nPredicted peak activation memory (relative to the baseline):\n\n"
+            << memory << std::flush;
+}

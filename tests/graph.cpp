@@ -7,7 +7,9 @@
 #include <daydream/replay.hpp>
 #include <daydream/reschedule.hpp>
 #include <daydream/resource.hpp>
+#include <daydream/select.hpp>
 #include <daydream/task.hpp>
+#include <daydream/update.hpp>
 #include <daydream/validate.hpp>
 #include <support/compare.hpp>
 #include <support/print.hpp>
@@ -296,4 +298,60 @@ TEST_CASE("graphs are regular values: copies are deep") {
   g = h;
   CHECK(g.name(a) == "changed");
   CHECK(testing::graph_difference(g, h).empty());
+}
+
+namespace {
+
+//! [crash course]
+// thread 1:  cudaLaunchKernel (5 us, then 1 us idle) ------------> cudaDeviceSynchronize (2 us)
+//                   | launch                                          ^ sync
+// stream 7:         +---> volta_sgemm_128x64_nn (30 us) --------------+
+daydream::graph one_step() {
+  daydream::graph g;
+  auto thread = g.add_resource({"thread 1", daydream::resource_kind::cpu_thread});
+  auto stream = g.add_resource({"stream 7", daydream::resource_kind::gpu_stream});
+  auto launch = g.add(daydream::cpu_task{daydream::cpu_call::launch},
+                      {.name = "cudaLaunchKernel", .duration = 5'000, .resource = thread, .gap = 1'000});
+  auto sync = g.add(daydream::cpu_task{daydream::cpu_call::sync},
+                    {.name = "cudaDeviceSynchronize", .duration = 2'000, .resource = thread});
+  auto gemm = g.add(daydream::gpu_kernel{}, {.name = "volta_sgemm_128x64_nn", .duration = 30'000,
+                                             .resource = stream, .phase = daydream::phase::forward});
+  g.add_dependency(launch, sync, daydream::dep_kind::cpu_order);
+  g.add_dependency(launch, gemm, daydream::dep_kind::launch);
+  g.add_dependency(gemm, sync, daydream::dep_kind::sync);
+  return g;
+}
+//! [crash course]
+
+//! [what if]
+// What if forward GEMMs ran 3x faster on tensor cores?
+void tensor_cores(daydream::graph& g) {
+  using namespace daydream;
+  for (auto k : tasks<gpu_kernel>(g) | where(name_matches("gemm") && in_phase(phase::forward)))
+    scale_duration(g, k, 1.0 / 3);
+}
+//! [what if]
+
+} // namespace
+
+TEST_CASE("the crash course: a launch, a kernel and a sync, then a what-if") {
+  auto g = one_step();
+  const task_id launch = 0, sync = 1, gemm = 2;
+  auto r = replay(g);
+  // launch [0, 5 us), gemm [5 us, 35 us), sync [35 us, 37 us): the GPU bounds the step
+  CHECK(r.start[launch] == 0);
+  CHECK(r.start[gemm] == 5'000);
+  CHECK(r.end[gemm] == 35'000);
+  CHECK(r.start[sync] == 35'000);
+  CHECK(r.makespan == 37'000);
+  tensor_cores(g);
+  auto faster = replay(g);
+  // gemm [5 us, 15 us), sync [15 us, 17 us): 37 us -> 17 us per step
+  CHECK(faster.end[gemm] == 15'000);
+  CHECK(faster.makespan == 17'000);
+  auto cp = faster.critical_path();
+  REQUIRE(cp.size() == 3);
+  CHECK(cp[0] == critical_step{launch, binding::none, dep_kind::control});
+  CHECK(cp[1] == critical_step{gemm, binding::dependency, dep_kind::launch});
+  CHECK(cp[2] == critical_step{sync, binding::dependency, dep_kind::sync});
 }

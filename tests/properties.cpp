@@ -281,7 +281,17 @@ TEST_CASE("property: compact preserves the replay") {
     auto before = replay(g, priority_policy{});
     auto names_before = std::vector<std::string>{};
     g.for_each_task([&](task_id t) { names_before.emplace_back(g.name(t)); });
+    std::vector<dependency> edges_before;
+    g.for_each_task([&](task_id t) {
+      for (auto d : g.successors(t)) edges_before.push_back(d);
+    });
     auto map = g.compact();
+    std::vector<dependency> edges_after;
+    g.for_each_task([&](task_id t) {
+      for (auto d : g.successors(t)) edges_after.push_back(d);
+    });
+    for (auto& d : edges_before) d = {map[d.from], map[d.to], d.kind};
+    CHECK(edges_before == edges_after); // same edges, kinds and list order
     REQUIRE_NOTHROW(check_invariants(g));
     CHECK(g.id_bound() == g.size());
     auto after = replay(g, priority_policy{});
@@ -354,5 +364,44 @@ TEST_CASE("property: apply of a throwing or cycle-creating pass leaves the graph
       CHECK_NOTHROW(apply(g, cycling_pass{}));
     }
     CHECK(testing::replay_difference(replay(original), replay(g)) == "");
+  }
+}
+
+TEST_CASE("property: with the overlap slowdown, replays still respect dependencies and resources") {
+  replay_options slow;
+  slow.overlap_slowdown = 1.5;
+  for (std::uint64_t seed = 0; seed < graphs; ++seed) {
+    CAPTURE(seed);
+    auto o = shape(seed);
+    o.links = 1 + seed % 2;
+    o.streams = 1 + seed % 3;
+    auto g = random_dag(seed, o);
+    auto r = replay(g, trace_order_policy{}, slow);
+    REQUIRE(r.tasks == g.size());
+    std::size_t late_deps = 0, overlaps = 0, stretch = 0;
+    g.for_each_task([&](task_id t) {
+      for (auto d : g.successors(t)) late_deps += r.start[d.to] < r.end[t];
+      auto res = g.resource_of(t);
+      auto took = r.end[t] - r.start[t];
+      if (res != no_resource && g.resource_at(res).kind == resource_kind::gpu_stream)
+        stretch += took < g.duration(t) || double(took) > 1.5 * double(g.duration(t)) + 1;
+    });
+    for (resource_id res = 0; res < g.resource_count(); ++res) {
+      if (g.resource_at(res).share == sharing::fair) continue;
+      std::vector<task_id> on;
+      g.for_each_task([&](task_id t) {
+        if (g.resource_of(t) == res) on.push_back(t);
+      });
+      std::sort(on.begin(), on.end(), [&](task_id a, task_id b) {
+        return std::make_tuple(r.start[a], r.end[a], a) < std::make_tuple(r.start[b], r.end[b], b);
+      });
+      for (std::size_t i = 1; i < on.size(); ++i)
+        overlaps += r.start[on[i]] < r.end[on[i - 1]] + g.gap(on[i - 1]);
+    }
+    CHECK_MESSAGE(late_deps == 0, "a task started before a predecessor ended");
+    CHECK_MESSAGE(overlaps == 0, "two tasks overlapped on an exclusive resource");
+    CHECK_MESSAGE(stretch == 0, "a kernel was slowed by less than nothing or more than the factor");
+    auto again = replay(g, trace_order_policy{}, slow);
+    CHECK(testing::replay_difference(r, again) == "");
   }
 }

@@ -23,8 +23,12 @@ namespace daydream {
 
 /// The one exception type the library throws: bad input, a refused pass, a cycle.
 /// The message names what is wrong and where (file, event, task).
+///
+///     try { daydream::apply(g, pass); }
+///     catch (const daydream::error& e) { std::cerr << e.what() << '\n'; }
 class error : public std::runtime_error {
 public:
+  /// An error with the message `what`.
   using std::runtime_error::runtime_error;
 };
 

@@ -16,11 +16,12 @@ namespace daydream {
 
 /// Where one iteration lies in a replay.
 struct iteration_span {
-  std::int32_t iteration = 0;
+  std::int32_t iteration = 0; ///< its number
   time_ns begin = 0;      ///< earliest start of its tasks
   time_ns end = 0;        ///< earliest start of the next iteration's tasks, or its latest end
   time_ns last_end = 0;   ///< latest end of its own tasks
-  std::size_t tasks = 0;
+  std::size_t tasks = 0;  ///< its live tasks
+  /// How long the iteration took: `end - begin`.
   time_ns duration() const noexcept { return end - begin; }
 };
 
@@ -58,7 +59,9 @@ std::vector<iteration_span> iteration_spans(const Graph& g, const replay_result&
 }
 
 /// The replayed duration of iteration `i` (see iteration_spans), or -1 if `g` has no
-/// task of that iteration.
+/// task of that iteration. `r` must be a replay of `g`.
+///
+///     auto before = daydream::iteration_time(g, daydream::replay(g), 3);
 template <class Graph>
 time_ns iteration_time(const Graph& g, const replay_result& r, std::int32_t i) {
   for (auto& s : iteration_spans(g, r))

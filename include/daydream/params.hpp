@@ -25,10 +25,17 @@ namespace daydream {
 /// throws naming any key nobody asked for (a typo must not be ignored silently).
 class pass_params {
 public:
+  /// No parameters, for no named pass.
   pass_params() = default;
+  /// No parameters yet, for the pass named `pass` (named in error messages).
   explicit pass_params(std::string pass) : pass_(std::move(pass)) {}
 
-  /// Parses "key=value,key=value" (empty string: no parameters).
+  /// Parses "key=value,key=value" (empty string: no parameters; empty items are
+  /// skipped); throws daydream::error for an item without `=` or without a key.
+  ///
+  ///     auto p = daydream::pass_params::parse("ddp", "workers=16,bandwidth=25Gbps");
+  ///     auto bw = p.get_bandwidth("bandwidth", 10e9 / 8);   // 3.125e9 bytes/s
+  ///     p.finish();                                         // every key was read
   static pass_params parse(std::string pass, std::string_view spec) {
     pass_params p(std::move(pass));
     while (!spec.empty()) {
@@ -45,18 +52,23 @@ public:
     return p;
   }
 
+  /// Sets (or replaces) the value of `key`.
   void set(std::string key, std::string value) { kv_[std::move(key)] = std::move(value); }
+  /// Whether `key` was given (does not count as reading it for finish()).
   bool has(const std::string& key) const { return kv_.count(key) != 0; }
+  /// The name of the pass the parameters are for.
   const std::string& pass() const noexcept { return pass_; }
+  /// Every key and its raw value, sorted by key.
   const std::map<std::string, std::string>& items() const noexcept { return kv_; }
 
-  /// The raw string, or `fallback`.
+  /// The raw string, or `fallback`. Every getter marks its key as read and throws
+  /// daydream::error naming the pass, the key and the value when the value is malformed.
   std::string get_string(const std::string& key, std::string fallback) const {
     used_.insert(key);
     auto it = kv_.find(key);
     return it == kv_.end() ? fallback : it->second;
   }
-  /// A plain number (no unit).
+  /// A plain non-negative number (no unit), or `fallback`.
   double get_double(const std::string& key, double fallback) const {
     auto s = raw(key);
     if (!s) return fallback;
@@ -64,12 +76,13 @@ public:
     if (!unit.empty()) bad(key, *s, "expected a plain number");
     return v;
   }
-  /// A whole number.
+  /// A whole non-negative number, or `fallback`.
   std::int64_t get_int(const std::string& key, std::int64_t fallback) const {
     double v = get_double(key, double(fallback));
     if (v != std::floor(v)) bad(key, std::to_string(v), "expected a whole number");
     return static_cast<std::int64_t>(v);
   }
+  /// A boolean: 1/true/yes/on or 0/false/no/off, or `fallback`.
   bool get_bool(const std::string& key, bool fallback) const {
     auto s = raw(key);
     if (!s) return fallback;
@@ -120,7 +133,8 @@ public:
     bad(key, *s, "unknown time unit (use ns, us, ms or s)");
   }
 
-  /// Throws if a key was given that no getter read.
+  /// Throws daydream::error naming every key that was given but never read by a getter
+  /// (a typo such as `bandwith=` must not be ignored). Call it after reading them all.
   void finish() const {
     std::string unknown;
     for (auto& [k, v] : kv_)
@@ -169,11 +183,17 @@ private:
 
 /// What a pass tells its user beyond the changed graph: counts, classes, warnings.
 /// A pass whose call operator returns a pass_report gets it printed by daydream-whatif.
+///
+///     daydream::pass_report r{"amp", {}, {}};
+///     r.add("GEMM kernels", "412");
+///     r.note("3 kernels could not be classified");
 struct pass_report {
-  std::string pass;
+  std::string pass;                                       ///< the pass's name
   std::vector<std::pair<std::string, std::string>> items; ///< ordered key -> value lines
   std::vector<std::string> notes;                         ///< warnings and caveats
+  /// Appends a `key: value` line.
   void add(std::string key, std::string value) { items.emplace_back(std::move(key), std::move(value)); }
+  /// Appends a warning or caveat.
   void note(std::string text) { notes.push_back(std::move(text)); }
 };
 

@@ -75,10 +75,13 @@ template <class Pass> constexpr pass_policy_t<Pass> policy_of(const Pass&) { ret
 template <class First, class Second> struct pipeline {
   First first;   ///< runs first
   Second second; ///< runs on the graph `first` left
+  /// The policy the replay uses after the pipeline.
   using policy = std::conditional_t<
       std::is_same_v<pass_policy_t<Second>, trace_order_policy>, pass_policy_t<First>,
       pass_policy_t<Second>>;
+  /// Shown in messages; apply(g, p, name) gives a pipeline a better one.
   static constexpr std::string_view name = "pipeline";
+  /// Runs `first`, then `second`, on `g`.
   template <class G>
     requires pass_for<First, G> && pass_for<Second, G>
   void operator()(G& g) const {

@@ -22,9 +22,11 @@ struct priority_key {
 };
 
 /// A selection policy: when an exclusive resource is free and several tasks are ready
-/// on it, the replay starts the one with the smallest key. `key` is called once per
-/// task, when the task becomes ready at time `ready` (all its dependencies have ended);
-/// tasks on fair-share resources or on none start when ready and are not keyed.
+/// on it, the replay starts the one with the smallest key. `key` is called at most once
+/// per task, with the time `ready` at which all its dependencies had ended, and only
+/// when the task competes with another one for its resource: it must depend on its
+/// arguments only. Tasks on fair-share resources or on none start when ready and are
+/// not keyed.
 ///
 ///     struct shortest_first {
 ///       template <class G> daydream::priority_key key(const G& g, daydream::task_id t,

@@ -53,6 +53,7 @@ template <class Graph, class Kind> struct task_ref {
   decltype(auto) payload() const requires(!std::is_void_v<Kind>) {
     return g->payload(daydream::handle<Kind>{id});
   }
+  /// The task's id: a task_ref works wherever an id does.
   operator task_id() const noexcept { return id; } // NOLINT: a ref is usable as an id
 };
 

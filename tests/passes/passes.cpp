@@ -475,6 +475,27 @@ TEST_CASE("substitute from parameters: one fused kernel per phase with the repla
   CHECK_THROWS_AS(substitute::from_params(pass_params::parse("substitute", "")), daydream::error);
 }
 
+TEST_CASE("substitute fuses each run of consecutive selected layers separately") {
+  // CPU bound: launches take 100 ns, kernels 10 ns. Layers a, b, c with two ops each in
+  // the forward and one each in the backward (c, b, a): 9 launches, the last kernel
+  // ends at 910. Selecting a and c gives runs [a], [c] forward and [c], [a] backward;
+  // each becomes one launch and one kernel: 7 launches, the last kernel [700,710).
+  builder b;
+  for (auto l : {"a", "b", "c"})
+    for (int i = 0; i < 2; ++i) b.op("volta_sgemm_128x64_tn", 10, l, phase::forward, 0, 0, "aten::mm", 100);
+  for (auto l : {"c", "b", "a"}) b.op("volta_sgemm_128x64_nt", 10, l, phase::backward, 0, 0, "aten::mm", 100);
+  CHECK(makespan(b.g) == 910);
+  auto s = substitute::from_params(pass_params::parse("substitute", "layers=a|c"));
+  pass_report rep;
+  apply(b.g, [&](graph& g) { rep = s(g); });
+  CHECK(makespan(b.g) == 710);
+  CHECK(rep.items[1].second == "4");
+  CHECK(rep.items[3].second == "4");
+  int fused = 0;
+  for (auto k : tasks<gpu_kernel>(b.g) | where(name_matches("^fused_forward$"))) fused += b.g.duration(k) == 20;
+  CHECK(fused == 2);
+}
+
 // ---------------------------------------------------------------- recompute
 
 TEST_CASE("recompute re-runs a layer's forward before its backward and drops its stash") {

@@ -10,6 +10,7 @@
 #include <daydream/kinds.hpp>
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/resource.hpp>
 #include <daydream/passes/data_parallel.hpp>
 #include <daydream/passes/edit.hpp>
 #include <daydream/passes/format.hpp>
@@ -166,7 +167,10 @@ struct dgc {
       auto entries = update_entries(g, i);
       task_id gpu_entry = no_task;
       for (auto e : entries)
-        if (!g.is<cpu_task>(e)) { gpu_entry = e; break; }
+        if (g.resource_of(e) != no_resource && g.resource_at(g.resource_of(e)).kind == resource_kind::gpu_stream) {
+          gpu_entry = e;
+          break;
+        }
       std::vector<task_id> done;
       for (std::size_t j = 0; j < gathers.size(); ++j) {
         const double moved = double(gathered[j]) + double(p) * std::ceil(2.0 * ratio * double(gathered[j]));
@@ -193,9 +197,10 @@ struct dgc {
 
 private:
   // A kernel on `after`'s stream right after it, launched right after `after`'s launch
-  // call when it has one; unconstrained when `after` is not GPU work.
+  // call when it has one; unconstrained (after it) when `after` is not on a GPU stream.
   static task_id add_after_gpu(graph& g, task_fields f, task_id after) {
-    if (g.is<cpu_task>(after) || g.resource_of(after) == no_resource) {
+    if (g.is<cpu_task>(after) || g.resource_of(after) == no_resource ||
+        g.resource_at(g.resource_of(after)).kind != resource_kind::gpu_stream) {
       auto k = g.add(gpu_kernel{}, f).id;
       g.add_dependency(after, k, dep_kind::data);
       return k;

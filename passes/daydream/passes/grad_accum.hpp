@@ -31,15 +31,16 @@ using daydream::operator|;
 /// and backward, and the weights are updated once.
 ///
 /// Cost model, per iteration: the forward-backward window (the iteration's forward and
-/// backward tasks and whatever lies between them: on every thread, stream or engine,
-/// everything in program order from its first to its last forward or backward task) is
-/// repeated `k` times back to back. GPU
-/// kernels and memory copies of the window take 1/`k` of their time (linear in the batch
-/// size: optimistic for small micro-batches, which use the GPU less well); CPU tasks
-/// keep theirs, so CPU overhead is paid `k` times; communication tasks are repeated
-/// unchanged (no `no_sync`). Dependencies into the window are given to every repetition,
-/// dependencies out of it (to the weight update, the next iteration) leave from the last
-/// one. The weight update runs once, unchanged.
+/// backward tasks and whatever lies between them in dependency order, so on every
+/// thread, stream or engine everything from its first to its last forward or backward
+/// task) is repeated `k` times back to back. GPU kernels and memory copies of the window,
+/// and the CPU calls that issue copies (a blocking copy's call lasts as long as the
+/// transfer), take 1/`k` of their time: linear in the batch size, optimistic for small
+/// micro-batches, which use the GPU less well. Other CPU tasks keep theirs, so CPU
+/// overhead is paid `k` times. Communication tasks are repeated unchanged (no
+/// `no_sync`). Dependencies into the window are given to every repetition, dependencies
+/// out of it (to the weight update, the next iteration) leave from the last one. The
+/// weight update runs once, unchanged.
 ///
 /// Memory (when the graph has a memory model): what the window allocates and frees is
 /// divided by `k` (activations scale with the batch), so the activation peak shrinks
@@ -62,10 +63,10 @@ struct grad_accum {
     return a;
   }
 
-  /// Whether `g` has forward or backward tasks.
+  /// Whether `g` trains: it has backward tasks.
   static bool applicable(const graph& g) {
     bool any = false;
-    g.for_each_task([&](task_id t) { any = any || is_fwd_bwd(g, t); });
+    g.for_each_task([&](task_id t) { any = any || g.phase_of(t) == phase::backward; });
     return any;
   }
 
@@ -82,7 +83,7 @@ struct grad_accum {
       std::vector<char> in(g.id_bound(), 0);
       for (auto t : w.tasks) in[t] = 1;
       for (auto t : w.tasks) {
-        if (g.is<gpu_kernel>(t) || g.is<memcpy_task>(t)) {
+        if (g.is<gpu_kernel>(t) || g.is<memcpy_task>(t) || is_copy_call(g, t)) {
           scaled_before += g.duration(t);
           scale_duration(g, t, 1.0 / double(k));
           scaled_after += g.duration(t) * k;
@@ -125,6 +126,11 @@ struct grad_accum {
   }
 
 private:
+  /// A CPU call that copies data (its time is mostly the transfer, when it blocks).
+  static bool is_copy_call(const graph& g, task_id t) {
+    auto h = g.as<cpu_task>(t);
+    return h && g.payload(h).call == cpu_call::memcpy;
+  }
   static bool is_fwd_bwd(const graph& g, task_id t) {
     return g.phase_of(t) == phase::forward || g.phase_of(t) == phase::backward;
   }

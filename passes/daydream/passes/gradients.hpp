@@ -139,8 +139,9 @@ inline bool is_other_function(const graph& g, task_id t) {
 /// engine wraps in `evaluate_function: torch::autograd::AccumulateGrad` (and which runs
 /// the gradient's hooks, DDP's among them). In the graph they appear as time slices on
 /// the autograd thread, cut around nested calls; one AccumulateGrad is a run of
-/// back-to-back slices (each starting where the previous one ends) that begins with
-/// the wrapper or the operator and ends at a gap or at another autograd function. Its
+/// back-to-back slices (no idle gap between them; time a call spent blocked is a
+/// dependency, not a gap) that begins with the wrapper or the operator and ends at a
+/// gap, at another autograd function or at a change of phase. Its
 /// size is the recorded input of the AccumulateGrad slice (`cpu_task::tensor_bytes`),
 /// or, when the profiler dropped that slice, of the first operator nested in it
 /// (`aten::detach` of the new gradient). The gradient is ready when the last GPU task
@@ -162,7 +163,10 @@ inline gradient_set gradients_from_trace(const graph& g, double model_bytes = 0)
     seen[t] = 1;
     for (auto n = detail::next_cpu(g, t); n != no_task; n = detail::next_cpu(g, n)) {
       const auto prev = run.back();
-      if (g.trace_start(n) > g.trace_start(prev) + g.duration(prev) || detail::is_other_function(g, n)) break;
+      // Two wrapper slices in a row: the end of one AccumulateGrad and the next one.
+      if (g.gap(prev) > 0 || detail::is_other_function(g, n) || g.phase_of(n) != g.phase_of(t) ||
+          (detail::is_accumulate_wrapper(g, prev) && detail::is_accumulate_wrapper(g, n)))
+        break;
       run.push_back(n);
       seen[n] = 1;
     }
@@ -172,9 +176,11 @@ inline gradient_set gradients_from_trace(const graph& g, double model_bytes = 0)
     bool has_op = false;
     for (std::size_t i = 0; i < run.size(); ++i)
       if (detail::is_accumulate(g, run[i])) { end = i; has_op = true; }
-    if (!has_op)
+    if (!has_op) {
+      end = 0; // without the wrapper's next slice, nothing in the run is known to be nested
       for (std::size_t i = 1; i < run.size(); ++i)
         if (detail::is_accumulate_wrapper(g, run[i])) { end = i - 1; break; }
+    }
     std::uint64_t bytes = 0;
     for (std::size_t i = 0; i <= end && bytes == 0; ++i)
       if (detail::is_accumulate(g, run[i])) bytes = g.payload(handle<cpu_task>{run[i]}).tensor_bytes;
@@ -208,8 +214,9 @@ inline gradient_set gradients_from_trace(const graph& g, double model_bytes = 0)
   if (spread) {
     out.source = gradient_source::spread;
     out.note = "the trace carries no gradient sizes; model_bytes=" + std::to_string(std::uint64_t(model_bytes)) +
-               " is spread evenly over its " + std::to_string(runs.size()) +
-               " AccumulateGrad operators, so bucket boundaries are approximate";
+               " is spread evenly over the AccumulateGrad operators of each iteration (" +
+               std::to_string(per_iteration.begin()->second) + " in iteration " +
+               std::to_string(per_iteration.begin()->first) + "), so bucket boundaries are approximate";
     return out;
   }
   if (!out.grads.empty()) out.source = gradient_source::trace;
@@ -218,7 +225,7 @@ inline gradient_set gradients_from_trace(const graph& g, double model_bytes = 0)
                " AccumulateGrad operators have no recorded input shapes (profile with "
                "record_shapes=True, or give model_bytes= or a layer -> bytes map)";
   else if (unsized > 0)
-    out.note = std::to_string(unsized) + " AccumulateGrad operators have no recorded size and "
+    out.note = std::to_string(unsized) + " AccumulateGrad operator(s) have no recorded size and "
                "are left out";
   else if (out.grads.empty())
     out.note = "the trace has no AccumulateGrad operators, so no gradients were found (give a "

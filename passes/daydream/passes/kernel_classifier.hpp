@@ -49,7 +49,8 @@ inline constexpr std::string_view to_string(kernel_class c) noexcept {
 ///    `reduce_wgrad`, `computeOffsets`, `nchwToNhwc`, ..., plus every PyTorch
 ///    `elementwise_kernel` / `reduce_kernel` (whose template arguments can mention anything);
 /// 3. compute_bound: `gemm`, `cutlass`, `xmma`, cuDNN convolution kernels (`scudnn`,
-///    `winograd`, `dgrad`, `wgrad`, `fprop`, `conv`), `matmul`, `bmm`, attention;
+///    `winograd`, `dgrad`, `wgrad`, `fprop`, `conv`), `matmul`, `bmm`, attention, and
+///    rocBLAS/Tensile GEMMs (`Cijk_...`);
 /// 4. memory_bound: elementwise, normalization (`bn_fw`, `norm`), activations, pooling,
 ///    softmax, reductions, losses, copies, fills, indexing, optimizers, layout changes.
 ///
@@ -84,13 +85,14 @@ public:
           "reduce_kernel");
     c.add(kernel_class::compute_bound,
           "gemm|cutlass|xmma|scudnn|hcudnn|winograd|dgrad|wgrad|fprop|conv(?!ert)|matmul|bmm|"
-          "trsm|magma|flash|fmha|attention");
+          "trsm|magma|flash|fmha|attention|^cijk_");
     c.add(kernel_class::memory_bound,
           "elementwise|reduce|norm|bn_|softmax|pool|relu|gelu|silu|swish|sigmoid|tanh|dropout|"
           "copy|memcpy|memset|fill|cat|index|gather|scatter|embedding|multi_tensor|adam|sgd|"
           "lamb|transpose|permute|loss|upsample|interpolate|where|arange|clamp|threshold|add|"
           "mul|div|sum|mean|max|min|exp|log|sqrt|pow|cast|convert|im2col|col2im|pad|sort|topk|"
-          "cumsum|unique|nonzero|masked|bernoulli|random|distribution");
+          "cumsum|unique|nonzero|masked|bernoulli|random|distribution|cub::|scan|radix|histogram|"
+          "gammabeta|moments|dense_representation|compute_cuda_kernel");
     return c;
   }
 

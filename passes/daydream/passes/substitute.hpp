@@ -11,6 +11,7 @@
 #include <daydream/passes/format.hpp>
 #include <daydream/passes/layers.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -27,15 +28,18 @@ using daydream::operator|;
 /// Graph Substitutions", MLSys'19): the work of a set of layers is replaced by kernels the
 /// user gives, e.g. a fused convolution + batch norm + ReLU.
 ///
-/// Cost model: in each iteration and for each phase that has kernels in `kernels`, every
-/// task of the layers selected by `layers` in that phase is removed (CPU ops and runtime
-/// calls, GPU kernels and copies; communication is kept), and the phase's kernels are
-/// inserted, in the order given, where the removed group's first kernel was, each with
-/// a launch call where its first CPU task was (see replace_with_kernels). A kernel's
-/// duration is `duration` when given (>= 0), else `scale` times the summed duration of
-/// the GPU tasks it replaces (divided evenly when a phase has several kernels). So the
-/// default, one kernel per phase with scale 1, saves exactly the launches and framework
-/// overhead of the fused layers. Phases without kernels in `kernels` are untouched.
+/// Cost model: in each iteration and for each phase that has kernels in `kernels`
+/// (forward or backward), the layer instances selected by `layers` that follow each other
+/// in that phase form runs (an unselected layer in between ends a run; tasks outside any
+/// layer do not). The CPU tasks and kernels of each run are removed (its memory copies
+/// and communication stay), and the phase's kernels are inserted, in the order given,
+/// where the run's first kernel was, each with a launch call where its first CPU task was
+/// (see replace_with_kernels). A kernel's duration is `duration` when given (>= 0), else
+/// `scale` times the summed duration of the GPU tasks it replaces (divided evenly when a
+/// phase has several kernels). So the default, one kernel per phase with scale 1, saves
+/// exactly the launches and framework overhead of the fused layers. With
+/// `layers = ".*(batch_norm|relu).*"` every batch norm is fused with the ReLU after it,
+/// everywhere in the model.
 ///
 ///     daydream::passes::substitute fuse{.layers = "layer1\\.0\\.(conv1|bn1|relu)",
 ///         .kernels = {{"fused_cbr", daydream::phase::forward, 120'000},
@@ -52,8 +56,8 @@ struct substitute {
 
   static constexpr std::string_view name = "substitute";
   static constexpr std::string_view help =
-      "replace the tasks of the layers matching a regex (whole name) with one fused kernel "
-      "per phase. params: layers=REGEX (required), name=fused, forward=DURATION or "
+      "replace each run of consecutive layers matching a regex (whole name) with one fused "
+      "kernel per phase. params: layers=REGEX (required), name=fused, forward=DURATION or "
       "forward_scale=1, backward=DURATION or backward_scale=1";
   std::string layers = {}; ///< the layers to replace (whole-name regex; empty: every layer)
   /// The new kernels; by default one per phase taking as long as what it replaces.
@@ -89,21 +93,46 @@ struct substitute {
     pass_report rep;
     rep.pass = std::string(name);
     const layer_filter selected(layers);
-    // (iteration, phase) -> the tasks to replace
-    std::map<std::pair<std::int32_t, phase>, std::vector<task_id>> groups;
     std::map<phase, std::vector<const kernel*>> by_phase;
     for (auto& k : kernels) by_phase[k.phase].push_back(&k);
+    const auto instances = layer_instances(g);
     std::map<name_id, bool> memo;
-    g.for_each_task([&](task_id t) {
-      if (g.layer_id(t) == no_name || g.is<comm_task>(t) || !by_phase.count(g.phase_of(t))) return;
-      auto [it, fresh] = memo.try_emplace(g.layer_id(t), false);
-      if (fresh) it->second = selected(g.layer(t));
-      if (it->second) groups[{g.iteration(t), g.phase_of(t)}].push_back(t);
-    });
+    auto picked = [&](name_id l) {
+      auto [it, fresh] = memo.try_emplace(l, false);
+      if (fresh) it->second = selected(g.str(l));
+      return it->second;
+    };
+    // The runs to replace: per iteration and phase, maximal sequences of selected layer
+    // instances that follow each other (by their first task in that phase).
+    std::vector<std::pair<phase, std::vector<task_id>>> runs;
+    for (std::size_t lo = 0; lo < instances.size();) {
+      std::size_t hi = lo;
+      while (hi < instances.size() && instances[hi].iteration == instances[lo].iteration) ++hi;
+      for (auto& [ph, specs] : by_phase) {
+        std::vector<std::pair<task_id, const layer_instance*>> order;
+        for (auto i = lo; i < hi; ++i) {
+          auto& l = instances[i];
+          auto ts = tasks_in(l, ph);
+          if (!ts.empty()) order.push_back({first_in_trace(g, ts), &l});
+        }
+        std::sort(order.begin(), order.end(), [&](auto& a, auto& b) {
+          return std::pair(g.trace_start(a.first), a.first) < std::pair(g.trace_start(b.first), b.first);
+        });
+        bool open = false;
+        for (auto& [first, l] : order) {
+          if (!picked(l->layer)) { open = false; continue; }
+          if (!open) runs.push_back({ph, {}});
+          open = true;
+          auto ts = tasks_in(*l, ph);
+          runs.back().second.insert(runs.back().second.end(), ts.begin(), ts.end());
+        }
+      }
+      lo = hi;
+    }
     std::size_t removed = 0, inserted = 0;
     time_ns old_gpu = 0, new_gpu = 0, old_cpu = 0;
-    for (auto& [key, ts] : groups) {
-      const auto& specs = by_phase[key.second];
+    for (auto& [ph, ts] : runs) {
+      const auto& specs = by_phase[ph];
       time_ns gpu = 0;
       for (auto t : ts)
         if (!g.is<cpu_task>(t)) gpu += g.duration(t);
@@ -114,11 +143,11 @@ struct substitute {
                                    : static_cast<time_ns>(std::llround(double(gpu) * s->scale /
                                                                        double(specs.size())))});
       const auto first = first_in_trace(g, ts);
-      auto r = replace_with_kernels(g, ts, ks, {.layer = g.layer(first), .phase = key.second,
-                                                .iteration = key.first});
+      const auto it = g.iteration(first);
+      auto r = replace_with_kernels(g, ts, ks, {.layer = g.layer(first), .phase = ph, .iteration = it});
       if (r.kernels.empty() && !ks.empty())
-        rep.note("iteration " + std::to_string(key.first) + ", " + std::string(to_string(key.second)) +
-                 ": the layers had no kernel to take the place of; their tasks were removed");
+        rep.note("iteration " + std::to_string(it) + ", " + std::string(to_string(ph)) +
+                 ": a run of layers had no kernel to take the place of; its tasks were removed");
       removed += ts.size();
       inserted += r.kernels.size();
       old_gpu += r.gpu_time;
@@ -126,13 +155,27 @@ struct substitute {
       for (auto& k : r.kernels) new_gpu += g.duration(k.task);
     }
     rep.add("layer pattern", layers.empty() ? "(all layers)" : layers);
-    rep.add("groups replaced", std::to_string(groups.size()));
+    rep.add("runs replaced", std::to_string(runs.size()));
     rep.add("tasks removed", std::to_string(removed));
     rep.add("kernels inserted", std::to_string(inserted));
     rep.add("GPU time", format_time(old_gpu) + " -> " + format_time(new_gpu));
     rep.add("CPU time removed", format_time(old_cpu));
-    if (groups.empty()) rep.note("no task of the selected layers in the phases given: nothing replaced");
+    if (runs.empty()) rep.note("no task of the selected layers in the phases given: nothing replaced");
     return rep;
+  }
+
+private:
+  /// The CPU tasks and kernels of layer instance `l` in phase `ph`.
+  static std::vector<task_id> tasks_in(const layer_instance& l, phase ph) {
+    std::vector<task_id> v;
+    if (ph == phase::forward) {
+      v = l.forward_cpu;
+      v.insert(v.end(), l.forward_gpu.begin(), l.forward_gpu.end());
+    } else if (ph == phase::backward) {
+      v = l.backward_cpu;
+      v.insert(v.end(), l.backward_gpu.begin(), l.backward_gpu.end());
+    }
+    return v;
   }
 };
 

@@ -8,6 +8,7 @@
 #include <daydream/graph.hpp>
 #include <daydream/io/detail/kineto_decode.hpp>
 #include <daydream/io/detail/kineto_names.hpp>
+#include <daydream/io/detail/kineto_tables.hpp>
 #include <daydream/io/detail/tensor_bytes.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/resource.hpp>
@@ -147,6 +148,7 @@ public:
     mark_join_targets();
     if (s_.merge_slices)
       for (auto& th : threads_) merge(th);
+    index_pieces();
     make_tasks();
     add_edges();
     account();
@@ -197,43 +199,69 @@ private:
         if (d_.cpu[e].cat != ecat::python_function) { only_python = false; break; }
       th.ignored = only_python;
     }
+    std::vector<std::pair<std::int64_t, std::uint32_t>> kv;
     for (std::uint32_t i = 0; i < d_.cpu.size(); ++i)
-      if (is_runtime(i) && d_.cpu[i].correlation >= 0) runtime_by_corr_.emplace(d_.cpu[i].correlation, i);
+      if (is_runtime(i) && d_.cpu[i].correlation >= 0) kv.push_back({d_.cpu[i].correlation, i});
+    runtime_by_corr_ = id_index(kv);
+    sem_.assign(d_.cpu.size(), call_semantics::plain);
+    for (std::uint32_t i = 0; i < d_.cpu.size(); ++i)
+      if (is_runtime(i)) sem_[i] = classify_call(d_.cpu[i].name);
+    runtime_index_.resize(threads_.size());
+    runtime_indexed_.assign(threads_.size(), 0);
+    top_ordinal_.assign(d_.cpu.size(), 0);
+    top_layer_.assign(d_.cpu.size(), no_layer);
+    bwd_forward_.assign(d_.cpu.size(), no_index);
+    tensor_bytes_.assign(d_.cpu.size(), no_bytes);
+    blocking_copy_.assign(d_.cpu.size(), no_index);
+  }
+  std::uint32_t runtime_of_corr(std::int64_t c) const {
+    return c < 0 ? no_index : runtime_by_corr_.find(c);
   }
 
   /// Launch links: correlation ids, then launch flows for GPU ops still unlinked.
   void link_gpu_ops() {
     launch_of_.assign(d_.gpu.size(), no_index);
+    std::vector<std::pair<std::int64_t, std::uint32_t>> kv;
     for (std::uint32_t i = 0; i < d_.gpu.size(); ++i) {
       auto c = d_.gpu[i].correlation;
       if (c < 0) continue;
-      auto it = runtime_by_corr_.find(c);
-      if (it != runtime_by_corr_.end() && !threads_[d_.cpu[it->second].thread].ignored) launch_of_[i] = it->second;
+      kv.push_back({c, i});
+      auto r = runtime_of_corr(c);
+      if (r != no_index && !threads_[d_.cpu[r].thread].ignored) launch_of_[i] = r;
     }
-    // Flows: pair s and f by (category, id).
-    std::unordered_map<std::int64_t, std::uint32_t> launch_s, launch_f;
-    for (std::uint32_t i = 0; i < d_.flows.size(); ++i) {
-      auto& f = d_.flows[i];
-      if (f.cat != ecat::launch_flow) continue;
-      (f.ph == 's' ? launch_s : launch_f).emplace(f.id, i);
-    }
-    // GPU op lookup by (device pid, stream tid, ts) and runtime lookup by (thread, ts).
-    std::unordered_map<std::uint64_t, std::uint32_t> gpu_at;
-    for (std::uint32_t i = 0; i < d_.gpu.size(); ++i)
-      gpu_at.emplace(gpu_key(d_.gpu[i].device, d_.gpu[i].stream, d_.gpu[i].ts), i);
+    const id_index op_by_corr(kv);
+    // Launch flows: pair s and f by id (sorting the flows, no hashing).
+    std::vector<std::uint32_t> fl;
+    for (std::uint32_t i = 0; i < d_.flows.size(); ++i)
+      if (d_.flows[i].cat == ecat::launch_flow) fl.push_back(i);
+    std::sort(fl.begin(), fl.end(), [&](auto a, auto b) {
+      auto& x = d_.flows[a];
+      auto& y = d_.flows[b];
+      return x.id != y.id ? x.id < y.id : x.ph < y.ph; // 'f' before 's'
+    });
     flow_state_.assign(d_.flows.size(), 0);
-    for (auto& [id, si] : launch_s) {
-      auto fit = launch_f.find(id);
-      if (fit == launch_f.end()) continue;
+    std::unordered_map<std::uint64_t, std::uint32_t> gpu_at; // built only if needed
+    for (std::size_t k = 0; k + 1 < fl.size(); ++k) {
+      auto fi = fl[k], si = fl[k + 1];
+      auto& ff = d_.flows[fi];
       auto& fs = d_.flows[si];
-      auto& ff = d_.flows[fit->second];
-      auto git = gpu_at.find(gpu_key(static_cast<std::int32_t>(ff.where.pid), static_cast<std::int32_t>(ff.stream), ff.ts));
+      if (ff.id != fs.id || ff.ph != 'f' || fs.ph != 's') continue;
+      ++k;
+      const auto dev = static_cast<std::int32_t>(ff.where.pid), st = static_cast<std::int32_t>(ff.stream);
+      std::uint32_t op = op_by_corr.find(ff.id);
+      if (op == no_index || d_.gpu[op].device != dev || d_.gpu[op].stream != st || d_.gpu[op].ts != ff.ts) {
+        // the flow does not follow the correlation ids: find the op by place and time
+        if (gpu_at.empty())
+          for (std::uint32_t i = 0; i < d_.gpu.size(); ++i)
+            gpu_at.emplace(gpu_key(d_.gpu[i].device, d_.gpu[i].stream, d_.gpu[i].ts), i);
+        auto git = gpu_at.find(gpu_key(dev, st, ff.ts));
+        op = git == gpu_at.end() ? no_index : git->second;
+      }
       std::uint32_t rt = runtime_at(fs.where, fs.ts);
-      if (git == gpu_at.end() || rt == no_index) { flow_state_[si] = flow_state_[fit->second] = 2; continue; }
-      auto op = git->second;
+      if (op == no_index || rt == no_index) { flow_state_[si] = flow_state_[fi] = 2; continue; }
       if (launch_of_[op] == no_index && !threads_[d_.cpu[rt].thread].ignored) launch_of_[op] = rt;
-      if (launch_of_[op] == rt) flow_pair_.push_back({si, fit->second, op});
-      else flow_state_[si] = flow_state_[fit->second] = 3;
+      if (launch_of_[op] == rt) flow_pair_.push_back({si, fi, op});
+      else flow_state_[si] = flow_state_[fi] = 3;
     }
     // Runtime call -> its GPU ops (CSR).
     ops_begin_.assign(d_.cpu.size() + 1, 0);
@@ -281,9 +309,9 @@ private:
     return t;
   }
   std::vector<std::uint32_t>& runtime_index(std::uint32_t t) {
-    auto it = runtime_index_.find(t);
-    if (it != runtime_index_.end()) return it->second;
     auto& v = runtime_index_[t];
+    if (runtime_indexed_[t]) return v;
+    runtime_indexed_[t] = 1;
     for (auto e : threads_[t].events) if (is_runtime(e)) v.push_back(e);
     std::stable_sort(v.begin(), v.end(), [&](auto a, auto b) { return d_.cpu[a].ts < d_.cpu[b].ts; });
     return v;
@@ -340,7 +368,7 @@ private:
   bool needed_zero(std::uint32_t e) const {
     if (!is_runtime(e)) return false;
     if (ops_begin_[e + 1] > ops_begin_[e]) return true;
-    auto sem = classify_call(d_.cpu[e].name);
+    auto sem = sem_[e];
     return sem != call_semantics::plain && sem != call_semantics::launch && sem != call_semantics::async_copy;
   }
 
@@ -424,8 +452,7 @@ private:
       if (a.top_op == no_index) {
         a.top_op = e;
         // Layers named after top-level operators: name#k, k-th such op of the iteration.
-        auto key = std::make_pair(iteration_at(x.ts), x.name);
-        top_ordinal_.emplace(e, top_count_[std::make_pair(x.thread, key)]++);
+        top_ordinal_[e] = top_count_[top_key{x.thread, iteration_at(x.ts), x.name}]++;
       }
     }
     if (x.cat == ecat::python_function && starts_with(x.name, "nn.Module:")) a.module = e;
@@ -459,15 +486,12 @@ private:
     auto& a = attr_[e];
     if (a.module != no_index) return g_.intern(module_layer(a.module));
     if (a.top_op != no_index) {
-      auto it = top_layer_.find(a.top_op);
-      if (it != top_layer_.end()) return it->second;
+      if (top_layer_[a.top_op] != no_layer) return top_layer_[a.top_op];
       auto& x = d_.cpu[a.top_op];
       std::string n(x.name);
       n += '#';
       n += std::to_string(top_ordinal_[a.top_op]);
-      auto id = g_.intern(n);
-      top_layer_.emplace(a.top_op, id);
-      return id;
+      return top_layer_[a.top_op] = g_.intern(n);
     }
     return no_name;
   }
@@ -492,7 +516,7 @@ private:
       std::uint32_t be = tf == no_index || threads_[tf].ignored ? no_index : event_at(tf, ff.ts, false);
       if (fe == no_index || be == no_index) { fwd_state_[si] = fwd_state_[fit->second] = 2; continue; }
       auto root = attr_[be].bwd != no_index ? attr_[be].bwd : be;
-      bwd_forward_.emplace(root, fe);
+      if (bwd_forward_[root] == no_index) bwd_forward_[root] = fe;
       fwd_state_[si] = fwd_state_[fit->second] = 1;
     }
     // Sequence numbers: the latest forward op with that number before the backward one.
@@ -505,7 +529,7 @@ private:
     for (auto& [k, v] : fwd_seq)
       std::sort(v.begin(), v.end(), [&](auto a, auto b) { return d_.cpu[a].ts < d_.cpu[b].ts; });
     for (std::uint32_t i = 0; i < d_.cpu.size(); ++i) {
-      if (attr_[i].bwd != i || bwd_forward_.count(i)) continue;
+      if (attr_[i].bwd != i || bwd_forward_[i] != no_index) continue;
       // the root itself, or its first child, carries the sequence number
       std::int64_t seq = d_.cpu[i].seq;
       if (seq < 0) continue;
@@ -514,7 +538,7 @@ private:
       auto& v = it->second;
       auto p = std::upper_bound(v.begin(), v.end(), d_.cpu[i].ts, [&](time_ns t, std::uint32_t e) { return t < d_.cpu[e].ts; });
       if (p == v.begin()) continue;
-      bwd_forward_.emplace(i, *(p - 1));
+      bwd_forward_[i] = *(p - 1);
     }
   }
 
@@ -524,8 +548,7 @@ private:
     unmapped = false;
     auto& a = attr_[e];
     if (a.bwd != no_index) {
-      auto it = bwd_forward_.find(a.bwd);
-      if (it != bwd_forward_.end()) return forward_layer(it->second);
+      if (bwd_forward_[a.bwd] != no_index) return forward_layer(bwd_forward_[a.bwd]);
       unmapped = true;
       return no_name;
     }
@@ -598,8 +621,10 @@ private:
         }
         if (!split) continue;
         sessions_.push_back({t, first, k - 1});
-        m.cuts.push_back({th.slices[first].start, cut_anchor});
-        anchor_times_.push_back({t, th.slices[first].start});
+        const time_ns at = th.slices[first].start;
+        const bool soft = inside_runtime(m, at);
+        if (!soft) m.cuts.push_back({at, cut_anchor});
+        anchor_times_.push_back({t, at, soft});
         first = k;
       }
     }
@@ -608,14 +633,23 @@ private:
     // something the trace does not show), anchor it to the main thread at its start.
     if (first_main_ != no_index)
       for (auto& s : streams_)
-        if (!s.ops.empty() && head_needs_anchor(s.ops.front()))
+        if (!s.ops.empty() && head_needs_anchor(s.ops.front()) &&
+            !inside_runtime(threads_[first_main_], d_.gpu[s.ops.front()].ts))
           threads_[first_main_].cuts.push_back({d_.gpu[s.ops.front()].ts, cut_anchor});
+  }
+
+  /// Whether `t` falls strictly inside a runtime call on thread `m`. Anchors do not cut
+  /// runtime calls (a sync cut in two would wait for a fixed time in its first piece):
+  /// they hang on the slice before the call instead.
+  bool inside_runtime(const thread_rec& m, time_ns t) const {
+    auto k = slice_containing(m, t);
+    return k != no_pos && m.slices[k].start < t && m.slices[k].ev != no_index && is_runtime(m.slices[k].ev);
   }
 
   bool head_needs_anchor(std::uint32_t o) const {
     auto r = launch_of_[o];
     if (r == no_index) return true;
-    const time_ns launched = blocking_copy_.count(r) ? d_.cpu[r].ts : attr_[r].end;
+    const time_ns launched = blocking_copy_[r] != no_index ? d_.cpu[r].ts : attr_[r].end;
     return d_.gpu[o].ts - launched > s_.launch_latency;
   }
 
@@ -688,7 +722,7 @@ private:
       if (copy == no_index) continue;
       auto& x = d_.cpu[e];
       if (attr_[e].end > x.ts) threads_[x.thread].cuts.push_back({x.ts, cut_launch, e});
-      blocking_copy_.emplace(e, copy);
+      blocking_copy_[e] = copy;
     }
   }
 
@@ -698,7 +732,7 @@ private:
 
   /// The copy a runtime call waits for, if it is a blocking copy (by API or by timing).
   std::uint32_t blocking_copy_of(std::uint32_t e) const {
-    auto sem = classify_call(d_.cpu[e].name);
+    auto sem = sem_[e];
     if (sem != call_semantics::blocking_copy && sem != call_semantics::async_copy) return no_index;
     const time_ns s = d_.cpu[e].ts, end = attr_[e].end;
     for (auto k = ops_begin_[e]; k < ops_begin_[e + 1]; ++k) {
@@ -835,6 +869,16 @@ private:
     }
     return no_pos;
   }
+  /// The last slice ending at or before t.
+  static std::size_t slice_ending_by(const thread_rec& th, time_ns t) {
+    auto& sl = th.slices;
+    auto it = std::upper_bound(sl.begin(), sl.end(), t, [](time_ns v, const slice& s) { return v < s.start; });
+    while (it != sl.begin()) {
+      --it;
+      if (it->end <= t) return static_cast<std::size_t>(it - sl.begin());
+    }
+    return no_pos;
+  }
   /// The first slice starting exactly at t (a marker at t comes first).
   static std::size_t slice_starting_at(const thread_rec& th, time_ns t, std::uint8_t marker = 255) {
     auto& sl = th.slices;
@@ -867,8 +911,7 @@ private:
 
   // ------------------------------------------------------------------ tasks
   std::uint64_t tensor_bytes_of(std::uint32_t e) {
-    auto it = tensor_bytes_.find(e);
-    if (it != tensor_bytes_.end()) return it->second;
+    if (tensor_bytes_[e] != no_bytes) return tensor_bytes_[e];
     std::uint64_t b = 0;
     // AccumulateGrad: the gradient it accumulates.
     for (auto c = e; c != no_index; c = attr_[c].parent) {
@@ -885,8 +928,20 @@ private:
         b = input_bytes(m.input_dims, m.input_types);
       }
     }
-    tensor_bytes_.emplace(e, b);
-    return b;
+    return tensor_bytes_[e] = b;
+  }
+
+  /// First and last slice of every runtime call (they are never merged, only cut).
+  void index_pieces() {
+    piece_first_.assign(d_.cpu.size(), no_index);
+    piece_last_.assign(d_.cpu.size(), no_index);
+    for (auto& th : threads_)
+      for (std::size_t k = 0; k < th.slices.size(); ++k) {
+        auto e = th.slices[k].ev;
+        if (e == no_index || !is_runtime(e)) continue;
+        if (piece_first_[e] == no_index) piece_first_[e] = static_cast<std::uint32_t>(k);
+        piece_last_[e] = static_cast<std::uint32_t>(k);
+      }
   }
 
   void make_tasks() {
@@ -916,7 +971,7 @@ private:
           auto& x = d_.cpu[s.ev];
           name = x.name;
           if (is_runtime(s.ev)) {
-            p.call = call_kind(classify_call(x.name));
+            p.call = call_kind(sem_[s.ev]);
             if (ops_begin_[s.ev + 1] > ops_begin_[s.ev] && p.call == cpu_call::runtime) {
               bool kernel = false;
               for (auto k = ops_begin_[s.ev]; k < ops_begin_[s.ev + 1]; ++k)
@@ -926,12 +981,15 @@ private:
             p.correlation = x.correlation >= 0 ? static_cast<std::uint64_t>(x.correlation) : 0;
           }
           auto op = attr_[s.ev].op;
-          if (op != no_index) p.op = g_.intern(d_.cpu[op].name);
+          if (op != no_index) p.op = names_(d_.cpu[op].name);
           p.tensor_bytes = tensor_bytes_of(s.ev);
         }
-        auto h = g_.add(p, task_fields{.name = name, .duration = s.end - s.start, .resource = th.res,
-                                       .gap = 0, .trace_start = s.start, .layer = g_.str(s.layer),
+        // names and layers are interned through the cache, then set in place
+        auto h = g_.add(p, task_fields{.name = {}, .duration = s.end - s.start, .resource = th.res,
+                                       .gap = 0, .trace_start = s.start, .layer = {},
                                        .phase = s.ph, .iteration = s.iteration});
+        g_.core().name[h.id] = names_(name);
+        g_.core().layer[h.id] = s.layer;
         s.task = h.id;
       }
     }
@@ -940,19 +998,19 @@ private:
     for (auto& s : streams_) {
       for (auto o : s.ops) {
         auto& e = d_.gpu[o];
-        std::string_view layer;
+        name_id layer = no_name;
         phase ph = phase::other;
         std::int32_t it = iteration_at(e.ts);
         auto src = launch_slice(o);
         if (src) {
-          layer = g_.str(src->layer);
+          layer = src->layer;
           ph = src->ph;
           it = src->iteration;
         } else {
           ++out_.unlinked;
         }
-        task_fields f{.name = e.name, .duration = e.dur, .resource = s.res, .gap = 0,
-                      .trace_start = e.ts, .layer = layer, .phase = ph, .iteration = it};
+        task_fields f{.name = {}, .duration = e.dur, .resource = s.res, .gap = 0,
+                      .trace_start = e.ts, .layer = {}, .phase = ph, .iteration = it};
         const std::uint64_t corr = e.correlation >= 0 ? static_cast<std::uint64_t>(e.correlation) : 0;
         task_id id;
         if (e.cat == ecat::kernel && is_comm_kernel(e.name)) {
@@ -970,6 +1028,8 @@ private:
           m.bytes = e.bytes; m.device = e.device; m.stream = e.stream; m.correlation = corr;
           id = g_.add(m, f).id;
         }
+        g_.core().name[id] = names_(e.name);
+        g_.core().layer[id] = layer;
         gpu_task_[o] = id;
       }
     }
@@ -992,13 +1052,16 @@ private:
     auto& th = threads_[d_.cpu[r].thread];
     auto [first, last] = pieces_of(r);
     if (first == no_pos) return nullptr;
-    auto bc = blocking_copy_.find(r);
-    if (bc != blocking_copy_.end() && first != last) return &th.slices[first];
+    if (blocking_copy_[r] != no_index && first != last) return &th.slices[first];
     return &th.slices[last];
   }
 
   /// The first and last slice whose innermost event is `e`.
   std::pair<std::size_t, std::size_t> pieces_of(std::uint32_t e) const {
+    if (!piece_first_.empty()) {
+      if (piece_first_[e] == no_index) return {no_pos, no_pos};
+      return {piece_first_[e], piece_last_[e]};
+    }
     auto& th = threads_[d_.cpu[e].thread];
     auto& sl = th.slices;
     const time_ns ts = d_.cpu[e].ts;
@@ -1138,23 +1201,26 @@ private:
       gpu_ready_[o] = std::max(gpu_ready_[o], src->end);
     }
     // Anchors: worker sessions start after the main thread reached their start time.
-    for (auto& [t, ts] : anchor_times_) {
-      auto& w = threads_[t];
+    for (auto& an : anchor_times_) {
+      auto& w = threads_[an.thread];
       auto& m = threads_[w.main];
-      auto a = slice_ending_at(m, ts);
-      auto b = slice_starting_at(w, ts);
+      auto a = an.soft ? slice_ending_by(m, an.t) : slice_ending_at(m, an.t);
+      auto b = slice_starting_at(w, an.t);
       if (a == no_pos || b == no_pos) continue;
       edge(m.slices[a].task, w.slices[b].task, dep_kind::control);
-      w.slices[b].anchored = true;
+      // a hard anchor ends exactly at the session's start: the idle time before the
+      // session is then the main thread's, not a gap of the worker
+      if (!an.soft) w.slices[b].anchored = true;
     }
     if (first_main_ != no_index)
       for (auto& s : streams_) {
         if (s.ops.empty() || !head_needs_anchor(s.ops.front())) continue;
         auto& m = threads_[first_main_];
-        auto a = slice_ending_at(m, d_.gpu[s.ops.front()].ts);
+        auto head = s.ops.front();
+        auto a = slice_ending_by(m, d_.gpu[head].ts);
         if (a == no_pos) continue;
-        edge(m.slices[a].task, gpu_task_[s.ops.front()], dep_kind::control);
-        gpu_ready_[s.ops.front()] = std::max(gpu_ready_[s.ops.front()], d_.gpu[s.ops.front()].ts);
+        edge(m.slices[a].task, gpu_task_[head], dep_kind::control);
+        gpu_ready_[head] = std::max(gpu_ready_[head], m.slices[a].end);
       }
     // Joins: the main thread resumes when the worker session ends.
     for (auto& j : joins_) {
@@ -1202,7 +1268,7 @@ private:
         time_ns gap = full;
         // (A copy enqueued by a blocking copy call is "ready" at the call's start only
         // nominally: the time before it starts is the call's own work, kept as a gap.)
-        const bool nominal = launch_of_[nx] != no_index && blocking_copy_.count(launch_of_[nx]);
+        const bool nominal = launch_of_[nx] != no_index && blocking_copy_[launch_of_[nx]] != no_index;
         if (!nominal && ready != std::numeric_limits<time_ns>::min() && ready > pend &&
             n.ts - ready <= s_.launch_latency)
           gap = 0;
@@ -1242,7 +1308,7 @@ private:
     // Event records seen so far per process (for event waits without cuda_sync records).
     std::vector<std::uint32_t> records;
     for (std::uint32_t e = 0; e < d_.cpu.size(); ++e)
-      if (is_runtime(e) && !threads_[d_.cpu[e].thread].ignored && classify_call(d_.cpu[e].name) == call_semantics::event_record)
+      if (is_runtime(e) && !threads_[d_.cpu[e].thread].ignored && sem_[e] == call_semantics::event_record)
         records.push_back(e);
     std::sort(records.begin(), records.end(), [&](auto a, auto b) { return d_.cpu[a].ts < d_.cpu[b].ts; });
 
@@ -1255,7 +1321,7 @@ private:
       slice& w = th.slices[last];
       const time_ns s = x.ts, end = attr_[e].end;
       const time_ns deadline = end + s_.sync_tolerance;
-      auto sem = classify_call(x.name);
+      auto sem = sem_[e];
       auto sit = x.correlation >= 0 ? sync_by_corr.find(x.correlation) : sync_by_corr.end();
       const sync_event* rec = sit != sync_by_corr.end() ? &d_.syncs[sit->second] : nullptr;
       const std::size_t edges_before = edges_.size();
@@ -1264,9 +1330,9 @@ private:
         if (rec) sync_state_[sit->second] = edges_.size() > edges_before ? 1 : 3;
       };
 
-      if (auto bc = blocking_copy_.find(e); bc != blocking_copy_.end()) {
+      if (blocking_copy_[e] != no_index) {
         // Only when the call was cut at its copy's start: the piece before launches it.
-        if (first != last) wait_for_op(w, bc->second);
+        if (first != last) wait_for_op(w, blocking_copy_[e]);
         used();
         continue;
       }
@@ -1303,9 +1369,9 @@ private:
         std::uint32_t o = no_index;
         if (rec) {
           if (rec->record_correlation >= 0 && rec->wait_stream >= 0) {
-            auto rit = runtime_by_corr_.find(rec->record_correlation);
+            auto rit = runtime_of_corr(rec->record_correlation);
             auto si = stream_index(rec->device, rec->wait_stream);
-            if (rit != runtime_by_corr_.end() && si != no_index) o = waited_on(streams_[si], d_.cpu[rit->second].ts + 1, deadline);
+            if (rit != no_index && si != no_index) o = waited_on(streams_[si], d_.cpu[rit].ts + 1, deadline);
           }
         } else if (s_.infer_event_waits) {
           o = event_source(records, x, deadline);
@@ -1317,10 +1383,10 @@ private:
       case call_semantics::stream_wait: {
         std::uint32_t src = no_index, dst = no_index;
         if (rec) {
-          auto rit = rec->record_correlation >= 0 ? runtime_by_corr_.find(rec->record_correlation) : runtime_by_corr_.end();
+          auto rit = runtime_of_corr(rec->record_correlation);
           auto ss = rec->wait_stream >= 0 ? stream_index(rec->device, rec->wait_stream) : no_index;
           auto ds = rec->stream >= 0 ? stream_index(rec->device, rec->stream) : no_index;
-          if (rit != runtime_by_corr_.end() && ss != no_index) src = last_launched_before(streams_[ss], d_.cpu[rit->second].ts + 1);
+          if (rit != no_index && ss != no_index) src = last_launched_before(streams_[ss], d_.cpu[rit].ts + 1);
           if (ds != no_index) dst = first_launched_after(streams_[ds], s);
         } else if (s_.infer_event_waits) {
           src = event_source(records, x, std::numeric_limits<time_ns>::max());
@@ -1478,28 +1544,50 @@ private:
   const build_settings& s_;
   build_output& out_;
   daydream::graph& g_;
+  struct intern_fn {
+    daydream::graph* g;
+    name_id operator()(std::string_view s) const { return g->intern(s); }
+  };
+  name_cache<intern_fn> names_{intern_fn{&g_}};
 
   std::vector<thread_rec> threads_;
   std::vector<stream_rec> streams_;
   std::vector<std::uint32_t> op_stream_;
   std::vector<ev_attr> attr_;
-  std::unordered_map<std::int64_t, std::uint32_t> runtime_by_corr_;
+  static constexpr name_id no_layer = std::numeric_limits<name_id>::max();
+  static constexpr std::uint64_t no_bytes = std::numeric_limits<std::uint64_t>::max();
+  struct top_key {
+    std::uint32_t thread;
+    std::int32_t iteration;
+    std::string_view name;
+    friend bool operator==(const top_key&, const top_key&) = default;
+  };
+  struct top_key_hash {
+    std::size_t operator()(const top_key& k) const noexcept {
+      return std::hash<std::string_view>{}(k.name) ^ (std::size_t(k.thread) << 20) ^ std::size_t(std::uint32_t(k.iteration));
+    }
+  };
+  id_index runtime_by_corr_;
   std::vector<std::uint32_t> launch_of_;
   std::vector<std::uint32_t> ops_begin_, ops_list_;
   std::vector<flow_pair_rec> flow_pair_;
   std::vector<std::uint8_t> flow_state_, fwd_state_, sync_state_;
   std::unordered_map<pidtid, std::uint32_t, pidtid_hash> thread_cache_;
-  std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> runtime_index_;
+  std::vector<std::vector<std::uint32_t>> runtime_index_;
+  std::vector<std::uint8_t> runtime_indexed_;
   std::vector<time_ns> iter_begin_;
   std::vector<std::uint32_t> marker_events_;
-  std::map<std::pair<std::uint32_t, std::pair<std::int32_t, std::string_view>>, std::uint32_t> top_count_;
-  std::unordered_map<std::uint32_t, std::uint32_t> top_ordinal_;
-  std::unordered_map<std::uint32_t, name_id> top_layer_;
-  std::unordered_map<std::uint32_t, std::uint32_t> bwd_forward_;
-  std::unordered_map<std::uint32_t, std::uint64_t> tensor_bytes_;
-  std::unordered_map<std::uint32_t, std::uint32_t> blocking_copy_;
+  std::unordered_map<top_key, std::uint32_t, top_key_hash> top_count_;
+  std::vector<std::uint32_t> top_ordinal_;
+  std::vector<call_semantics> sem_;
+  std::vector<std::uint32_t> piece_first_, piece_last_;
+  std::vector<name_id> top_layer_;
+  std::vector<std::uint32_t> bwd_forward_;
+  std::vector<std::uint64_t> tensor_bytes_;
+  std::vector<std::uint32_t> blocking_copy_;
   std::vector<session> sessions_;
-  std::vector<std::pair<std::uint32_t, time_ns>> anchor_times_;
+  struct anchor_rec { std::uint32_t thread; time_ns t; bool soft; };
+  std::vector<anchor_rec> anchor_times_;
   std::vector<join_rec> joins_;
   std::vector<std::uint32_t> mem_thread_, mem_used_;
   std::vector<task_id> gpu_task_;

@@ -249,6 +249,11 @@ struct raw_event {
 
 using simdjson::ondemand::json_type;
 
+/// `k == lit` for a string literal, with a fixed-size comparison the compiler inlines.
+template <std::size_t N> inline bool is(std::string_view k, const char (&lit)[N]) noexcept {
+  return k.size() == N - 1 && __builtin_memcmp(k.data(), lit, N - 1) == 0;
+}
+
 inline std::string_view type_name(json_type t) noexcept {
   switch (t) {
   case json_type::array: return "an array";
@@ -264,8 +269,8 @@ inline std::string_view type_name(json_type t) noexcept {
 /// The decoder: owns nothing but the parse state; results go to `out`.
 class kineto_decoder {
 public:
-  kineto_decoder(std::string_view source, const char* base, decoded_trace& out)
-      : source_(source), base_(base), out_(out) {}
+  kineto_decoder(std::string_view source, const char* base, std::size_t size, decoded_trace& out)
+      : source_(source), base_(base), doc_size_(size), out_(out) {}
 
   /// Decodes a whole document. Throws daydream::error naming the source and the byte
   /// offset (syntax) or the event index (content).
@@ -340,9 +345,9 @@ private:
       if (auto err = f.unescaped_key().get(k)) syntax(err, &doc);
       auto val = f.value();
       std::int64_t n = 0;
-      if (k == "rank") { if (read_int(val, n)) out_.rank = static_cast<std::int32_t>(n); }
-      else if (k == "world_size") { if (read_int(val, n)) out_.world_size = static_cast<std::int32_t>(n); }
-      else if (k == "backend") {
+      if (is(k, "rank")) { if (read_int(val, n)) out_.rank = static_cast<std::int32_t>(n); }
+      else if (is(k, "world_size")) { if (read_int(val, n)) out_.world_size = static_cast<std::int32_t>(n); }
+      else if (is(k, "backend")) {
         std::string_view s;
         if (!val.get_string().get(s)) out_.backend = std::string(s);
       }
@@ -362,7 +367,7 @@ private:
         if (auto err = std::move(f_r).get(f)) syntax(err, &doc);
         std::string_view k;
         if (auto err = f.unescaped_key().get(k)) syntax(err, &doc);
-        if (k == "name") {
+        if (is(k, "name")) {
           std::string_view s;
           if (!f.value().get_string().get(s)) out_.gpus.emplace_back(s);
         }
@@ -406,13 +411,26 @@ private:
 
   std::string_view read_string(simdjson::ondemand::value& v, const char* field,
                                simdjson::ondemand::document& doc) {
-    json_type t;
-    if (auto err = v.type().get(t)) syntax(err, &doc);
-    if (t != json_type::string)
-      fail_event(std::string("field '") + field + "' must be a string, not " + std::string(type_name(t)));
     std::string_view s;
-    if (auto err = v.get_string().get(s)) syntax(err, &doc);
+    if (auto err = v.get_string().get(s)) {
+      json_type t;
+      if (err == simdjson::INCORRECT_TYPE && !v.type().get(t))
+        fail_event(std::string("field '") + field + "' must be a string, not " + std::string(type_name(t)));
+      syntax(err, &doc);
+    }
     return s;
+  }
+
+  /// A field's key without unescaping it: Kineto's keys have no escapes, so the raw
+  /// text up to the closing quote is the key (escaped keys take the slow path).
+  std::string_view key_of(simdjson::ondemand::field& f, simdjson::ondemand::document& doc) {
+    const char* p = f.key().raw();
+    const char* q = p;
+    while (*q != '"' && *q != '\\') ++q;
+    if (*q == '"') return {p, static_cast<std::size_t>(q - p)};
+    std::string_view k;
+    if (auto err = f.unescaped_key().get(k)) syntax(err, &doc);
+    return k;
   }
 
   std::string_view read_number_text(simdjson::ondemand::value& v, const char* field,
@@ -437,8 +455,7 @@ private:
     for (auto f_r : o) {
       simdjson::ondemand::field f;
       if (auto err = std::move(f_r).get(f)) syntax(err, &doc);
-      std::string_view k;
-      if (auto err = f.unescaped_key().get(k)) syntax(err, &doc);
+      std::string_view k = key_of(f, doc);
       simdjson::ondemand::value val = f.value();
       auto as_int = [&](std::int64_t& dst) { std::int64_t n; if (read_int(val, n)) dst = n; };
       auto as_str = [&](std::string_view& dst) {
@@ -457,40 +474,60 @@ private:
       };
       switch (k.size()) {
       case 5:
-        if (k == "Bytes") { std::int64_t n; if (read_int(val, n)) { e.mem_bytes = n; e.has_mem_bytes = true; } }
-        else if (k == "bytes") as_int(e.bytes); // gpu_memcpy / gpu_memset size
-        else if (k == "dtype") as_str(e.dtype);
+        if (is(k, "Bytes")) { std::int64_t n; if (read_int(val, n)) { e.mem_bytes = n; e.has_mem_bytes = true; } }
+        else if (is(k, "bytes")) as_int(e.bytes); // gpu_memcpy / gpu_memset size
+        else if (is(k, "dtype")) as_str(e.dtype);
         break;
       case 6:
-        if (k == "stream") { std::int64_t n; if (read_int(val, n)) { e.stream = n; e.has_stream = true; } }
-        else if (k == "device") as_int(e.device);
+        if (is(k, "stream")) { std::int64_t n; if (read_int(val, n)) { e.stream = n; e.has_stream = true; } }
+        else if (is(k, "device")) as_int(e.device);
         break;
       case 10:
-        if (k == "Input Dims" || k == "Input dims") as_raw(e.input_dims);
-        else if (k == "Input type") as_raw(e.input_types);
-        else if (k == "Group size") as_int(e.group_size);
+        if (is(k, "Input Dims") || is(k, "Input dims")) as_raw(e.input_dims);
+        else if (is(k, "Input type")) as_raw(e.input_types);
+        else if (is(k, "Group size")) as_int(e.group_size);
         break;
       case 5 + 6:
-        if (k == "correlation") as_int(e.correlation);
-        else if (k == "External id" || k == "external id") as_int(e.external_id);
-        else if (k == "Device Type") as_int(e.device_type);
+        if (is(k, "correlation")) as_int(e.correlation);
+        else if (is(k, "External id") || is(k, "external id")) as_int(e.external_id);
+        else if (is(k, "Device Type")) as_int(e.device_type);
         break;
-      case 9: if (k == "Device Id") as_int(e.device_id); break;
-      case 13: if (k == "In msg nelems") as_int(e.in_nelems); break;
+      case 9: if (is(k, "Device Id")) as_int(e.device_id); break;
+      case 13: if (is(k, "In msg nelems")) as_int(e.in_nelems); break;
       case 14:
-        if (k == "Out msg nelems") as_int(e.out_nelems);
-        else if (k == "cuda_sync_kind") as_str(e.sync_kind);
-        else if (k == "wait_on_stream") as_int(e.wait_stream);
+        if (is(k, "Out msg nelems")) as_int(e.out_nelems);
+        else if (is(k, "cuda_sync_kind")) as_str(e.sync_kind);
+        else if (is(k, "wait_on_stream")) as_int(e.wait_stream);
         break;
       case 15:
-        if (k == "Sequence number") as_int(e.seq);
-        else if (k == "Total Allocated") as_int(e.total_allocated);
-        else if (k == "Collective name") as_str(e.collective);
+        if (is(k, "Sequence number")) as_int(e.seq);
+        else if (is(k, "Total Allocated")) as_int(e.total_allocated);
+        else if (is(k, "Collective name")) as_str(e.collective);
         break;
-      case 33: if (k == "wait_on_cuda_event_record_corr_id") as_int(e.wait_record); break;
+      case 33: if (is(k, "wait_on_cuda_event_record_corr_id")) as_int(e.wait_record); break;
       default: break;
       }
     }
+  }
+
+  /// Whether the arguments of an event matter (ph, cat and name come first in Kineto's
+  /// output; when they do not, every argument is read).
+  static bool wants_args(const raw_event& e) noexcept {
+    if (e.ph.empty() || e.cat.empty()) return true;
+    switch (e.ph[0]) {
+    case 'X': {
+      auto c = classify_category(e.cat);
+      return c != ecat::python_function && c != ecat::gpu_annotation && c != ecat::trace_span && c != ecat::other;
+    }
+    case 'i': case 'I': return e.name.empty() || e.name == "[memory]";
+    default: return false;
+    }
+  }
+  /// Checks that `args` is an object without reading it.
+  void check_object(simdjson::ondemand::value& v, simdjson::ondemand::document& doc) {
+    json_type t;
+    if (auto err = v.type().get(t)) syntax(err, &doc);
+    if (t != json_type::object) fail_event("field 'args' must be an object, not " + std::string(type_name(t)));
   }
 
   std::int64_t string_id(std::string_view s) {
@@ -539,6 +576,11 @@ private:
 
   void events(simdjson::ondemand::array& arr, simdjson::ondemand::document& doc) {
     index_ = 0;
+    // Kineto events average 200-300 bytes: reserve for the common categories up front.
+    const std::size_t guess = doc_size_ / 400;
+    out_.cpu.reserve(guess);
+    out_.gpu.reserve(guess / 4);
+    out_.flows.reserve(guess / 2);
     for (auto el_r : arr) {
       in_event_ = true;
       simdjson::ondemand::value el;
@@ -553,14 +595,13 @@ private:
       for (auto f_r : o) {
         simdjson::ondemand::field f;
         if (auto err = std::move(f_r).get(f)) syntax(err, &doc);
-        std::string_view k;
-        if (auto err = f.unescaped_key().get(k)) syntax(err, &doc);
+        std::string_view k = key_of(f, doc);
         simdjson::ondemand::value v = f.value();
         switch (k.size()) {
         case 2:
-          if (k == "ph") e.ph = read_string(v, "ph", doc);
-          else if (k == "ts") { e.ts_text = read_number_text(v, "ts", doc); has_ts = true; }
-          else if (k == "id") {
+          if (is(k, "ph")) e.ph = read_string(v, "ph", doc);
+          else if (is(k, "ts")) { e.ts_text = read_number_text(v, "ts", doc); has_ts = true; }
+          else if (is(k, "id")) {
             std::int64_t n;
             if (read_int(v, n)) { e.id = n; e.has_id = true; }
             else {
@@ -572,7 +613,7 @@ private:
                 e.has_id = true;
               }
             }
-          } else if (k == "bp") {
+          } else if (is(k, "bp")) {
             json_type bt;
             if (!v.type().get(bt) && bt == json_type::string) {
               if (auto err = v.get_string().get(e.bp)) syntax(err, &doc);
@@ -580,14 +621,14 @@ private:
           }
           break;
         case 3:
-          if (k == "cat") e.cat = read_string(v, "cat", doc);
-          else if (k == "pid") read_id(v, e.pid, "pid", doc);
-          else if (k == "tid") read_id(v, e.tid, "tid", doc);
-          else if (k == "dur") { e.dur_text = read_number_text(v, "dur", doc); has_dur = true; }
+          if (is(k, "cat")) e.cat = read_string(v, "cat", doc);
+          else if (is(k, "pid")) read_id(v, e.pid, "pid", doc);
+          else if (is(k, "tid")) read_id(v, e.tid, "tid", doc);
+          else if (is(k, "dur")) { e.dur_text = read_number_text(v, "dur", doc); has_dur = true; }
           break;
         case 4:
-          if (k == "name") e.name = read_string(v, "name", doc);
-          else if (k == "args") args(v, e, doc);
+          if (is(k, "name")) e.name = read_string(v, "name", doc);
+          else if (is(k, "args")) { if (wants_args(e)) args(v, e, doc); else check_object(v, doc); }
           break;
         default: break;
         }
@@ -695,6 +736,7 @@ private:
 
   std::string_view source_;
   const char* base_;
+  std::size_t doc_size_;
   decoded_trace& out_;
   std::size_t index_ = 0;
   bool in_event_ = false;
@@ -712,7 +754,7 @@ private:
 inline void decode_kineto(simdjson::ondemand::parser& parser, simdjson::padded_string_view json,
                           std::string_view source, decoded_trace& out) {
   if (json.size() == 0) throw error("daydream: " + std::string(source) + ": empty file");
-  kineto_decoder d(source, json.data(), out);
+  kineto_decoder d(source, json.data(), json.size(), out);
   d.run(parser, json);
 }
 

@@ -87,13 +87,19 @@ inline cpu_call call_kind(call_semantics s) noexcept {
 inline std::uint8_t phase_mark(std::string_view name, bool is_op, bool is_python,
                                bool is_annotation) noexcept {
   auto mark = [](phase p) { return static_cast<std::uint8_t>(1 + static_cast<int>(p)); };
-  if (starts_with(name, "Optimizer.step")) return mark(phase::weight_update);
-  if (starts_with(name, "Optimizer.zero_grad")) return mark(phase::other);
-  if (starts_with(name, "enumerate(DataLoader)") || contains(name, "DataLoader")) return mark(phase::other);
-  if (starts_with(name, "autograd::engine::evaluate_function")) return mark(phase::backward);
-  if (is_op && contains(name, "Backward")) return mark(phase::backward);
-  if (is_python && starts_with(name, "nn.Module:")) return mark(phase::forward);
+  // Cheap first-character tests first: this runs for every CPU event.
+  if (name.empty()) return 0;
+  const char c = name[0];
+  if (c == 'O' && starts_with(name, "Optimizer.")) {
+    if (starts_with(name, "Optimizer.step")) return mark(phase::weight_update);
+    if (starts_with(name, "Optimizer.zero_grad")) return mark(phase::other);
+  }
+  if (c == 'e' && starts_with(name, "enumerate(DataLoader)")) return mark(phase::other);
+  if (c == 'a' && starts_with(name, "autograd::engine::evaluate_function")) return mark(phase::backward);
+  if (is_op && c != 'a' && contains(name, "Backward")) return mark(phase::backward); // aten:: ops never are
+  if (is_python && c == 'n' && starts_with(name, "nn.Module:")) return mark(phase::forward);
   if (is_annotation && !starts_with(name, "ProfilerStep#")) {
+    if (contains(name, "DataLoader")) return mark(phase::other);
     if (icontains(name, "zero_grad")) return mark(phase::other);
     if (icontains(name, "backward")) return mark(phase::backward);
     if (icontains(name, "optimizer")) return mark(phase::weight_update);
@@ -104,8 +110,9 @@ inline std::uint8_t phase_mark(std::string_view name, bool is_op, bool is_python
 
 /// Whether an event starts a backward computation (its layer comes from the forward op).
 inline bool is_backward_root(std::string_view name, bool is_op) noexcept {
-  return starts_with(name, "autograd::engine::evaluate_function") ||
-         (is_op && contains(name, "Backward"));
+  if (name.empty()) return false;
+  if (name[0] == 'a') return starts_with(name, "autograd::engine::evaluate_function");
+  return is_op && contains(name, "Backward");
 }
 
 /// Whether a kernel is a NCCL / RCCL communication kernel.

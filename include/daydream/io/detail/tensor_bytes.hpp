@@ -162,7 +162,7 @@ inline std::uint64_t input_bytes(std::string_view dims, std::string_view types) 
       total = total > std::numeric_limits<std::uint64_t>::max() - b ? std::numeric_limits<std::uint64_t>::max() : total + b;
     }
   } while (d.eat(','));
-  return total;
+  return d.eat(']') ? total : 0;
 }
 
 } // namespace daydream::io::detail

@@ -22,6 +22,13 @@
 #include <string_view>
 #include <utility>
 
+#if defined(__unix__) || defined(__APPLE__)
+#  include <fcntl.h>    // open
+#  include <sys/mman.h> // mmap: a plain trace is read in place, without a copy
+#  include <unistd.h>   // close, sysconf
+#  define DAYDREAM_IO_HAVE_MMAP 1
+#endif
+
 namespace daydream::io::detail {
 
 /// A growable byte buffer that always keeps simdjson's padding readable (and zeroed)
@@ -33,15 +40,17 @@ public:
   padded_buffer(const padded_buffer&) = delete;
   padded_buffer& operator=(const padded_buffer&) = delete;
   padded_buffer(padded_buffer&& o) noexcept
-      : p_(std::exchange(o.p_, nullptr)), size_(std::exchange(o.size_, 0)), cap_(std::exchange(o.cap_, 0)) {}
+      : p_(std::exchange(o.p_, nullptr)), size_(std::exchange(o.size_, 0)), cap_(std::exchange(o.cap_, 0)),
+        mapped_(std::exchange(o.mapped_, 0)) {}
   padded_buffer& operator=(padded_buffer&& o) noexcept {
-    std::swap(p_, o.p_); std::swap(size_, o.size_); std::swap(cap_, o.cap_);
+    std::swap(p_, o.p_); std::swap(size_, o.size_); std::swap(cap_, o.cap_); std::swap(mapped_, o.mapped_);
     return *this;
   }
-  ~padded_buffer() { std::free(p_); }
+  ~padded_buffer() { release(); }
 
   /// Makes room for `n` bytes of contents (plus padding), keeping the current ones.
   void reserve(std::size_t n) {
+    if (mapped_) throw std::bad_alloc(); // a mapped file is read-only and never grows
     if (n > std::numeric_limits<std::size_t>::max() - simdjson::SIMDJSON_PADDING) throw std::bad_alloc();
     const std::size_t need = n + simdjson::SIMDJSON_PADDING;
     if (need <= cap_) return;
@@ -72,9 +81,42 @@ public:
     return b;
   }
 
+#ifdef DAYDREAM_IO_HAVE_MMAP
+  /// Maps `size` bytes of the open file `fd` read-only, followed by zeroed padding
+  /// (an anonymous mapping reserves the whole range; the file is mapped over its start).
+  /// Returns an empty buffer if mapping fails, so the caller can read the file instead.
+  static padded_buffer map_file(int fd, std::size_t size) {
+    padded_buffer b;
+    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t total = (size + simdjson::SIMDJSON_PADDING + page - 1) / page * page;
+    void* area = ::mmap(nullptr, total, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (area == MAP_FAILED) return b;
+    int flags = MAP_PRIVATE | MAP_FIXED;
+#  ifdef MAP_POPULATE
+    flags |= MAP_POPULATE;
+#  endif
+    void* file = ::mmap(area, size, PROT_READ, flags, fd, 0);
+    if (file == MAP_FAILED) { ::munmap(area, total); return b; }
+    b.p_ = static_cast<char*>(area);
+    b.size_ = size;
+    b.cap_ = total;
+    b.mapped_ = 1;
+    return b;
+  }
+#endif
+
 private:
+  void release() noexcept {
+#ifdef DAYDREAM_IO_HAVE_MMAP
+    if (mapped_) { if (p_) ::munmap(p_, cap_); p_ = nullptr; return; }
+#endif
+    std::free(p_);
+    p_ = nullptr;
+  }
+
   char* p_ = nullptr;
   std::size_t size_ = 0, cap_ = 0;
+  int mapped_ = 0;
 };
 
 //! @cond DAYDREAM_INTERNAL
@@ -179,6 +221,16 @@ inline padded_buffer read_trace_file(const std::filesystem::path& path) {
                  hint + 1, what);
     if (std::ferror(fp)) throw error("daydream: " + what + ": read error: " + std::strerror(errno));
   } else {
+#ifdef DAYDREAM_IO_HAVE_MMAP
+    if (size > (std::size_t(1) << 20)) {
+      const int fd = ::open(what.c_str(), O_RDONLY);
+      if (fd >= 0) {
+        auto mapped = padded_buffer::map_file(fd, size);
+        ::close(fd);
+        if (mapped.size() == size) return mapped;
+      }
+    }
+#endif
     buf.reserve(size);
     std::memcpy(buf.data(), head, got);
     std::size_t have = got;

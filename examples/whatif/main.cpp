@@ -44,6 +44,7 @@ int run(int argc, char** argv) {
   std::vector<std::string> specs;
   bool json = false, critical = false;
   std::string timeline, report;
+  daydream::replay_options replay_opts;
   app.add_option("trace", trace_path, "Kineto trace (.json or .json.gz); default: the bundled ResNet-50 trace");
   app.add_option("--iteration", iteration, "iteration to analyse (ProfilerStep number); default: a steady-state one");
   app.add_option("--pass", specs, "scenario to predict (repeatable); default: every applicable bundled pass");
@@ -51,6 +52,10 @@ int run(int argc, char** argv) {
   app.add_option("--timeline", timeline, "write baseline and scenarios as Chrome-trace JSON (open in Perfetto)");
   app.add_flag("--critical-path", critical, "print the baseline's critical path by layer and phase");
   app.add_option("--report", report, "write a self-contained HTML report");
+  app.add_option("--overlap-slowdown", replay_opts.overlap_slowdown,
+                 "GPU computation runs this many times slower while communication is active "
+                 "on its node (Proteus' overlap factor); default 1: no slowdown")
+      ->check(CLI::Range(1.0, 100.0));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -90,14 +95,16 @@ int run(int argc, char** argv) {
     }
   }
   a.measured = trace.measured(a.iteration);
-  a.base = whatif::baseline(trace.g, a.iteration);
+  a.base = whatif::baseline(trace.g, a.iteration, replay_opts);
 
   if (specs.empty())
     for (auto& e : reg.entries())
-      if (e.applicable(trace.g)) specs.emplace_back(e.name);
+      if (e.applicable(trace.g))
+        specs.push_back(e.scenario_params.empty() ? std::string(e.name)
+                                                  : std::string(e.name) + ":" + std::string(e.scenario_params));
   for (auto& spec : specs) {
     if (progress) { fmt::print(stderr, "\r\x1b[Kpredicting {}...", spec); std::fflush(stderr); }
-    a.scenarios.push_back(whatif::run_scenario(trace.g, reg, spec, a.iteration));
+    a.scenarios.push_back(whatif::run_scenario(trace.g, reg, spec, a.iteration, replay_opts));
   }
   if (progress) fmt::print(stderr, "\r\x1b[K");
 

@@ -34,11 +34,11 @@ inline bool has_memory_data(const graph& g) {
 }
 
 /// Replays `g` unchanged: the baseline.
-inline scenario baseline(const graph& g, std::int32_t iteration) {
+inline scenario baseline(const graph& g, std::int32_t iteration, const daydream::replay_options& o = {}) {
   scenario s;
   s.name = "baseline";
   s.g = g;
-  s.r = daydream::replay(s.g);
+  s.r = daydream::replay(s.g, daydream::trace_order_policy{}, o);
   s.predicted = daydream::iteration_time(s.g, s.r, iteration);
   if (has_memory_data(s.g)) s.peak_memory = s.r.peak_memory;
   return s;
@@ -47,14 +47,15 @@ inline scenario baseline(const graph& g, std::int32_t iteration) {
 /// Applies the chain `spec` to a copy of `g` and replays it. A refused pass becomes
 /// the scenario's error, not an exit: the other scenarios still run.
 inline scenario run_scenario(const graph& g, const daydream::passes::registry<graph>& reg,
-                             const std::string& spec, std::int32_t iteration) {
+                             const std::string& spec, std::int32_t iteration,
+                             const daydream::replay_options& o = {}) {
   scenario s;
   s.name = spec;
   try {
     auto chain = reg.make_chain(spec);
     for (auto& p : chain) s.passes.push_back(p.name);
     s.g = g;
-    auto [r, reports] = daydream::passes::run_chain(s.g, chain);
+    auto [r, reports] = daydream::passes::run_chain(s.g, chain, o);
     s.r = std::move(r);
     s.reports = std::move(reports);
     s.predicted = daydream::iteration_time(s.g, s.r, iteration);

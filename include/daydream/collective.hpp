@@ -147,8 +147,13 @@ inline time_ns ps_transfer_time(double bytes, std::uint32_t workers, std::uint32
 }
 
 /// The all-reduce algorithms a pass can pick.
-enum class all_reduce_algorithm : std::uint8_t { ring, tree, halving_doubling };
+enum class all_reduce_algorithm : std::uint8_t {
+  ring,             ///< ring_all_reduce_time (NCCL's and Horovod's default)
+  tree,             ///< tree_all_reduce_time
+  halving_doubling, ///< halving_doubling_all_reduce_time (Rabenseifner)
+};
 
+/// The name of an all_reduce_algorithm value ("ring").
 inline constexpr std::string_view to_string(all_reduce_algorithm a) noexcept {
   switch (a) {
   case all_reduce_algorithm::ring: return "ring";
@@ -199,10 +204,10 @@ inline time_ns all_reduce_time(double bytes, const cluster& c,
 /// Stages of one message run in sequence; passes put each stage on its own channel, so
 /// the stages of consecutive messages overlap.
 struct hierarchical_stages {
-  time_ns reduce_scatter_intra = 0;
-  time_ns reduce_scatter_inter = 0;
-  time_ns all_gather_inter = 0;
-  time_ns all_gather_intra = 0;
+  time_ns reduce_scatter_intra = 0; ///< stage 1, inside each machine
+  time_ns reduce_scatter_inter = 0; ///< stage 2, across machines
+  time_ns all_gather_inter = 0;     ///< stage 3, across machines
+  time_ns all_gather_intra = 0;     ///< stage 4, inside each machine
   /// The four stages back to back.
   constexpr time_ns total() const noexcept {
     return reduce_scatter_intra + reduce_scatter_inter + all_gather_inter + all_gather_intra;

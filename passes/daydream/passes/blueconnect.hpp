@@ -42,15 +42,19 @@ using daydream::operator|;
 ///     daydream::apply(g, daydream::passes::blueconnect::from_params(daydream::pass_params::parse(
 ///         "blueconnect", "machines=4,workers_per_machine=8,nvlink=150GB/s,bandwidth=100Gbps")));
 struct blueconnect {
+  /// The name on the command line.
   static constexpr std::string_view name = "blueconnect";
+  /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
+  static constexpr std::string_view scenario_params = "workers=16,bandwidth=25Gbps";
+  /// One line for `daydream-whatif --help`.
   static constexpr std::string_view help =
       "BlueConnect: all-reduce as reduce-scatter/all-gather stages within and across machines, "
       "on parallel channels. params: cluster keys (machines=, workers_per_machine=, nvlink=, "
       "bandwidth=, ...), bucket_cap=25MiB, first_bucket=1MiB, model_bytes= (when the trace has no sizes)";
 
-  daydream::cluster cluster;
-  std::uint64_t bucket_cap = 25ull << 20;
-  std::uint64_t first_bucket = 1ull << 20;
+  daydream::cluster cluster; ///< the cluster (cluster::from_params reads it)
+  std::uint64_t bucket_cap = 25ull << 20;  ///< as ddp: DDP bucket_cap_mb = 25
+  std::uint64_t first_bucket = 1ull << 20; ///< as ddp: the first bucket, 1 MiB
   layer_bytes sizes; ///< optional layer -> gradient bytes; empty: from the trace
   double model_bytes = 0; ///< total gradient bytes to spread when the trace has no sizes
 
@@ -65,8 +69,11 @@ struct blueconnect {
     return x;
   }
 
+  /// Whether the pass can act on `g`: it needs backward work (gradients).
   static bool applicable(const graph& g) { return has_backward(g); }
 
+  /// Applies the pass to `g` (use daydream::apply for a transaction) and reports what it
+  /// inserted; a graph without gradients or a one-worker cluster is left unchanged, with a note.
   pass_report operator()(graph& g) const {
     pass_report rep;
     rep.pass = std::string(name);

@@ -29,8 +29,8 @@ namespace daydream::passes {
 
 /// Gradients communicated together: a DDP bucket, a Horovod fusion buffer.
 struct bucket {
-  std::int32_t iteration = 0;
-  std::uint64_t bytes = 0;
+  std::int32_t iteration = 0; ///< the iteration of its gradients
+  std::uint64_t bytes = 0;    ///< the sum of its gradients' bytes
   std::vector<std::size_t> members; ///< indexes into gradient_set::grads, in ready order
 };
 

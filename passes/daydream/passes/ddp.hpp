@@ -45,16 +45,20 @@ using daydream::operator|;
 ///                  daydream::pass_params::parse("ddp", "workers=16,bandwidth=25Gbps"))};
 ///     daydream::apply(g, p);
 struct ddp {
+  /// The name on the command line.
   static constexpr std::string_view name = "ddp";
+  /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
+  static constexpr std::string_view scenario_params = "workers=16,bandwidth=25Gbps";
+  /// One line for `daydream-whatif --help`.
   static constexpr std::string_view help =
       "data-parallel all-reduce with DDP buckets. params: workers=, machines=, "
       "workers_per_machine=, bandwidth=25Gbps, latency=5us, nvlink=, pcie=12GB/s, "
       "bucket_cap=25MiB, first_bucket=1MiB, algorithm=ring|tree|halving_doubling, model_bytes= (when the trace has no sizes)";
 
-  daydream::cluster cluster;
+  daydream::cluster cluster; ///< the cluster (cluster::from_params reads it)
   std::uint64_t bucket_cap = 25ull << 20;  ///< DDP bucket_cap_mb = 25
   std::uint64_t first_bucket = 1ull << 20; ///< DDP first bucket: 1 MiB
-  all_reduce_algorithm algorithm = all_reduce_algorithm::ring;
+  all_reduce_algorithm algorithm = all_reduce_algorithm::ring; ///< the collective's algorithm
   layer_bytes sizes;               ///< optional layer -> gradient bytes; empty: from the trace
   double model_bytes = 0; ///< total gradient bytes to spread when the trace has no sizes
   std::vector<gradient> gradients; ///< optional explicit gradients; overrides `sizes` and the trace
@@ -72,7 +76,7 @@ struct ddp {
     return d;
   }
 
-  /// A graph without backward work has no gradients to all-reduce.
+  /// Whether the pass can act on `g`: it needs backward work (gradients).
   static bool applicable(const graph& g) { return has_backward(g); }
 
   /// The gradients this pass all-reduces on `g`.
@@ -83,6 +87,8 @@ struct ddp {
     return s;
   }
 
+  /// Applies the pass to `g` (use daydream::apply for a transaction) and reports what it
+  /// inserted; a graph without gradients or a one-worker cluster is left unchanged, with a note.
   pass_report operator()(graph& g) const {
     pass_report rep;
     rep.pass = std::string(name);

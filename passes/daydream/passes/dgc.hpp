@@ -54,18 +54,22 @@ using daydream::operator|;
 ///     daydream::apply(g, daydream::passes::dgc::from_params(
 ///         daydream::pass_params::parse("dgc", "workers=16,bandwidth=10Gbps,ratio=0.001")));
 struct dgc {
+  /// The name on the command line.
   static constexpr std::string_view name = "dgc";
+  /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
+  static constexpr std::string_view scenario_params = "workers=16,bandwidth=25Gbps";
+  /// One line for `daydream-whatif --help`.
   static constexpr std::string_view help =
       "Deep Gradient Compression: all-gather of top-ratio sparse gradients plus compression and "
       "decompression kernels. params: cluster keys (workers=, bandwidth=, ...), ratio=0.001, "
       "compress_passes=8, mem_bandwidth=500GB/s, bucket_cap=25MiB, first_bucket=1MiB, model_bytes= (when the trace has no sizes)";
 
-  daydream::cluster cluster;
+  daydream::cluster cluster; ///< the cluster (cluster::from_params reads it)
   double ratio = 0.001;                    ///< fraction of the gradient sent (99.9% sparsity)
   double compress_passes = 8;              ///< memory passes over the gradient to compress it
   double mem_bandwidth = 500e9;            ///< bytes/s, when the trace has nothing to measure
-  std::uint64_t bucket_cap = 25ull << 20;
-  std::uint64_t first_bucket = 1ull << 20;
+  std::uint64_t bucket_cap = 25ull << 20;  ///< as ddp: DDP bucket_cap_mb = 25
+  std::uint64_t first_bucket = 1ull << 20; ///< as ddp: the first bucket, 1 MiB
   layer_bytes sizes; ///< optional layer -> gradient bytes; empty: from the trace
   double model_bytes = 0; ///< total gradient bytes to spread when the trace has no sizes
 
@@ -86,6 +90,7 @@ struct dgc {
     return x;
   }
 
+  /// Whether the pass can act on `g`: it needs backward work (gradients).
   static bool applicable(const graph& g) { return has_backward(g); }
 
   /// The device memory throughput (bytes/s) measured from `g`'s copies and memsets, or 0.
@@ -105,6 +110,8 @@ struct dgc {
     return ns > 0 ? bytes / ns * 1e9 : 0;
   }
 
+  /// Applies the pass to `g` (use daydream::apply for a transaction) and reports what it
+  /// inserted; a graph without gradients or a one-worker cluster is left unchanged, with a note.
   pass_report operator()(graph& g) const {
     pass_report rep;
     rep.pass = std::string(name);

@@ -42,6 +42,7 @@ enum class gradient_source : std::uint8_t {
   spread,    ///< a user-supplied model size spread evenly over the trace's AccumulateGrad operators
 };
 
+/// How a gradient_source reads in a report ("trace (AccumulateGrad input shapes)").
 inline constexpr std::string_view to_string(gradient_source s) noexcept {
   switch (s) {
   case gradient_source::none: return "none";
@@ -56,8 +57,8 @@ inline constexpr std::string_view to_string(gradient_source s) noexcept {
 /// The gradients of a graph, iteration by iteration, each iteration in the order its
 /// gradients become ready (their ready tasks' trace order).
 struct gradient_set {
-  std::vector<gradient> grads;
-  gradient_source source = gradient_source::none;
+  std::vector<gradient> grads;                    ///< iteration by iteration, in ready order
+  gradient_source source = gradient_source::none; ///< where the sizes came from
   std::string note; ///< a sentence for the pass report (missing or partial sizes), or empty
 
   /// The iterations that have gradients, ascending.

@@ -50,9 +50,12 @@ struct activation_memory_options {
 ///
 /// Model: each layer instance (layers.hpp) stashes `stash_bytes` (see stashed_bytes:
 /// the largest recorded input set of its forward operators). They are allocated when
-/// its first forward kernel starts and released when its last backward kernel starts;
-/// a layer without backward work (inference, frozen layers) releases them once its last
-/// forward kernel has ended (release_point). Layers without kernels use their CPU tasks.
+/// its first forward kernel starts and released when its last backward kernel starts.
+/// In a graph without backward work (inference) every layer holds its input set from
+/// its first forward kernel until its last forward kernel has ended (release_point); in
+/// a training graph, layers without backward work are left out: what they hold is
+/// transient, and their largest input set is often a weight (an embedding table).
+/// Layers without kernels use their CPU tasks.
 ///
 /// Limits: the replay nets a task's allocations and releases at its start, so what one
 /// kernel holds only while it runs (its inputs and outputs at once, workspaces) is not
@@ -74,9 +77,14 @@ inline pass_report estimate_activation_memory(graph& g, const activation_memory_
   g.for_each_task([&](task_id t) { g.set_mem_delta(t, 0); });
   std::size_t accounted = 0, unsized = 0;
   std::map<std::int32_t, std::uint64_t> per_iteration;
-  for (auto& l : layer_instances(g)) {
+  const auto layers = layer_instances(g);
+  const bool training = std::any_of(layers.begin(), layers.end(), [](const layer_instance& l) {
+    return !l.backward_cpu.empty() || !l.backward_gpu.empty();
+  });
+  for (auto& l : layers) {
     const auto& fwd = l.forward_gpu.empty() ? l.forward_cpu : l.forward_gpu;
     if (fwd.empty()) continue;
+    if (training && l.backward_cpu.empty() && l.backward_gpu.empty()) continue;
     if (l.stash_bytes == 0) { ++unsized; continue; }
     const auto& bwd = l.backward_gpu.empty() ? l.backward_cpu : l.backward_gpu;
     const auto b = static_cast<std::int64_t>(l.stash_bytes);

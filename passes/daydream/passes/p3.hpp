@@ -43,13 +43,18 @@ using daydream::operator|;
 ///     daydream::apply(g, p);
 ///     auto r = daydream::replay(g, daydream::pass_policy_t<daydream::passes::p3>{});
 struct p3 {
+  /// The name on the command line.
   static constexpr std::string_view name = "p3";
+  /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
+  static constexpr std::string_view scenario_params = "workers=16,bandwidth=25Gbps";
+  /// One line for `daydream-whatif --help`.
   static constexpr std::string_view help =
       "P3: sliced parameter-server push/pull, earlier layers first, next forward overlaps. "
       "params: cluster keys (workers=, bandwidth=, ps=, ...), slice=160KB, iterations=3, model_bytes= (when the trace has no sizes)";
+  /// Replays with priorities (set with reschedule): the links pick the next transfer by them.
   using policy = daydream::priority_policy;
 
-  daydream::cluster cluster;
+  daydream::cluster cluster; ///< the cluster (cluster::from_params reads it)
   std::uint64_t slice = 160'000;  ///< 40,000 fp32 parameters
   std::uint32_t iterations = 3;   ///< copies when the graph holds one iteration
   layer_bytes sizes;              ///< optional layer -> gradient bytes; empty: from the trace
@@ -67,8 +72,11 @@ struct p3 {
     return x;
   }
 
+  /// Whether the pass can act on `g`: it needs backward work (gradients).
   static bool applicable(const graph& g) { return has_backward(g); }
 
+  /// Applies the pass to `g` (use daydream::apply for a transaction) and reports what it
+  /// inserted; a graph without gradients or a one-worker cluster is left unchanged, with a note.
   pass_report operator()(graph& g) const {
     pass_report rep;
     rep.pass = std::string(name);

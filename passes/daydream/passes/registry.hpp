@@ -23,7 +23,8 @@ template <class Graph> struct erased_pass {
   std::string name;                                  ///< the pass's name ("amp")
   std::string spec;                                  ///< as the user wrote it ("amp:compute=2")
   std::function<pass_report(Graph&)> run;            ///< applies it transactionally
-  std::function<replay_result(const Graph&)> replay; ///< a replay with the pass's policy
+  /// A replay with the pass's policy.
+  std::function<replay_result(const Graph&, const replay_options&)> replay;
   bool custom_policy = false;                        ///< whether it brings its own policy
 };
 
@@ -31,18 +32,23 @@ template <class Graph> struct erased_pass {
 template <class Graph> struct pass_entry {
   std::string_view name;
   std::string_view help;
+  /// Parameters for a default what-if scenario ("workers=16,bandwidth=25Gbps" for the
+  /// distributed passes, whose defaults describe a single worker); empty for none.
+  std::string_view scenario_params;
   std::function<erased_pass<Graph>(const pass_params&)> make;
   std::function<bool(const Graph&)> applicable;
 };
 
 /// Makes a registry entry for a pass type with the members of the bundled-pass contract:
 /// `name`, `help`, `static Pass from_params(const pass_params&)`, optionally `static bool
-/// applicable(const Graph&)`, and a call operator returning void or pass_report.
+/// applicable(const Graph&)` and `scenario_params`, and a call operator returning void or
+/// pass_report.
 template <class Pass, class Graph> pass_entry<Graph> entry_for() {
   static_assert(pass_for<Pass, Graph>, "daydream::passes::entry_for: not a pass over this graph type");
   pass_entry<Graph> e;
   e.name = pass_traits<Pass>::name;
   if constexpr (requires { Pass::help; }) e.help = Pass::help;
+  if constexpr (requires { Pass::scenario_params; }) e.scenario_params = Pass::scenario_params;
   e.make = [](const pass_params& p) {
     erased_pass<Graph> out;
     out.name = std::string(pass_traits<Pass>::name);
@@ -62,7 +68,7 @@ template <class Pass, class Graph> pass_entry<Graph> entry_for() {
     };
     using policy = pass_policy_t<Pass>;
     out.custom_policy = !std::is_same_v<policy, trace_order_policy>;
-    out.replay = [](const Graph& g) { return daydream::replay(g, policy{}); };
+    out.replay = [](const Graph& g, const replay_options& o) { return daydream::replay(g, policy{}, o); };
     return out;
   };
   e.applicable = [](const Graph& g) {
@@ -128,14 +134,15 @@ private:
 /// Runs a chain on `g` and replays it with the policy of the last pass that brings one.
 template <class Graph>
 std::pair<replay_result, std::vector<pass_report>> run_chain(Graph& g,
-                                                             const std::vector<erased_pass<Graph>>& chain) {
+                                                             const std::vector<erased_pass<Graph>>& chain,
+                                                             const replay_options& options = {}) {
   std::vector<pass_report> reports;
   const erased_pass<Graph>* policy_owner = nullptr;
   for (auto& p : chain) {
     reports.push_back(p.run(g));
     if (p.custom_policy) policy_owner = &p;
   }
-  auto r = policy_owner ? policy_owner->replay(g) : daydream::replay(g);
+  auto r = policy_owner ? policy_owner->replay(g, options) : daydream::replay(g, trace_order_policy{}, options);
   return {std::move(r), std::move(reports)};
 }
 

@@ -46,16 +46,20 @@ using daydream::operator|;
 ///     daydream::apply(g, daydream::passes::tensor_fusion::from_params(daydream::pass_params::parse(
 ///         "tensor_fusion", "workers=8,cycle_time=5ms,threshold=64MiB")));
 struct tensor_fusion {
+  /// The name on the command line.
   static constexpr std::string_view name = "tensor_fusion";
+  /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
+  static constexpr std::string_view scenario_params = "workers=16,bandwidth=25Gbps";
+  /// One line for `daydream-whatif --help`.
   static constexpr std::string_view help =
       "Horovod tensor fusion: gradients ready within a cycle fused into all-reduce buffers up to "
       "a cap. params: cluster keys (workers=, bandwidth=, ...), cycle_time=1ms, threshold=128MiB, "
       "algorithm=ring, model_bytes= (when the trace has no sizes)";
 
-  daydream::cluster cluster;
+  daydream::cluster cluster; ///< the cluster (cluster::from_params reads it)
   time_ns cycle_time = 1'000'000;       ///< HOROVOD_CYCLE_TIME, 1 ms
   std::uint64_t threshold = 128ull << 20; ///< HOROVOD_FUSION_THRESHOLD, 128 MiB
-  all_reduce_algorithm algorithm = all_reduce_algorithm::ring;
+  all_reduce_algorithm algorithm = all_reduce_algorithm::ring; ///< the collective's algorithm
   layer_bytes sizes; ///< optional layer -> gradient bytes; empty: from the trace
   double model_bytes = 0; ///< total gradient bytes to spread when the trace has no sizes
 
@@ -72,8 +76,11 @@ struct tensor_fusion {
     return x;
   }
 
+  /// Whether the pass can act on `g`: it needs backward work (gradients).
   static bool applicable(const graph& g) { return has_backward(g); }
 
+  /// Applies the pass to `g` (use daydream::apply for a transaction) and reports what it
+  /// inserted; a graph without gradients or a one-worker cluster is left unchanged, with a note.
   pass_report operator()(graph& g) const {
     pass_report rep;
     rep.pass = std::string(name);

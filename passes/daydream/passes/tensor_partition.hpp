@@ -39,12 +39,16 @@ using daydream::operator|;
 ///     daydream::apply(g, daydream::passes::tensor_partition::from_params(
 ///         daydream::pass_params::parse("tensor_partition", "workers=16,partition=4MB")));
 struct tensor_partition {
+  /// The name on the command line.
   static constexpr std::string_view name = "tensor_partition";
+  /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
+  static constexpr std::string_view scenario_params = "workers=16,bandwidth=25Gbps";
+  /// One line for `daydream-whatif --help`.
   static constexpr std::string_view help =
       "BytePS tensor partition: push/pull fixed-size partitions through parameter servers. "
       "params: cluster keys (workers=, bandwidth=, ps=, ...), partition=4096000, model_bytes= (when the trace has no sizes)";
 
-  daydream::cluster cluster;
+  daydream::cluster cluster; ///< the cluster (cluster::from_params reads it)
   std::uint64_t partition = 4'096'000; ///< BytePS's default partition bytes
   layer_bytes sizes;                   ///< optional layer -> gradient bytes; empty: from the trace
   double model_bytes = 0; ///< total gradient bytes to spread when the trace has no sizes
@@ -60,8 +64,11 @@ struct tensor_partition {
     return x;
   }
 
+  /// Whether the pass can act on `g`: it needs backward work (gradients).
   static bool applicable(const graph& g) { return has_backward(g); }
 
+  /// Applies the pass to `g` (use daydream::apply for a transaction) and reports what it
+  /// inserted; a graph without gradients or a one-worker cluster is left unchanged, with a note.
   pass_report operator()(graph& g) const {
     pass_report rep;
     rep.pass = std::string(name);

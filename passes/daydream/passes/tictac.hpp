@@ -38,13 +38,18 @@ using daydream::operator|;
 ///     daydream::apply(g, daydream::passes::tictac::from_params(
 ///         daydream::pass_params::parse("tictac", "workers=8,bandwidth=10Gbps")));
 struct tictac {
+  /// The name on the command line.
   static constexpr std::string_view name = "tictac";
+  /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
+  static constexpr std::string_view scenario_params = "workers=16,bandwidth=25Gbps";
+  /// One line for `daydream-whatif --help`.
   static constexpr std::string_view help =
       "TicTac: parameter-server pulls ordered by the next forward's consumption order. "
       "params: cluster keys (workers=, bandwidth=, ps=, ...), iterations=3, model_bytes= (when the trace has no sizes)";
+  /// Replays with priorities (set with reschedule): the links pick the next transfer by them.
   using policy = daydream::priority_policy;
 
-  daydream::cluster cluster;
+  daydream::cluster cluster; ///< the cluster (cluster::from_params reads it)
   std::uint32_t iterations = 3; ///< copies when the graph holds one iteration
   layer_bytes sizes;            ///< optional layer -> gradient bytes; empty: from the trace
   double model_bytes = 0; ///< total gradient bytes to spread when the trace has no sizes
@@ -59,8 +64,11 @@ struct tictac {
     return x;
   }
 
+  /// Whether the pass can act on `g`: it needs backward work (gradients).
   static bool applicable(const graph& g) { return has_backward(g); }
 
+  /// Applies the pass to `g` (use daydream::apply for a transaction) and reports what it
+  /// inserted; a graph without gradients or a one-worker cluster is left unchanged, with a note.
   pass_report operator()(graph& g) const {
     pass_report rep;
     rep.pass = std::string(name);

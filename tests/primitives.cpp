@@ -102,6 +102,10 @@ TEST_CASE("insert_between rewires the program order of a resource") {
     check_span(r, s.l1, 2, 7);
     check_span(r, last, 12, 16);
   }
+  SUBCASE("the same task on both sides is refused") {
+    CHECK_THROWS_AS(insert_between(g, gpu_kernel{}, {.name = "x"}, s.k1, s.k1), error);
+    CHECK(g.size() == 4);
+  }
   SUBCASE("neighbours on another resource are refused") {
     CHECK_THROWS_WITH_AS(insert_between(g, gpu_kernel{}, {.name = "x", .resource = s.st}, s.l1, s.k2),
                          doctest::Contains("not on the resource"), error);

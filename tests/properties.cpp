@@ -370,6 +370,7 @@ TEST_CASE("property: apply of a throwing or cycle-creating pass leaves the graph
 TEST_CASE("property: with the overlap slowdown, replays still respect dependencies and resources") {
   replay_options slow;
   slow.overlap_slowdown = 1.5;
+  std::size_t slowed = 0; // kernels that ran longer than their duration, over all graphs
   for (std::uint64_t seed = 0; seed < graphs; ++seed) {
     CAPTURE(seed);
     auto o = shape(seed);
@@ -385,6 +386,8 @@ TEST_CASE("property: with the overlap slowdown, replays still respect dependenci
       auto took = r.end[t] - r.start[t];
       if (res != no_resource && g.resource_at(res).kind == resource_kind::gpu_stream)
         stretch += took < g.duration(t) || double(took) > 1.5 * double(g.duration(t)) + 1;
+      if (res != no_resource && g.resource_at(res).kind == resource_kind::gpu_stream)
+        slowed += took > g.duration(t);
     });
     for (resource_id res = 0; res < g.resource_count(); ++res) {
       if (g.resource_at(res).share == sharing::fair) continue;
@@ -403,5 +406,32 @@ TEST_CASE("property: with the overlap slowdown, replays still respect dependenci
     CHECK_MESSAGE(stretch == 0, "a kernel was slowed by less than nothing or more than the factor");
     auto again = replay(g, trace_order_policy{}, slow);
     CHECK(testing::replay_difference(r, again) == "");
+  }
+  CHECK(slowed > 100);
+}
+
+TEST_CASE("property: the fast replay kernel and the reference event loop agree") {
+  // replay() runs detail::replay_flat without options; detail::replay_core is the plain
+  // event loop it must match, bookkeeping included (pred, why, edge).
+  for (std::uint64_t seed = 0; seed < 2 * graphs; ++seed) {
+    CAPTURE(seed);
+    auto g = random_dag(seed, shape(seed));
+    rng r(seed + 99);
+    g.for_each_task([&](task_id t) {
+      if (r.chance(0.3)) reschedule(g, t, r.between(-2, 2));
+    });
+    auto check = [&](const auto& policy, const char* name) {
+      INFO(name);
+      auto key = [&](task_id t, time_ns ready) { return policy.key(g, t, ready); };
+      auto fast = detail::replay_flat(g.core(), key);
+      auto reference = detail::replay_core(g.core(), key);
+      CHECK(testing::replay_difference(fast, reference) == "");
+      CHECK(fast.pred == reference.pred);
+      CHECK(fast.why == reference.why);
+      CHECK(fast.edge == reference.edge);
+      CHECK(fast.tasks == reference.tasks);
+    };
+    check(trace_order_policy{}, "trace order");
+    check(priority_policy{}, "priority");
   }
 }

@@ -75,6 +75,9 @@ int run(int argc, char** argv) {
     auto s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     fmt::print(stderr, "\r\x1b[Kread {} in {:.2f} s: {} tasks\n", trace_path, s, trace.g.size());
   }
+  // Without [memory] events, peak memory comes from the recorded tensor sizes.
+  if (!daydream::passes::has_memory_accounting(trace.g))
+    daydream::passes::estimate_activation_memory(trace.g);
 
   whatif::analysis a;
   a.trace = &trace;

@@ -396,8 +396,10 @@ template <class... Kinds> std::vector<task_id> basic_graph<Kinds...>::compact() 
     });
     auto id = out.new_task(c.kind[t], loc);
     out.duration[id] = c.duration[t]; out.gap[id] = c.gap[t];
-    out.trace_start[id] = c.trace_start[t]; out.priority[id] = c.priority[t];
-    out.mem_delta[id] = c.mem_delta[t]; out.res[id] = c.res[t]; out.name[id] = c.name[t];
+    out.trace_start[id] = c.trace_start[t]; out.res[id] = c.res[t]; out.name[id] = c.name[t];
+    // Copy only stored values, so that an unused column stays unallocated.
+    if (auto p = std::as_const(c.priority)[t]) out.priority[id] = p;
+    if (auto m = std::as_const(c.mem_delta)[t]) out.mem_delta[id] = m;
     out.layer[id] = c.layer[t]; out.iteration[id] = c.iteration[t]; out.ph[id] = c.ph[t];
   }
   // Re-add edges in a deterministic order: by source, in each list's order reversed so

@@ -74,6 +74,8 @@ template <class Graph, class Kind>
 handle<Kind> insert_between(Graph& g, Kind payload, task_fields f, task_id a, task_id b) {
   if (a != no_task) g.core().check_task(a, "insert_between");
   if (b != no_task) g.core().check_task(b, "insert_between");
+  if (a != no_task && a == b)
+    throw error("daydream: insert_between: task #" + std::to_string(a) + " on both sides");
   if (f.resource == no_resource)
     f.resource = a != no_task ? g.resource_of(a) : b != no_task ? g.resource_of(b) : no_resource;
   for (auto t : {a, b})

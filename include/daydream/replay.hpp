@@ -753,12 +753,14 @@ template <class KeyFn> replay_result replay_flat(const graph_core& c, KeyFn&& ke
   r.makespan = makespan;
 
   // Peak memory: running sum of allocations in start order (ties in id order).
-  std::vector<std::pair<time_ns, std::int64_t>> mem;
-  for (task_id t = 0; t < n; ++t)
-    if (c.alive[t] && c.mem_delta[t] != 0) mem.push_back({r.start[t], c.mem_delta[t]});
-  std::stable_sort(mem.begin(), mem.end(), [](auto& x, auto& y) { return x.first < y.first; });
-  std::int64_t sum = 0;
-  for (auto& [at, d] : mem) r.peak_memory = std::max(r.peak_memory, sum += d);
+  if (c.mem_delta.allocated()) {
+    std::vector<std::pair<time_ns, std::int64_t>> mem;
+    for (task_id t = 0; t < n; ++t)
+      if (c.alive[t] && c.mem_delta[t] != 0) mem.push_back({r.start[t], c.mem_delta[t]});
+    std::stable_sort(mem.begin(), mem.end(), [](auto& x, auto& y) { return x.first < y.first; });
+    std::int64_t sum = 0;
+    for (auto& [at, d] : mem) r.peak_memory = std::max(r.peak_memory, sum += d);
+  }
   return r;
 }
 

@@ -88,8 +88,9 @@ unrolled<Graph> unroll(const Graph& g, std::uint32_t n, dep_mask carried = {},
                     .layer = g.layer(t), .phase = c.ph[t],
                     .iteration = c.iteration[t] + std::int32_t(k) * it_span};
       auto id = g.visit(t, [&](auto, const auto& p) { return out.add(p, f).id; });
-      out.core().priority[id] = c.priority[t];
-      out.core().mem_delta[id] = c.mem_delta[t];
+      // Copy only stored values, so that an unused column stays unallocated.
+      if (c.priority[t]) out.core().priority[id] = c.priority[t];
+      if (c.mem_delta[t]) out.core().mem_delta[id] = c.mem_delta[t];
       map[t] = id;
       u.copy.push_back(k);
       u.original.push_back(t);

@@ -55,7 +55,14 @@ inline std::vector<task_id> find_cycle_among(const graph_core& c,
 }
 
 inline std::string describe_task(const graph_core& c, task_id t) {
-  return "#" + std::to_string(t) + " \"" + std::string(c.names[c.name[t]]) + "\"";
+  // Appended piece by piece: GCC 12 at -O3 warns (-Wrestrict, a false positive) on
+  // "literal" + std::string&&.
+  std::string s = "#";
+  s += std::to_string(t);
+  s += " \"";
+  s += c.names[c.name[t]];
+  s += '"';
+  return s;
 }
 
 inline std::string describe_tasks(const graph_core& c, const std::vector<task_id>& ts,

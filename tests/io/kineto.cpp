@@ -759,3 +759,49 @@ TEST_CASE("files: gzip is found by its magic bytes; bad files give clear errors"
   auto cut = d.gz("cut.json.gz", std::string_view(text).substr(0, text.size() - 40));
   CHECK(message(cut).find("daydream: " + cut.string() + ": byte ") == 0);
 }
+
+TEST_CASE("every truncation and byte flip of a trace gives a result or an error, never a crash") {
+  const auto text = two_steps();
+  std::size_t errors = 0, fine = 0;
+  for (std::size_t n = 0; n < text.size(); n += 7) {
+    try {
+      auto t = dio::parse_kineto(std::string_view(text).substr(0, n), "prefix");
+      ++fine;
+      CHECK(t.report.in_graph + t.report.ignored_total() == t.report.events);
+    } catch (const daydream::error&) {
+      ++errors;
+    }
+  }
+  CHECK(errors > 0);
+  const char junk[] = {'"', '}', ']', '{', '[', ',', ':', '0', '-', 'e', '\\', '\0', 'N'};
+  for (std::size_t i = 0; i < text.size(); i += 5) {
+    auto bad = text;
+    bad[i] = junk[i % sizeof junk];
+    try {
+      auto t = dio::parse_kineto(bad, "flipped");
+      ++fine;
+      CHECK(t.report.in_graph + t.report.ignored_total() == t.report.events);
+      check_invariants(t.g);
+    } catch (const daydream::error&) {
+      ++errors;
+    }
+  }
+  CHECK(fine > 0);
+}
+
+TEST_CASE("keep_iterations keeps a range of iterations and bridges the rest") {
+  auto t = dio::parse_kineto(two_steps(), "two_steps");
+  dio::keep_iterations(t, 2, 2);
+  check_invariants(t.g);
+  REQUIRE(t.iterations.size() == 1);
+  CHECK(t.iterations[0].number == 2);
+  t.g.for_each_task([&](task_id id) { CHECK(t.g.iteration(id) == 2); });
+  CHECK(t.g.size() == 8); // the 7 slices of step 2 and add_kernel
+  auto r = replay(t.g);
+  // nothing of step 1 delayed step 2: the same 97 us as in the whole graph
+  CHECK(iteration_time(t.g, r, 2) == 97'000);
+  auto all = dio::parse_kineto(two_steps(), "two_steps");
+  CHECK_THROWS_WITH_AS(dio::keep_iterations(all, 5, 7), "daydream: keep_iterations: two_steps has no iteration in 5..7",
+                       daydream::error);
+  CHECK_THROWS_AS(dio::keep_iterations(all, 2, 1), daydream::error);
+}

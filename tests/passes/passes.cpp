@@ -121,7 +121,7 @@ TEST_CASE("the default classifier sorts real kernel names into their classes") {
   CHECK(c.classify("my_custom_kernel_v2") == kernel_class::unknown);
 }
 
-TEST_CASE("a user rule put first overrides the bundled ones; an empty classifier knows nothing") {
+TEST_CASE("a user rule put first overrides the bundled ones and an empty classifier knows nothing") {
   auto c = kernel_classifier::defaults();
   CHECK(c.classify("fused_mlp_relu_fwd") == kernel_class::memory_bound);
   c.prepend(kernel_class::compute_bound, "fused_mlp");
@@ -212,6 +212,19 @@ TEST_CASE("amp: a GPU-bound step gets compute kernels 3x and memory kernels 2x f
   CHECK(rep.notes.empty());
 }
 
+TEST_CASE("amp stores activations in half precision: the activation peak halves") {
+  mlp m;
+  estimate_activation_memory(m.b.g);
+  CHECK(replay(m.b.g).peak_memory == 1400);
+  auto rep = amp{}(m.b.g);
+  CHECK(m.b.g.mem_delta(m.fc1_f.kernel) == 500);
+  CHECK(m.b.g.mem_delta(m.fc1_b.kernel) == -500);
+  CHECK(replay(m.b.g).peak_memory == 700);
+  CHECK(rep.items[5].second == "1.4 kB -> 700 B");
+  apply(m.b.g, amp{.activations = 1});
+  CHECK(replay(m.b.g).peak_memory == 700);
+}
+
 TEST_CASE("amp: a CPU-bound step predicts no gain") {
   // Two iterations of three ops; each launch takes 100 ns, each GEMM 30 ns. The GPU waits
   // for the CPU: iteration 1 starts when the CPU is done with iteration 0, at 300 ns.
@@ -245,9 +258,10 @@ TEST_CASE("amp with a replaced classifier and parameters") {
   apply(m.b.g, amp{.compute = 2, .classifier = everything_compute});
   CHECK(m.b.g.duration(m.relu_f.kernel) == 20);
   CHECK(m.b.g.duration(m.fc1_f.kernel) == 60);
-  auto p = amp::from_params(pass_params::parse("amp", "compute=4,memory=1.5"));
+  auto p = amp::from_params(pass_params::parse("amp", "compute=4,memory=1.5,activations=1"));
   CHECK(p.compute == 4);
   CHECK(p.memory == 1.5);
+  CHECK(p.activations == 1);
   CHECK_THROWS_AS(amp::from_params(pass_params::parse("amp", "compute=0")), daydream::error);
   CHECK_THROWS_AS(amp::from_params(pass_params::parse("amp", "compte=2")), daydream::error);
 }

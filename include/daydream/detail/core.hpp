@@ -64,16 +64,65 @@ private:
   edge_id head_;
 };
 
+/// A per-task column that stores nothing while every value is zero: most graphs never
+/// set a replay priority, and traces without memory data have no allocations, so these
+/// columns cost no memory until used. Reads through a const reference never allocate;
+/// the first write (or read through a non-const reference) stores the whole column.
+template <class T> class lazy_column {
+public:
+  using value_type = T;
+  /// Number of values (one per task).
+  std::size_t size() const noexcept { return n_; }
+  bool empty() const noexcept { return n_ == 0; }
+  /// Whether the values are stored (some value was written).
+  bool allocated() const noexcept { return !v_.empty(); }
+  /// Values the stored column has room for (0 while nothing is stored).
+  std::size_t capacity() const noexcept { return v_.capacity(); }
+  /// Value `i` (zero while nothing is stored).
+  T operator[](std::size_t i) const noexcept { return v_.empty() ? T{} : v_[i]; }
+  /// Value `i`, for writing: stores the column first.
+  T& operator[](std::size_t i) {
+    allocate();
+    return v_[i];
+  }
+  void push_back(const T& x) {
+    if (v_.empty() && x == T{}) {
+      ++n_;
+      return;
+    }
+    allocate();
+    v_.push_back(x);
+    ++n_;
+  }
+  void reserve(std::size_t n) {
+    reserve_ = n;
+    if (!v_.empty()) v_.reserve(n);
+  }
+
+private:
+  void allocate() {
+    if (!v_.empty() || n_ == 0) return;
+    v_.reserve(reserve_ > n_ ? reserve_ : n_);
+    v_.resize(n_, T{});
+  }
+  std::vector<T> v_;
+  std::size_t n_ = 0;
+  std::size_t reserve_ = 0;
+};
+
 /// Kind-agnostic storage: everything the replay reads lives here in flat arrays
 /// indexed by task id. basic_graph adds the typed, per-kind payloads on top.
+///
+/// Memory: 63 bytes per task in the columns (priority and mem_delta add 8 bytes each
+/// once used) and 20 bytes per dependency record; names are interned once.
 class graph_core {
 public:
   // ---- per-task columns (index = task_id) ----
   std::vector<time_ns> duration;     ///< execution time
   std::vector<time_ns> gap;          ///< idle time after the task on its resource, in the trace
   std::vector<time_ns> trace_start;  ///< start time in the trace (tie-break for trace order)
-  std::vector<std::int64_t> priority;///< replay priority for priority policies (lower first)
-  std::vector<std::int64_t> mem_delta; ///< bytes allocated (+) or freed (-) when the task runs
+  lazy_column<std::int64_t> priority;  ///< replay priority for priority policies (lower first)
+  lazy_column<std::int64_t> mem_delta; ///< bytes allocated (+) or freed (-) when the task runs
   std::vector<resource_id> res;
   std::vector<name_id> name;
   std::vector<name_id> layer;

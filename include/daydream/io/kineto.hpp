@@ -8,10 +8,12 @@
 #include <daydream/io/detail/kineto_build.hpp>
 #include <daydream/io/detail/kineto_decode.hpp>
 #include <daydream/io/detail/trace_file.hpp>
+#include <daydream/remove.hpp>
 #include <daydream/task.hpp>
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -215,6 +217,43 @@ inline kineto_trace parse_kineto(std::string_view json, std::string_view source_
 inline kineto_trace load_kineto(const std::filesystem::path& file, const ingest_options& options = {}) {
   auto buf = detail::read_trace_file(file);
   return detail::ingest(buf, file.string(), options);
+}
+
+/// Keeps the iterations `first` .. `last` of a loaded trace (one: first == last) and
+/// drops the others: their tasks are removed with daydream::remove, which bridges
+/// dependencies, so the order among the remaining tasks is kept; tasks outside any
+/// iteration are kept only between the kept iterations. `t.iterations` keeps the
+/// selected ones; the ingest report still describes the whole file. Renumbers the
+/// tasks (compact()): ids and replay results of `t.g` taken before are stale.
+///
+/// The GPU work that an earlier iteration left queued goes with it, so keep one
+/// iteration before the ones to study when the GPU lags behind the CPU:
+///
+///     auto t = daydream::io::load_kineto(path);
+///     daydream::io::keep_iterations(t, 103, 104);   // study 104, with 103 before it
+inline void keep_iterations(kineto_trace& t, std::int32_t first, std::int32_t last) {
+  if (first > last) throw error("daydream: keep_iterations: first (" + std::to_string(first) +
+                                ") is after last (" + std::to_string(last) + ")");
+  time_ns begin = 0, end = 0;
+  bool any = false;
+  for (auto& it : t.iterations)
+    if (it.number >= first && it.number <= last) {
+      begin = any ? std::min(begin, it.trace_begin) : it.trace_begin;
+      end = any ? std::max(end, it.trace_end) : it.trace_end;
+      any = true;
+    }
+  if (!any) throw error("daydream: keep_iterations: " + t.info.path + " has no iteration in " +
+                        std::to_string(first) + ".." + std::to_string(last));
+  std::vector<task_id> drop;
+  t.g.for_each_task([&](task_id id) {
+    const auto n = t.g.iteration(id);
+    const bool keep = n >= 0 ? (n >= first && n <= last)
+                             : (t.g.trace_start(id) >= begin && t.g.trace_start(id) < end);
+    if (!keep) drop.push_back(id);
+  });
+  for (auto id : drop) daydream::remove(t.g, id);
+  t.g.compact();
+  std::erase_if(t.iterations, [&](const iteration_info& it) { return it.number < first || it.number > last; });
 }
 
 } // namespace daydream::io

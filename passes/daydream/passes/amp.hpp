@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -30,7 +32,10 @@ using daydream::operator|;
 /// device copies and memsets) move half the bytes and take 1/`memory` of their time.
 /// Communication and unknown kernels, host<->device copies (the input batch stays FP32)
 /// and every CPU task are unchanged. The loss-scaling kernels AMP adds are not modeled
-/// (one small elementwise kernel per step).
+/// (one small elementwise kernel per step). Memory: what the forward and backward
+/// allocate and free (their tasks' mem_delta: activations and their gradients, now
+/// FP16) is scaled by `activations`; the rest (FP32 master weights, optimizer state)
+/// is unchanged.
 ///
 /// A CPU-bound model gains nothing: shorter kernels only make the GPU wait longer for
 /// the launches. The report gives kernels and time per class, before and after, and
@@ -41,18 +46,20 @@ using daydream::operator|;
 struct amp {
   static constexpr std::string_view name = "amp";
   static constexpr std::string_view help =
-      "mixed precision: compute-bound kernels /compute, memory-bound /memory, CPU unchanged. "
-      "params: compute=3, memory=2";
-  double compute = 3;  ///< speedup of compute-bound kernels
-  double memory = 2;   ///< speedup of memory-bound kernels
+      "mixed precision: compute-bound kernels /compute, memory-bound /memory, CPU unchanged, "
+      "activation memory x activations. params: compute=3, memory=2, activations=0.5";
+  double compute = 3;       ///< speedup of compute-bound kernels
+  double memory = 2;        ///< speedup of memory-bound kernels
+  double activations = 0.5; ///< scale of the memory the forward and backward allocate
   kernel_classifier classifier = kernel_classifier::defaults(); ///< decides the class of a kernel
   std::size_t list_unclassified = 20; ///< at most this many unclassified names in the report
 
-  /// Reads `compute` and `memory`.
+  /// Reads `compute`, `memory` and `activations`.
   static amp from_params(const pass_params& p) {
     amp a;
     a.compute = p.get_double("compute", a.compute);
     a.memory = p.get_double("memory", a.memory);
+    a.activations = p.get_double("activations", a.activations);
     p.finish();
     if (!(a.compute > 0) || !(a.memory > 0))
       throw error("daydream: pass 'amp': compute and memory must be positive speedups");
@@ -90,11 +97,22 @@ struct amp {
       if (dir == copy_kind::d2d || dir == copy_kind::memset) scale(m);
       else ++host_copies;
     });
+    std::int64_t mem_before = 0, mem_after = 0; // what the forward and backward allocate
+    g.for_each_task([&](task_id t) {
+      const auto ph = g.phase_of(t);
+      const auto d = g.mem_delta(t);
+      if (d == 0 || (ph != phase::forward && ph != phase::backward)) return;
+      g.set_mem_delta(t, std::llround(double(d) * activations));
+      if (d > 0) { mem_before += d; mem_after += g.mem_delta(t); }
+    });
     for (int i = 0; i < kernel_class_count; ++i)
       rep.add(std::string(to_string(kernel_class(i))),
               std::to_string(count[i]) + " kernels, " + format_time(before[i]) + " -> " +
                   format_time(after[i]));
     rep.add("host copies (unchanged)", std::to_string(host_copies));
+    if (mem_before > 0)
+      rep.add("forward/backward allocations", format_bytes(double(mem_before)) + " -> " +
+                                                  format_bytes(double(mem_after)));
     if (!unknown.empty()) {
       std::string names;
       std::size_t listed = 0;

@@ -54,6 +54,10 @@ struct substitute {
     double scale = 1.0;    ///< used when `duration` is negative
   };
 
+  /// The layers the default what-if scenario fuses: each batch norm with the ReLU after
+  /// it (layer names from modules, "layer1.0.bn1", or from operators, "aten::relu_#3").
+  static constexpr std::string_view default_fusion = ".*(batch_norm|bn|relu).*";
+
   static constexpr std::string_view name = "substitute";
   static constexpr std::string_view help =
       "replace each run of consecutive layers matching a regex (whole name) with one fused "
@@ -82,11 +86,15 @@ struct substitute {
     return s;
   }
 
-  /// Whether `g` has tasks in layers.
+  /// What daydream-whatif runs when asked for every applicable pass.
+  static constexpr std::string_view scenario_params = "layers=.*(batch_norm|bn|relu).*";
+
+  /// Whether `g` has layers the default scenario fuses (batch norm or ReLU layers).
   static bool applicable(const graph& g) {
-    bool any = false;
-    g.for_each_task([&](task_id t) { any = any || g.layer_id(t) != no_name; });
-    return any;
+    const layer_filter fusible{std::string(default_fusion)};
+    for (auto& l : layer_instances(g))
+      if (fusible(g.str(l.layer))) return true;
+    return false;
   }
 
   pass_report operator()(graph& g) const {

@@ -78,7 +78,7 @@ public:
         if (++used_ * 2 > slots_.size()) grow();
         return lookup_after_grow(s, h);
       }
-      if (e.hash == h && e.text.size() == s.size() && std::memcmp(e.text.data(), s.data(), s.size()) == 0) return e.id;
+      if (e.hash == h && same(e.text, s)) return e.id;
     }
   }
 
@@ -88,8 +88,11 @@ private:
 
   static std::uint64_t word(const char* p, std::size_t n) noexcept {
     std::uint64_t w = 0;
-    std::memcpy(&w, p, n < 8 ? n : 8);
+    if (n) std::memcpy(&w, p, n < 8 ? n : 8);
     return w;
+  }
+  static bool same(std::string_view a, std::string_view b) noexcept {
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
   }
   static std::uint64_t hash(std::string_view s) noexcept {
     std::uint64_t h = s.size() * 0x9E3779B97F4A7C15ull;
@@ -105,7 +108,7 @@ private:
     const std::size_t mask = slots_.size() - 1;
     for (std::size_t i = h & mask;; i = (i + 1) & mask) {
       auto& e = slots_[i];
-      if (e.hash == h && e.text.size() == s.size() && std::memcmp(e.text.data(), s.data(), s.size()) == 0) return e.id;
+      if (e.hash == h && same(e.text, s)) return e.id;
     }
   }
   void grow() {

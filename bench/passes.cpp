@@ -1,4 +1,189 @@
-// Benchmarks every bundled pass (filled in below).
+// Benchmarks every bundled pass: the pass alone, and as the what-if program runs it (transactional apply).
 // SPDX-License-Identifier: MIT
 #include "workloads.hpp"
+
+#include <daydream/daydream.hpp>
+#include <daydream/passes/all.hpp>
+#include <daydream/passes/memory.hpp>
+#if DAYDREAM_BENCH_HAVE_IO
+#include <daydream/io/kineto.hpp>
+#endif
+
 #include <benchmark/benchmark.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using namespace daydream;
+namespace db = daydream::bench;
+
+// ---- workloads: real traces, their iterations replicated with unroll ----
+
+// `copies` back-to-back copies of a trace (its iterations repeated), with the activation
+// memory model estimated when the trace records tensor sizes. Without daydream::io the
+// traces are replaced by the synthetic training graph of the same size.
+const graph& workload(const std::string& trace, std::uint32_t copies) {
+  static std::map<std::pair<std::string, std::uint32_t>, std::unique_ptr<graph>> cache;
+  auto key = std::make_pair(trace, copies);
+  if (auto it = cache.find(key); it != cache.end()) return *it->second;
+  graph one;
+#if DAYDREAM_BENCH_HAVE_IO
+  one = io::load_kineto(trace).g;
+#else
+  (void)trace;
+  one = db::make_training_graph(db::shape_for(80'000, 1));
+#endif
+  passes::estimate_activation_memory(one);
+  auto g = std::make_unique<graph>(copies > 1 ? daydream::unroll(one, copies, dep_kind::data).graph
+                                              : std::move(one));
+  return *cache.emplace(key, std::move(g)).first->second;
+}
+
+// The bundled ResNet-50 trace (5 iterations, 81k tasks) and a recommendation model
+// that records tensor sizes (so that gist and vdnn have a memory model to work on).
+const std::string resnet = DAYDREAM_SOURCE_DIR "/examples/traces/resnet50_v100.json.gz";
+const std::string recsys = DAYDREAM_SHARED_TRACES "/hta_recsys_a100_8rank/control.json.gz";
+
+// Parameters that make each pass do its work on a one-worker trace: the distributed
+// passes need a cluster and, as these traces carry no gradient sizes, a model size.
+std::string params_for(std::string_view pass) {
+  if (pass == "substitute") return "layers=aten::conv2d#1[0-9]";
+  for (std::string_view d : {"ddp", "blueconnect", "dgc", "tensor_fusion", "tensor_partition", "p3", "tictac"})
+    if (pass == d) return "workers=16,model_bytes=100MB";
+  return {};
+}
+
+void set_counters(benchmark::State& state, const graph& g, const pass_report& rep, std::size_t after) {
+  state.SetItemsProcessed(std::int64_t(state.iterations()) * std::int64_t(g.size()));
+  state.counters["tasks"] = double(g.size());
+  state.counters["tasks_after"] = double(after);
+  state.counters["notes"] = double(rep.notes.size());
+}
+
+// ---- the pass alone: `pass(g)` on a fresh copy (the copy is not timed) ----
+
+template <class Pass> void run_pass(benchmark::State& state, const std::string& trace, std::uint32_t copies) {
+  const auto& base = workload(trace, copies);
+  const auto name = std::string(pass_traits<Pass>::name);
+  const Pass pass = Pass::from_params(pass_params::parse(name, params_for(name)));
+  pass_report rep;
+  std::size_t after = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto g = std::make_unique<graph>(base);
+    state.ResumeTiming();
+    if constexpr (std::is_convertible_v<decltype(pass(*g)), pass_report>) rep = pass(*g);
+    else pass(*g);
+    benchmark::DoNotOptimize(g->size());
+    state.PauseTiming();
+    after = g->size();
+    g.reset();
+    state.ResumeTiming();
+  }
+  set_counters(state, base, rep, after);
+  if constexpr (requires { Pass::applicable(base); }) state.counters["applicable"] = Pass::applicable(base);
+}
+
+// ---- as daydream-whatif runs it: registry, transactional apply (copy + invariants) ----
+
+void run_registry(benchmark::State& state, std::string name, const std::string& trace, std::uint32_t copies) {
+  const auto& base = workload(trace, copies);
+  auto reg = passes::bundled();
+  auto spec = name;
+  if (auto p = params_for(name); !p.empty()) spec += ":" + p;
+  auto pass = reg.make(spec);
+  pass_report rep;
+  std::size_t after = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto g = std::make_unique<graph>(base);
+    state.ResumeTiming();
+    rep = pass.run(*g);
+    benchmark::DoNotOptimize(g->size());
+    state.PauseTiming();
+    after = g->size();
+    g.reset();
+    state.ResumeTiming();
+  }
+  set_counters(state, base, rep, after);
+}
+
+// estimate_activation_memory, the memory model gist, vdnn and recompute build on.
+void activation_memory(benchmark::State& state, const std::string& trace, std::uint32_t copies) {
+  const auto& base = workload(trace, copies);
+  pass_report rep;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto g = std::make_unique<graph>(base);
+    state.ResumeTiming();
+    rep = passes::estimate_activation_memory(*g, {.overwrite = true});
+    benchmark::DoNotOptimize(g->size());
+    state.PauseTiming();
+    g.reset();
+    state.ResumeTiming();
+  }
+  set_counters(state, base, rep, base.size());
+}
+
+struct workload_spec {
+  const char* label;
+  const std::string* trace;
+  std::uint32_t copies;
+};
+// ResNet-50 at 81k tasks and unrolled 12 times (one million tasks); the recsys trace
+// at 94k tasks (memory passes).
+const workload_spec workloads[] = {{"resnet50/81k", &resnet, 1},
+                                   {"resnet50x12/975k", &resnet, 12},
+                                   {"recsys/94k", &recsys, 1}};
+
+// Workloads whose trace is here (the shared traces may be missing outside this repository).
+std::vector<workload_spec> available() {
+  std::vector<workload_spec> out;
+  for (auto& w : workloads)
+    if (std::filesystem::exists(*w.trace)) out.push_back(w);
+  return out;
+}
+
+template <class Pass> void register_pass() {
+  for (auto& w : available()) {
+    auto name = "pass/" + std::string(pass_traits<Pass>::name) + "/" + w.label;
+    benchmark::RegisterBenchmark(name.c_str(), [w](benchmark::State& s) { run_pass<Pass>(s, *w.trace, w.copies); })
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(0.5);
+  }
+}
+
+template <class... Passes> void register_passes() { (register_pass<Passes>(), ...); }
+
+[[maybe_unused]] const bool registered = [] {
+  // Every bundled pass, alone. Keep in step with passes::bundled() (all.hpp).
+  register_passes<passes::amp, passes::fused_adam, passes::reconstruct_bn, passes::gist,
+                  passes::vdnn, passes::substitute, passes::recompute, passes::grad_accum,
+                  passes::ddp, passes::p3, passes::blueconnect, passes::dgc, passes::tictac,
+                  passes::tensor_fusion, passes::tensor_partition>();
+  for (auto& w : available())
+    benchmark::RegisterBenchmark((std::string("pass/estimate_activation_memory/") + w.label).c_str(),
+                                 [w](benchmark::State& s) { activation_memory(s, *w.trace, w.copies); })
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(0.5);
+  // Every pass the registry holds, as the what-if program runs it.
+  const auto reg = passes::bundled();
+  for (auto& e : reg.entries())
+    for (auto& w : available()) {
+      auto name = "apply/" + std::string(e.name) + "/" + w.label;
+      std::string pass(e.name);
+      benchmark::RegisterBenchmark(name.c_str(), [w, pass](benchmark::State& s) { run_registry(s, pass, *w.trace, w.copies); })
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(0.5);
+    }
+  return true;
+}();
+
+} // namespace

@@ -10,9 +10,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -20,17 +22,19 @@ namespace {
 using namespace daydream;
 namespace db = daydream::bench;
 
-// Graphs are built once per size and shared by every benchmark of that size; the
-// largest ones are dropped before a different large size is built.
-const graph& workload(std::size_t tasks) {
-  static std::map<std::size_t, std::unique_ptr<graph>> cache;
-  auto it = cache.find(tasks);
+// Graphs are built once per (size, workers) and shared by every benchmark that uses
+// them; the large ones are dropped before another large one is built. Workers 0: the
+// default of shape_for (1 up to 10^4 tasks, 16 at 10^5, 128 at 10^6, 1024 beyond).
+const graph& workload(std::size_t tasks, std::uint32_t workers = 0) {
+  static std::map<std::pair<std::size_t, std::uint32_t>, std::unique_ptr<graph>> cache;
+  const auto key = std::make_pair(tasks, workers);
+  auto it = cache.find(key);
   if (it != cache.end()) return *it->second;
   if (tasks >= 1'000'000)
     for (auto i = cache.begin(); i != cache.end();)
-      i = i->first >= 1'000'000 ? cache.erase(i) : std::next(i);
-  auto g = std::make_unique<graph>(db::make_training_graph(db::shape_for(tasks)));
-  return *cache.emplace(tasks, std::move(g)).first->second;
+      i = i->first.first >= 1'000'000 ? cache.erase(i) : std::next(i);
+  auto g = std::make_unique<graph>(db::make_training_graph(db::shape_for(tasks, workers)));
+  return *cache.emplace(key, std::move(g)).first->second;
 }
 
 void set_counters(benchmark::State& state, const graph& g, std::size_t items_per_iteration) {
@@ -91,7 +95,37 @@ void replay_priority(benchmark::State& state) { replay_with<priority_policy>(sta
 BENCHMARK(replay_trace_order)->RangeMultiplier(10)->Range(1'000, 10'000'000)->Unit(benchmark::kMillisecond);
 BENCHMARK(replay_priority)->RangeMultiplier(10)->Range(10'000, 1'000'000)->Unit(benchmark::kMillisecond);
 
-// Replay of the same graph after compact(): ids in a different order than built.
+// One million tasks as 1, 16, 128 or 1024 workers: the cost per task grows with the
+// number of resources busy at once (the event queue has one entry per resource).
+void replay_workers(benchmark::State& state) {
+  const auto& g = workload(std::size_t(state.range(0)), std::uint32_t(state.range(1)));
+  for (auto _ : state) {
+    auto r = daydream::replay(g);
+    benchmark::DoNotOptimize(r.end.data());
+  }
+  set_counters(state, g, g.size());
+  state.counters["resources"] = double(g.resource_count());
+}
+BENCHMARK(replay_workers)
+    ->ArgsProduct({{1'000'000}, {1, 16, 128, 1024}})
+    ->ArgNames({"tasks", "workers"})
+    ->Unit(benchmark::kMillisecond);
+
+// The reference event loop (detail::replay_core: one heap event per dispatch and per
+// completion), which replay() uses only with replay_options; same results.
+void replay_reference(benchmark::State& state) {
+  const auto& g = workload(std::size_t(state.range(0)));
+  trace_order_policy policy;
+  for (auto _ : state) {
+    auto r = daydream::detail::replay_core(
+        g.core(), [&](task_id t, time_ns ready) { return policy.key(g, t, ready); });
+    benchmark::DoNotOptimize(r.end.data());
+  }
+  set_counters(state, g, g.size());
+}
+BENCHMARK(replay_reference)->RangeMultiplier(10)->Range(1'000, 1'000'000)->Unit(benchmark::kMillisecond);
+
+// The critical path of a replay: follow `pred` back from the last task.
 void critical_path(benchmark::State& state) {
   const auto& g = workload(std::size_t(state.range(0)));
   auto r = daydream::replay(g);

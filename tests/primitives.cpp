@@ -13,7 +13,7 @@
 
 #include <doctest/doctest.h>
 
-#include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 

@@ -12,7 +12,10 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 using namespace daydream;

@@ -651,9 +651,13 @@ TEST_CASE("without step markers, optimizer steps delimit the iterations") {
   REQUIRE(t.iterations.size() == 3);
   CHECK(t.iterations[0].number == 1);
   CHECK(t.iterations[0].marker == "Optimizer.step#SGD.step");
-  CHECK(t.measured(1) == 60'000);
+  // iteration k starts with the first event after optimizer step k-1 ends, and lasts
+  // until iteration k+1 starts (the last one: until its optimizer step ends)
+  CHECK(t.iterations[0].trace_begin == 0);
+  CHECK(t.iterations[1].trace_begin == 70'000);
+  CHECK(t.measured(1) == 70'000);
   CHECK(t.measured(2) == 80'000);
-  CHECK(t.measured(3) == 60'000);
+  CHECK(t.measured(3) == 50'000);
   CHECK(t.default_iteration() == 2);
   CHECK(t.steady_state_iterations() == std::vector<std::int32_t>{2});
   CHECK(t.g.iteration(find_at(t.g, "aten::mm", 70)) == 2);

@@ -186,7 +186,7 @@ TEST_CASE("every single-GPU pass runs on every real trace and keeps the graph va
     table += row + "\n";
     memory += mrow + "\n";
   }
-  std::cout << "\nPredicted speedup (baseline iteration / predicted iteration):\n\n"
+  std::cout << "\nPredicted speedup (baseline iteration time / predicted iteration time):\n\n"
             << table << "\nPredicted peak activation memory (relative to the baseline):\n\n"
             << memory << std::flush;
 }

@@ -44,7 +44,8 @@ using daydream::operator|;
 ///     daydream::apply(g, daydream::passes::amp{});             // 3x / 2x
 ///     daydream::apply(g, daydream::passes::amp{.compute = 2}); // an older GPU
 struct amp {
-  static constexpr std::string_view name = "amp";
+  static constexpr std::string_view name = "amp"; ///< the --pass name
+  /// One line for daydream-whatif --help.
   static constexpr std::string_view help =
       "mixed precision: compute-bound kernels /compute, memory-bound /memory, CPU unchanged, "
       "activation memory x activations. params: compute=3, memory=2, activations=0.5";
@@ -73,6 +74,8 @@ struct amp {
     return any;
   }
 
+  /// Scales every classified kernel and the forward/backward memory; returns the counts
+  /// and times per class and the unclassified kernel names. Invalidates nothing.
   pass_report operator()(graph& g) const {
     pass_report rep;
     rep.pass = std::string(name);

@@ -62,8 +62,8 @@ inline std::vector<task_id> operator_tasks(const graph& g, task_id t) {
 /// order": the task runs on the resource named by its task_fields as soon as it is
 /// ready, in the order the replay's policy picks.
 struct position {
-  task_id anchor = no_task;
-  bool before = false;
+  task_id anchor = no_task; ///< the task the new one goes next to; no_task: no program order
+  bool before = false;      ///< right before the anchor (else right after)
 };
 /// Right before `t` in the program order of t's resource.
 inline position just_before(task_id t) { return {t, true}; }
@@ -79,8 +79,8 @@ template <class Kind> handle<Kind> insert_at(graph& g, Kind payload, task_fields
 
 /// The CPU runtime call that issues inserted GPU work.
 struct issue_call {
-  cpu_call call = cpu_call::launch;
-  std::string_view name = "cudaLaunchKernel";
+  cpu_call call = cpu_call::launch;           ///< what the call does
+  std::string_view name = "cudaLaunchKernel"; ///< its name
   time_ns duration = 0; ///< 0: 5 us, a typical launch on current drivers
 };
 
@@ -140,14 +140,15 @@ inline task_id first_in_trace(const graph& g, const std::vector<task_id>& ts) {
 
 /// A kernel that replaces a group of tasks (see replace_with_kernels).
 struct new_kernel {
-  std::string name;
-  time_ns duration = 0;
+  std::string name;     ///< the kernel's name
+  time_ns duration = 0; ///< nanoseconds
 };
 
 /// What replace_with_kernels did.
 struct replacement_result {
   std::vector<launched<gpu_kernel>> kernels; ///< the inserted kernels and their launches
-  std::size_t cpu_removed = 0, gpu_removed = 0;
+  std::size_t cpu_removed = 0; ///< CPU tasks removed
+  std::size_t gpu_removed = 0; ///< GPU kernels and copies removed
   time_ns cpu_time = 0; ///< summed duration of the removed CPU tasks
   time_ns gpu_time = 0; ///< summed duration of the removed GPU kernels and copies
 };

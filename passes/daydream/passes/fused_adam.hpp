@@ -25,7 +25,7 @@ using daydream::operator|;
 /// What the optimizer step of one iteration cost in the trace: the input of a fused
 /// kernel's duration estimator.
 struct optimizer_step {
-  std::int32_t iteration = 0;
+  std::int32_t iteration = 0; ///< the iteration of the step
   std::size_t kernels = 0;   ///< GPU kernels and copies of the step
   time_ns kernel_time = 0;   ///< their summed duration
   std::size_t cpu_tasks = 0; ///< CPU tasks of the step
@@ -52,7 +52,8 @@ struct optimizer_step {
 ///     daydream::apply(g, daydream::passes::fused_adam{.estimate = [](const auto& s) {
 ///       return s.kernel_time / 4; }});
 struct fused_adam {
-  static constexpr std::string_view name = "fused_adam";
+  static constexpr std::string_view name = "fused_adam"; ///< the --pass name
+  /// One line for daydream-whatif --help.
   static constexpr std::string_view help =
       "fused optimizer: each weight-update phase becomes one launch + one kernel of "
       "traffic x the removed kernel time. params: traffic=0.35";
@@ -75,6 +76,8 @@ struct fused_adam {
     return any;
   }
 
+  /// Replaces each iteration's weight-update tasks by one launch and one fused kernel;
+  /// returns the counts and times. Invalidates the handles of the removed tasks.
   pass_report operator()(graph& g) const {
     pass_report rep;
     rep.pass = std::string(name);

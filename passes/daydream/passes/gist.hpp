@@ -46,7 +46,8 @@ using daydream::operator|;
 ///
 ///     daydream::apply(g, daydream::passes::gist{.ratio = 1.0 / 32, .layers = ".*relu.*"});
 struct gist {
-  static constexpr std::string_view name = "gist";
+  static constexpr std::string_view name = "gist"; ///< the --pass name
+  /// One line for daydream-whatif --help.
   static constexpr std::string_view help =
       "encode stashed activations after the forward, decode before the backward. "
       "params: ratio=0.5 (encoded/original size), layers= (regex, whole name; empty: all), "
@@ -74,6 +75,8 @@ struct gist {
     return false;
   }
 
+  /// Inserts the encode and decode kernels (and moves memory when the graph has a
+  /// memory model); returns the layers, bytes and time. Invalidates nothing.
   pass_report operator()(graph& g) const {
     pass_report rep;
     rep.pass = std::string(name);

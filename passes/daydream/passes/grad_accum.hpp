@@ -48,7 +48,8 @@ using daydream::operator|;
 ///
 ///     daydream::apply(g, daydream::passes::grad_accum{.k = 4});
 struct grad_accum {
-  static constexpr std::string_view name = "grad_accum";
+  static constexpr std::string_view name = "grad_accum"; ///< the --pass name
+  /// One line for daydream-whatif --help.
   static constexpr std::string_view help =
       "gradient accumulation: forward+backward repeated k times with kernels scaled 1/k, "
       "one weight update. params: k=2";
@@ -70,6 +71,8 @@ struct grad_accum {
     return any;
   }
 
+  /// Repeats each iteration's forward-backward window `k` times; returns the counts and
+  /// times. Invalidates nothing.
   pass_report operator()(graph& g) const {
     pass_report rep;
     rep.pass = std::string(name);

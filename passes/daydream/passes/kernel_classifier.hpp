@@ -66,9 +66,9 @@ class kernel_classifier {
 public:
   /// One rule: the class and the pattern it was built from.
   struct rule {
-    kernel_class cls = kernel_class::unknown;
-    std::string pattern;
-    std::shared_ptr<const std::regex> rx;
+    kernel_class cls = kernel_class::unknown; ///< the class a match gives
+    std::string pattern;                      ///< the expression, as given
+    std::shared_ptr<const std::regex> rx;     ///< compiled, case-insensitive
   };
 
   /// A classifier without rules: every kernel is `unknown`.

@@ -23,8 +23,8 @@ namespace daydream::passes {
 /// order (trace start, then id). A layer called twice in an iteration (a ReLU module
 /// reused in a residual block) is one instance holding the tasks of both calls.
 struct layer_instance {
-  std::int32_t iteration = 0;
-  name_id layer = no_name;
+  std::int32_t iteration = 0; ///< the iteration
+  name_id layer = no_name;    ///< the layer's interned name (graph::str gives the string)
   std::vector<task_id> forward_cpu = {};  ///< cpu_task, phase forward
   std::vector<task_id> forward_gpu = {};  ///< gpu_kernel, phase forward
   std::vector<task_id> backward_cpu = {}; ///< cpu_task, phase backward

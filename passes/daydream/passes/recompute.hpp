@@ -45,7 +45,8 @@ using daydream::operator|;
 ///
 ///     daydream::apply(g, daydream::passes::recompute{.layers = "layer[34]\\..*"});
 struct recompute {
-  static constexpr std::string_view name = "recompute";
+  static constexpr std::string_view name = "recompute"; ///< the --pass name
+  /// One line for daydream-whatif --help.
   static constexpr std::string_view help =
       "re-run the forward of selected layers before their backward instead of stashing. "
       "params: layers= (regex, whole name; empty: all)";
@@ -66,6 +67,9 @@ struct recompute {
     return false;
   }
 
+  /// Copies the forward of each selected layer before its backward (and moves memory
+  /// when the graph has a memory model); returns the layers, tasks and time. Invalidates
+  /// nothing.
   pass_report operator()(graph& g) const {
     pass_report rep;
     rep.pass = std::string(name);

@@ -43,7 +43,8 @@ using daydream::operator|;
 ///
 ///     daydream::apply(g, daydream::passes::reconstruct_bn{});
 struct reconstruct_bn {
-  static constexpr std::string_view name = "reconstruct_bn";
+  static constexpr std::string_view name = "reconstruct_bn"; ///< the --pass name
+  /// One line for daydream-whatif --help.
   static constexpr std::string_view help =
       "reconstructing batch norm: activations next to BN removed (fused), BN kernels "
       "/bn_speedup. params: bn_speedup=2";
@@ -71,6 +72,8 @@ struct reconstruct_bn {
     return any;
   }
 
+  /// Speeds up batch norm and removes the activations next to it; returns the counts
+  /// and times. Invalidates the handles of the removed tasks.
   pass_report operator()(graph& g) const {
     pass_report rep;
     rep.pass = std::string(name);

@@ -48,8 +48,8 @@ using daydream::operator|;
 struct substitute {
   /// One kernel that takes the place of the selected layers' tasks in one phase.
   struct kernel {
-    std::string name = "fused";
-    enum phase phase = phase::forward;
+    std::string name = "fused";        ///< the kernel's name
+    enum phase phase = phase::forward; ///< the phase whose runs it replaces
     time_ns duration = -1; ///< nanoseconds; negative: `scale` x the replaced GPU time
     double scale = 1.0;    ///< used when `duration` is negative
   };
@@ -58,7 +58,8 @@ struct substitute {
   /// it (layer names from modules, "layer1.0.bn1", or from operators, "aten::relu_#3").
   static constexpr std::string_view default_fusion = ".*(batch_norm|bn|relu).*";
 
-  static constexpr std::string_view name = "substitute";
+  static constexpr std::string_view name = "substitute"; ///< the --pass name
+  /// One line for daydream-whatif --help.
   static constexpr std::string_view help =
       "replace each run of consecutive layers matching a regex (whole name) with one fused "
       "kernel per phase. params: layers=REGEX (required), name=fused, forward=DURATION or "
@@ -97,6 +98,8 @@ struct substitute {
     return false;
   }
 
+  /// Replaces each run of selected layers by the given kernels; returns the runs, counts
+  /// and times. Invalidates the handles of the removed tasks.
   pass_report operator()(graph& g) const {
     pass_report rep;
     rep.pass = std::string(name);

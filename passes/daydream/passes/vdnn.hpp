@@ -61,7 +61,8 @@ using daydream::operator|;
 ///     daydream::apply(g, daydream::passes::vdnn{.layers = ".*conv.*"});   // vDNN_conv
 ///     auto r = daydream::replay(g, daydream::pass_policy_t<daydream::passes::vdnn>{});
 struct vdnn {
-  static constexpr std::string_view name = "vdnn";
+  static constexpr std::string_view name = "vdnn"; ///< the --pass name
+  /// One line for daydream-whatif --help.
   static constexpr std::string_view help =
       "offload stashed activations to the host after the forward, prefetch before the "
       "backward. params: bandwidth=12GB/s (PCIe), layers= (regex, whole name; empty: all), "
@@ -90,6 +91,9 @@ struct vdnn {
     return false;
   }
 
+  /// Inserts the offloads and prefetches, their calls, dependencies and priorities (and
+  /// moves memory when the graph has a memory model); returns the layers, bytes and copy
+  /// time. Adds two copy-engine resources per device. Invalidates nothing.
   pass_report operator()(graph& g) const {
     pass_report rep;
     rep.pass = std::string(name);

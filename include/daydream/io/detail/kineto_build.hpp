@@ -339,23 +339,34 @@ private:
         marker_events_.push_back(m.ev);
       }
     } else {
-      // Optimizer steps end iterations: iteration k runs from the end of step k-1 (the
-      // first one from the first CPU activity) to the end of step k.
+      // Optimizer steps end iterations: iteration k starts with the first event of the
+      // optimizer's thread after optimizer step k-1 ended (iteration 1: its first
+      // event) and lasts until iteration k+1 starts; the last one until its optimizer
+      // step ends.
       std::vector<mark> opt;
       for (std::uint32_t i = 0; i < d_.cpu.size(); ++i) {
         auto& e = d_.cpu[i];
         if ((e.cat == ecat::user_annotation || e.cat == ecat::cpu_op) && starts_with(e.name, "Optimizer.step"))
           opt.push_back({e.ts, e.ts + e.dur, 0, i});
       }
+      if (opt.empty()) return;
       std::sort(opt.begin(), opt.end(), [](auto& a, auto& b) { return a.ts < b.ts; });
-      time_ns first = std::numeric_limits<time_ns>::max();
-      for (auto& e : d_.cpu) if (!threads_[e.thread].ignored) first = std::min(first, e.ts);
-      time_ns prev_end = first;
+      const auto thread = d_.cpu[opt.front().ev].thread;
+      std::vector<time_ns> starts;
+      for (auto& e : d_.cpu) if (e.thread == thread) starts.push_back(e.ts);
+      std::sort(starts.begin(), starts.end());
+      auto first_at_or_after = [&](time_ns t) {
+        auto it = std::lower_bound(starts.begin(), starts.end(), t);
+        return it == starts.end() ? t : *it;
+      };
+      time_ns prev_end = starts.front();
       std::int32_t n = 0;
       for (auto& m : opt) {
         if (m.end <= prev_end && n > 0) continue; // nested duplicate
         ++n;
-        out_.iterations.push_back({n, prev_end, m.end, std::string(d_.cpu[m.ev].name)});
+        const time_ns begin = n == 1 ? prev_end : first_at_or_after(prev_end);
+        if (n > 1) out_.iterations.back().end = begin;
+        out_.iterations.push_back({n, begin, m.end, std::string(d_.cpu[m.ev].name)});
         marker_events_.push_back(m.ev);
         prev_end = m.end;
       }
@@ -1374,7 +1385,7 @@ private:
             if (rit != no_index && si != no_index) o = waited_on(streams_[si], d_.cpu[rit].ts + 1, deadline);
           }
         } else if (s_.infer_event_waits) {
-          o = event_source(records, x, deadline);
+          o = event_source(records, x, deadline, no_index);
         }
         wait_for_op(w, o);
         used();
@@ -1389,9 +1400,9 @@ private:
           if (rit != no_index && ss != no_index) src = last_launched_before(streams_[ss], d_.cpu[rit].ts + 1);
           if (ds != no_index) dst = first_launched_after(streams_[ds], s);
         } else if (s_.infer_event_waits) {
-          src = event_source(records, x, std::numeric_limits<time_ns>::max());
           auto ds = stream_launched_next(x.thread, end);
           if (ds != no_index) dst = first_launched_after(streams_[ds], s);
+          src = event_source(records, x, std::numeric_limits<time_ns>::max(), ds);
         }
         if (src != no_index && dst != no_index && op_stream_[src] != op_stream_[dst] &&
             d_.gpu[src].ts + d_.gpu[src].dur <= d_.gpu[dst].ts + s_.sync_tolerance) {
@@ -1421,15 +1432,33 @@ private:
 
   /// For event waits without cuda_sync records: the op recorded by the latest event
   /// record of the same process before the call, on the stream its thread used last.
-  std::uint32_t event_source(const std::vector<std::uint32_t>& records, const cpu_event& x, time_ns deadline) {
+  /// Without records of its own, the event is taken to have been recorded after the
+  /// GPU op launched last before the call on a stream other than `not_stream` (some
+  /// traces hold no cudaEventRecord calls at all).
+  std::uint32_t event_source(const std::vector<std::uint32_t>& records, const cpu_event& x, time_ns deadline,
+                             std::uint32_t not_stream) {
     auto it = std::lower_bound(records.begin(), records.end(), x.ts, [&](std::uint32_t r, time_ns v) { return d_.cpu[r].ts < v; });
     while (it != records.begin()) {
       --it;
       auto r = *it;
       if (threads_[d_.cpu[r].thread].key.pid != threads_[x.thread].key.pid) continue;
       auto si = stream_launched_last(d_.cpu[r].thread, d_.cpu[r].ts);
-      if (si == no_index) return no_index;
+      if (si == no_index || si == not_stream) break;
       return waited_on(streams_[si], d_.cpu[r].ts, deadline);
+    }
+    // the op launched last before the call, on another stream, by this process
+    if (by_launch_.empty()) {
+      for (std::uint32_t o = 0; o < d_.gpu.size(); ++o)
+        if (launch_of_[o] != no_index) by_launch_.push_back(o);
+      std::sort(by_launch_.begin(), by_launch_.end(), [&](auto a, auto b) { return launch_time(a) < launch_time(b); });
+    }
+    auto jt = std::lower_bound(by_launch_.begin(), by_launch_.end(), x.ts, [&](std::uint32_t o, time_ns v) { return launch_time(o) < v; });
+    const auto pid = threads_[x.thread].key.pid;
+    for (int tries = 0; jt != by_launch_.begin() && tries < 256; ++tries) {
+      --jt;
+      auto o = *jt;
+      if (op_stream_[o] == not_stream || threads_[d_.cpu[launch_of_[o]].thread].key.pid != pid) continue;
+      return d_.gpu[o].ts + d_.gpu[o].dur <= deadline ? o : no_index;
     }
     return no_index;
   }
@@ -1593,7 +1622,7 @@ private:
   std::vector<task_id> gpu_task_;
   std::vector<time_ns> gpu_ready_;
   std::vector<edge_req> edges_;
-  std::vector<std::uint32_t> ends_;
+  std::vector<std::uint32_t> ends_, by_launch_;
   std::uint32_t first_main_ = no_index;
   int first_main_rank_ = -1;
   time_ns t0_ = 0;

@@ -156,7 +156,7 @@ template <class Pass> void register_pass() {
     auto name = "pass/" + std::string(pass_traits<Pass>::name) + "/" + w.label;
     benchmark::RegisterBenchmark(name.c_str(), [w](benchmark::State& s) { run_pass<Pass>(s, *w.trace, w.copies); })
         ->Unit(benchmark::kMillisecond)
-        ->MinTime(0.5);
+        ;
   }
 }
 
@@ -172,7 +172,7 @@ template <class... Passes> void register_passes() { (register_pass<Passes>(), ..
     benchmark::RegisterBenchmark((std::string("pass/estimate_activation_memory/") + w.label).c_str(),
                                  [w](benchmark::State& s) { activation_memory(s, *w.trace, w.copies); })
         ->Unit(benchmark::kMillisecond)
-        ->MinTime(0.5);
+        ;
   // Every pass the registry holds, as the what-if program runs it.
   const auto reg = passes::bundled();
   for (auto& e : reg.entries())
@@ -181,7 +181,7 @@ template <class... Passes> void register_passes() { (register_pass<Passes>(), ..
       std::string pass(e.name);
       benchmark::RegisterBenchmark(name.c_str(), [w, pass](benchmark::State& s) { run_registry(s, pass, *w.trace, w.copies); })
           ->Unit(benchmark::kMillisecond)
-          ->MinTime(0.5);
+          ;
     }
   return true;
 }();

@@ -34,15 +34,15 @@ inline ns_result us_text_to_ns(std::string_view s) noexcept {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
     s.remove_suffix(1);
   ns_result r;
-  // Fast path: [-]digits[.digits] with at most 3 decimals and 15 integer digits (every
+  // Fast path: [-]digits[.digits] with at most 3 decimals and 16 integer digits (every
   // Kineto timestamp); anything else goes through the general decimal reader below.
   {
     std::size_t j = 0;
     const bool minus = !s.empty() && s[0] == '-';
     if (minus) ++j;
-    std::uint64_t v = 0;
+    std::uint64_t v = 0; // at most 19 digits: fits
     std::size_t int_digits = 0, frac_digits = 0;
-    while (j < s.size() && s[j] >= '0' && s[j] <= '9' && int_digits < 15) { v = v * 10 + std::uint64_t(s[j] - '0'); ++j; ++int_digits; }
+    while (j < s.size() && s[j] >= '0' && s[j] <= '9' && int_digits < 16) { v = v * 10 + std::uint64_t(s[j] - '0'); ++j; ++int_digits; }
     bool ok = int_digits > 0;
     if (ok && j < s.size() && s[j] == '.') {
       ++j;
@@ -51,9 +51,11 @@ inline ns_result us_text_to_ns(std::string_view s) noexcept {
     }
     if (ok && j == s.size()) {
       for (; frac_digits < 3; ++frac_digits) v *= 10;
-      r.status = number_status::ok;
-      r.value = minus ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
-      return r;
+      if (v <= std::uint64_t(std::numeric_limits<std::int64_t>::max())) {
+        r.status = number_status::ok;
+        r.value = minus ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
+        return r;
+      }
     }
   }
   std::size_t i = 0;

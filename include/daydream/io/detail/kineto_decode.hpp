@@ -183,6 +183,13 @@ struct decoded_trace {
 //! @cond DAYDREAM_INTERNAL
 /// Parses an integer from a JSON number token or a string ("7", "-1", "0x7f", "3.0").
 inline bool parse_integer_text(std::string_view s, std::int64_t& out) noexcept {
+  // Fast path: a plain non-negative integer of up to 18 digits.
+  if (!s.empty() && s.size() <= 18) {
+    std::int64_t v = 0;
+    std::size_t i = 0;
+    for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) v = v * 10 + (s[i] - '0');
+    if (i == s.size() && i > 0) { out = v; return true; }
+  }
   while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
   if (s.empty()) return false;

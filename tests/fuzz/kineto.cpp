@@ -1,0 +1,129 @@
+// Defines the libFuzzer target for the Kineto trace reader: arbitrary bytes as JSON, or as a gzip file.
+// SPDX-License-Identifier: MIT
+//
+// Whatever the bytes, the reader either gives a trace or throws daydream::error naming the
+// source; it never crashes, hangs, trips a sanitizer, or throws anything else. A trace it
+// gives accounts for every event, keeps the graph invariants and replays.
+#include <daydream/io/chrome_trace.hpp>
+#include <daydream/io/kineto.hpp>
+#include <daydream/iteration.hpp>
+#include <daydream/replay.hpp>
+#include <daydream/validate.hpp>
+
+#include <zlib.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include <unistd.h> // getpid: one scratch file per fuzzing process
+
+namespace {
+
+[[noreturn]] void fail(const char* what, const std::string& detail) {
+  std::fprintf(stderr, "fuzz_kineto: %s: %s\n", what, detail.c_str());
+  std::abort();
+}
+
+/// Checks what a successful ingest promises.
+void check_trace(const daydream::io::kineto_trace& t) {
+  const auto& rep = t.report;
+  if (rep.in_graph + rep.ignored_total() != rep.events)
+    fail("accounting", std::to_string(rep.in_graph) + " in the graph + " +
+                           std::to_string(rep.ignored_total()) + " ignored != " +
+                           std::to_string(rep.events) + " events");
+  try {
+    daydream::check_invariants(t.g);
+  } catch (const daydream::error& e) {
+    fail("a loaded graph breaks an invariant", e.what());
+  }
+  daydream::replay_result r;
+  try {
+    r = daydream::replay(t.g);
+  } catch (const daydream::error& e) {
+    fail("a loaded graph does not replay", e.what());
+  }
+  if (r.tasks != t.g.size()) fail("replay", "not every task was replayed");
+  for (auto& it : t.iterations) (void)daydream::iteration_time(t.g, r, it.number);
+  // The timeline writer reads every name the trace gave.
+  daydream::io::chrome_trace ct;
+  ct.add("fuzz", t.g, r);
+  (void)ct.str();
+}
+
+/// Errors must name the input and must not be internal ones.
+void check_error(const daydream::error& e, std::string_view source) {
+  std::string_view msg = e.what();
+  if (msg.find(source) == std::string_view::npos) fail("an error that does not name its source", std::string(msg));
+  if (msg.find("internal error") != std::string_view::npos) fail("an internal error", std::string(msg));
+}
+
+const std::filesystem::path& scratch_file() {
+  static const std::filesystem::path p =
+      std::filesystem::temp_directory_path() / ("daydream_fuzz_" + std::to_string(::getpid()) + ".json.gz");
+  return p;
+}
+
+void write_file(const std::filesystem::path& path, std::string_view bytes) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) fail("scratch file", path.string());
+  if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size()) fail("scratch file", "short write");
+  std::fclose(f);
+}
+
+/// `text` as one gzip member.
+std::string gzip_of(std::string_view text) {
+  z_stream zs{};
+  if (deflateInit2(&zs, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) fail("zlib", "deflateInit2");
+  std::string out(deflateBound(&zs, static_cast<uLong>(text.size())) + 32, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  zs.avail_in = static_cast<uInt>(text.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  if (deflate(&zs, Z_FINISH) != Z_STREAM_END) fail("zlib", "deflate");
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+/// What a load gave: a summary of the trace, or the error after the source's name.
+std::string outcome(auto&& load, const std::string& source) {
+  try {
+    auto t = load();
+    check_trace(t);
+    return "ok " + std::to_string(t.g.size()) + " tasks, " + std::to_string(t.g.dependency_count()) + " deps, " +
+           std::to_string(t.report.in_graph) + " in graph, " + std::to_string(t.iterations.size()) + " iterations";
+  } catch (const daydream::error& e) {
+    check_error(e, source);
+    std::string msg = e.what();
+    return "error" + msg.substr(msg.find(source) + source.size());
+  }
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  const bool gzip = size >= 2 && data[0] == 0x1f && data[1] == 0x8b;
+  const auto& path = scratch_file();
+  if (gzip) {
+    // Gzip bytes go through load_kineto, the way a user's .json.gz does: file header,
+    // size hint from ISIZE, inflation into the parser's buffer.
+    write_file(path, bytes);
+    (void)outcome([&] { return daydream::io::load_kineto(path); }, path.string());
+    return 0;
+  }
+  const auto plain = outcome([&] { return daydream::io::parse_kineto(bytes, "fuzz.json"); }, "fuzz.json");
+  // For one input in four (chosen by size, so a reproducer behaves the same), the same
+  // text compressed must load through the file path with the same result.
+  if (size > 0 && size % 4 == 0 && size <= (1u << 16)) {
+    write_file(path, gzip_of(bytes));
+    const auto zipped = outcome([&] { return daydream::io::load_kineto(path); }, path.string());
+    if (zipped != plain) fail("gzip and plain input disagree", plain + " | " + zipped);
+  }
+  return 0;
+}

@@ -10,6 +10,7 @@
 #include <daydream/daydream.hpp>
 #include <daydream/io/kineto.hpp>
 #include <daydream/passes/all.hpp>
+#include <daydream/passes/memory.hpp>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -97,14 +98,27 @@ int run(int argc, char** argv) {
                                         trace_path, a.iteration, have));
     }
   }
+  // Without [memory] events, peak memory comes from the tensor-size model (a documented
+  // estimate of activation memory; see passes/daydream/passes/memory.hpp).
+  if (!daydream::passes::has_memory_accounting(trace.g)) {
+    daydream::passes::estimate_activation_memory(trace.g);
+    a.memory_model = daydream::passes::has_memory_accounting(trace.g) ? "tensor sizes (activation estimate)" : "none";
+  } else {
+    a.memory_model = "trace [memory] events";
+  }
   a.measured = trace.measured(a.iteration);
   a.base = whatif::baseline(trace.g, a.iteration, replay_opts);
 
-  if (specs.empty())
-    for (auto& e : reg.entries())
-      if (e.applicable(trace.g))
-        specs.push_back(e.scenario_params.empty() ? std::string(e.name)
-                                                  : std::string(e.name) + ":" + std::string(e.scenario_params));
+  if (specs.empty()) {
+    for (auto& e : reg.entries()) {
+      if (!e.applicable(trace.g)) {
+        a.not_applicable.emplace_back(e.name);
+        continue;
+      }
+      specs.push_back(e.scenario_params.empty() ? std::string(e.name)
+                                                : std::string(e.name) + ":" + std::string(e.scenario_params));
+    }
+  }
   for (auto& spec : specs) {
     if (progress) { fmt::print(stderr, "\r\x1b[Kpredicting {}...", spec); std::fflush(stderr); }
     a.scenarios.push_back(whatif::run_scenario(trace.g, reg, spec, a.iteration, replay_opts));

@@ -27,6 +27,8 @@ struct analysis {
   time_ns measured = -1;
   scenario base;
   std::vector<scenario> scenarios;
+  std::vector<std::string> not_applicable; ///< bundled passes left out of the default run
+  std::string memory_model;                ///< where peak memory comes from
 };
 
 inline std::string ms(time_ns t) { return fmt::format("{:.3f} ms", double(t) / 1e6); }
@@ -53,8 +55,12 @@ inline std::string to_json(const analysis& a) {
   w.key("measured_us");
   if (a.measured > 0) w.value(us(a.measured)); else w.null();
   w.field("baseline_us", us(a.base.predicted));
+  w.field("memory_model", a.memory_model);
   w.key("baseline_peak_memory_bytes");
   if (a.base.peak_memory) w.value(*a.base.peak_memory); else w.null();
+  w.key("not_applicable").begin_array();
+  for (auto& n : a.not_applicable) w.value(n);
+  w.end_array();
   w.key("scenarios").begin_array();
   for (auto& s : a.scenarios) {
     w.begin_object();
@@ -106,14 +112,25 @@ inline void print_table(std::FILE* out, const analysis& a) {
   fmt::print(out, "\n  iteration {} of {}; {} tasks, {} dependencies; {} of {} events in the graph, the rest accounted for by reason\n\n",
              a.iteration, t.iterations.size(), t.g.size(), t.g.dependency_count(), t.report.in_graph, t.report.events);
 
-  fmt::print(out, "  {:<34} {:>14} {:>9} {:>13}\n", "scenario", "iteration", "speedup", "peak memory");
-  if (a.measured > 0) fmt::print(out, "  {:<34} {:>14} {:>9} {:>13}\n", "measured (trace)", ms(a.measured), "", "");
+  std::size_t w = 20;
+  for (auto& s : a.scenarios) w = std::max(w, s.name.size());
+  fmt::print(out, "  {:<{}} {:>14} {:>9} {:>13}\n", "scenario", w, "iteration", "speedup", "peak memory");
+  if (a.measured > 0) fmt::print(out, "  {:<{}} {:>14}\n", "measured (trace)", w, ms(a.measured));
   auto mem = [](const scenario& s) { return s.peak_memory ? bytes_str(*s.peak_memory) : std::string("n/a"); };
-  fmt::print(out, "  {:<34} {:>14} {:>9} {:>13}\n", "baseline (replay)", ms(a.base.predicted), "1.00x", mem(a.base));
+  fmt::print(out, "  {:<{}} {:>14} {:>9} {:>13}\n", "baseline (replay)", w, ms(a.base.predicted), "1.00x", mem(a.base));
   for (auto& s : a.scenarios) {
-    if (!s.error.empty()) { fmt::print(out, "  {:<34} refused: {}\n", s.name, s.error); continue; }
-    fmt::print(out, "  {:<34} {:>14} {:>8.2f}x {:>13}\n", s.name, ms(s.predicted), speedup(a, s), mem(s));
+    if (!s.error.empty()) { fmt::print(out, "  {:<{}} refused: {}\n", s.name, w, s.error); continue; }
+    fmt::print(out, "  {:<{}} {:>14} {:>8.2f}x {:>13}\n", s.name, w, ms(s.predicted), speedup(a, s), mem(s));
   }
+  if (!a.not_applicable.empty()) {
+    std::string names;
+    for (auto& n : a.not_applicable) names += (names.empty() ? "" : ", ") + n;
+    fmt::print(out, "  not applicable to this trace: {}\n"
+                    "    (e.g. no backward pass, no recorded tensor shapes; run one with --pass NAME to see why,\n"
+                    "     or give the distributed passes a model size: --pass 'ddp:workers=16,model_bytes=100MB')\n",
+               names);
+  }
+  fmt::print(out, "  peak memory from: {}\n", a.memory_model);
   if (a.measured > 0)
     fmt::print(out, "\n  replay error vs measured: {:+.2f}%\n",
                100.0 * double(a.base.predicted - a.measured) / double(a.measured));

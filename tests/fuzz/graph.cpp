@@ -194,8 +194,12 @@ public:
   }
 
   void step(graph& g, const passes::registry<graph>& reg) {
+    // DAYDREAM_FUZZ_VERBOSE=1 prints the steps, to read a reproducer.
+    static const bool verbose = std::getenv("DAYDREAM_FUZZ_VERBOSE") != nullptr;
     std::string name;
-    switch (in_.ConsumeIntegralInRange(0, 17)) {
+    const int op = in_.ConsumeIntegralInRange(0, 17);
+    if (verbose) std::fprintf(stderr, "step %d on %zu tasks, %zu dependencies\n", op, g.size(), g.dependency_count());
+    switch (op) {
     case 0: { // insert with dependencies on both sides: may close a cycle
       auto f = fields(g, name);
       auto a = any_task(g), b = any_task(g), c = any_task(g);

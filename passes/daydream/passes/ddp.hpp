@@ -77,7 +77,8 @@ struct ddp {
   }
 
   /// Whether the pass can act on `g`: it needs backward work (gradients).
-  static bool applicable(const graph& g) { return has_backward(g); }
+  /// Runs by default only on traces with backward work and recorded gradient sizes.
+  static bool applicable(const graph& g) { return has_backward(g) && has_gradient_sizes(g); }
 
   /// The gradients this pass all-reduces on `g`.
   gradient_set gradients_of(const graph& g) const {

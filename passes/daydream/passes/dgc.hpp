@@ -91,7 +91,8 @@ struct dgc {
   }
 
   /// Whether the pass can act on `g`: it needs backward work (gradients).
-  static bool applicable(const graph& g) { return has_backward(g); }
+  /// Runs by default only on traces with backward work and recorded gradient sizes.
+  static bool applicable(const graph& g) { return has_backward(g) && has_gradient_sizes(g); }
 
   /// The device memory throughput (bytes/s) measured from `g`'s copies and memsets, or 0.
   static double measured_throughput(const graph& g) {

@@ -234,6 +234,10 @@ inline gradient_set gradients_from_trace(const graph& g, double model_bytes = 0)
   return out;
 }
 
+/// Whether the trace behind `g` recorded gradient sizes (AccumulateGrad input shapes):
+/// what the distributed passes need to run without a user-supplied size.
+inline bool has_gradient_sizes(const graph& g) { return !gradients_from_trace(g).grads.empty(); }
+
 /// Gradients from a user-supplied map: for every layer of the map and every iteration
 /// in which the layer has backward GPU work, one gradient of the given size, ready when
 /// the layer's last backward GPU task (in trace order) ends. Layers of the map that the

@@ -77,7 +77,8 @@ struct tensor_fusion {
   }
 
   /// Whether the pass can act on `g`: it needs backward work (gradients).
-  static bool applicable(const graph& g) { return has_backward(g); }
+  /// Runs by default only on traces with backward work and recorded gradient sizes.
+  static bool applicable(const graph& g) { return has_backward(g) && has_gradient_sizes(g); }
 
   /// Applies the pass to `g` (use daydream::apply for a transaction) and reports what it
   /// inserted; a graph without gradients or a one-worker cluster is left unchanged, with a note.

@@ -75,7 +75,6 @@ struct slice {
   phase ph = phase::other;
   name_id layer = no_name;
   time_ns wait_until = std::numeric_limits<time_ns>::min(); ///< latest trace end of what it waits for
-  std::int64_t mem = 0;             ///< device bytes allocated at its start
   task_id task = no_task;
 };
 
@@ -257,7 +256,10 @@ private:
         auto git = gpu_at.find(gpu_key(dev, st, ff.ts));
         op = git == gpu_at.end() ? no_index : git->second;
       }
-      std::uint32_t rt = runtime_at(fs.where, fs.ts);
+      // the flow's id is the correlation id: check that call first, search by time if not
+      std::uint32_t rt = runtime_of_corr(fs.id);
+      if (rt == no_index || d_.cpu[rt].ts != fs.ts || !(threads_[d_.cpu[rt].thread].key == fs.where))
+        rt = runtime_at(fs.where, fs.ts);
       if (op == no_index || rt == no_index) { flow_state_[si] = flow_state_[fi] = 2; continue; }
       if (launch_of_[op] == no_index && !threads_[d_.cpu[rt].thread].ignored) launch_of_[op] = rt;
       if (launch_of_[op] == rt) flow_pair_.push_back({si, fi, op});
@@ -691,7 +693,7 @@ private:
         if (cont->start > L.start) continue; // main did something while the last slice ran
         double cover = double(B - std::max(first, cont->start)) / double(cont->end - cont->start);
         if (cover < s_.join_coverage) continue;
-        joins_.push_back({ss.thread, B, cont->start, false});
+        joins_.push_back({ss.thread, B, false});
       } else {
         // idle at B: previous main slice ends <= B, next starts >= B
         time_ns prev_end = it == sl.begin() ? std::numeric_limits<time_ns>::min() : (it - 1)->end;
@@ -700,7 +702,7 @@ private:
         const time_ns from = std::max(prev_end, first);
         if (next_start <= from || double(B - from) / double(next_start - from) < s_.join_coverage) continue;
         m.cuts.push_back({B, cut_join});
-        joins_.push_back({ss.thread, B, B, true});
+        joins_.push_back({ss.thread, B, true});
       }
     }
   }
@@ -1563,11 +1565,13 @@ private:
     if (backpressure_)
       warn(std::to_string(backpressure_) + " launch/copy calls blocked until a GPU operation finished "
            "(launch queue full); they wait for it in the graph");
+    if (cross_stream_)
+      warn(std::to_string(cross_stream_) + " cudaStreamWaitEvent calls became dependencies between streams");
   }
 
   // ------------------------------------------------------------------ state
   struct flow_pair_rec { std::uint32_t s, f, op; };
-  struct join_rec { std::uint32_t thread; time_ns B; time_ns target_start; bool marker; };
+  struct join_rec { std::uint32_t thread; time_ns B; bool marker; };
 
   decoded_trace& d_;
   const build_settings& s_;

@@ -237,14 +237,14 @@ struct id_value {
 
 /// The fields of one event, before classification.
 struct raw_event {
-  std::string_view ph, cat, name, bp;
+  std::string_view ph, cat, name;
   std::string_view ts_text, dur_text;
   id_value pid, tid;
   bool has_id = false;
   std::int64_t id = 0;
   // args
   bool has_args = false;
-  std::int64_t correlation = -1, external_id = -1, seq = -1, device = -1, bytes = -1;
+  std::int64_t correlation = -1, seq = -1, device = -1, bytes = -1;
   bool has_stream = false;
   std::int64_t stream = -1;
   std::string_view input_dims, input_types, collective, dtype, sync_kind;
@@ -496,7 +496,6 @@ private:
         break;
       case 5 + 6:
         if (is(k, "correlation")) as_int(e.correlation);
-        else if (is(k, "External id") || is(k, "external id")) as_int(e.external_id);
         else if (is(k, "Device Type")) as_int(e.device_type);
         break;
       case 9: if (is(k, "Device Id")) as_int(e.device_id); break;
@@ -620,11 +619,6 @@ private:
                 e.has_id = true;
               }
             }
-          } else if (is(k, "bp")) {
-            json_type bt;
-            if (!v.type().get(bt) && bt == json_type::string) {
-              if (auto err = v.get_string().get(e.bp)) syntax(err, &doc);
-            }
           }
           break;
         case 3:
@@ -662,7 +656,6 @@ private:
       if (ts > std::numeric_limits<time_ns>::max() - dur) fail_event("'ts' + 'dur' is out of range");
       ecat c = classify_category(e.cat);
       if (is_cpu_category(c)) {
-        if (e.name.empty() && !e.has_args) { /* still a valid, unnamed range */ }
         cpu_event ce;
         ce.ts = ts; ce.dur = dur; ce.name = e.name; ce.index = idx; ce.thread = thread_of(e);
         ce.correlation = e.correlation; ce.seq = e.seq; ce.meta = meta_of(e); ce.cat = c;

@@ -85,8 +85,9 @@ handle<Kind> insert_between(Graph& g, Kind payload, task_fields f, task_id a, ta
   if (f.trace_start == 0 && a != no_task)
     f.trace_start = g.trace_start(a) + g.duration(a);
   auto k = order_kind(g, f.resource);
-  if (a != no_task && b != no_task) g.remove_dependency(a, b);
+  // add() checks the fields first: a refused task leaves the a -> b edge in place.
   auto h = g.add(std::move(payload), f);
+  if (a != no_task && b != no_task) g.remove_dependency(a, b);
   if (a != no_task) g.add_dependency(a, h.id, k);
   if (b != no_task) g.add_dependency(h.id, b, k);
   return h;
@@ -137,6 +138,13 @@ launched<Kind> insert_launched(Graph& g, Kind payload, task_fields f, task_id cp
   static_assert(Graph::template has_kind<cpu_task>,
                 "daydream::insert_launched: the graph has no cpu_task kind to launch from");
   g.core().check_task(cpu_after, "insert_launched");
+  // Check what could refuse the GPU task before the launch call goes in.
+  if (gpu_after != no_task) g.core().check_task(gpu_after, "insert_launched");
+  if (f.duration < 0 || f.gap < 0 || launch_duration < 0)
+    throw error("daydream: insert_launched: task \"" + std::string(f.name) + "\" has a negative duration or gap");
+  if (gpu_after == no_task && f.resource != no_resource && f.resource >= g.resource_count())
+    throw error("daydream: insert_launched: task \"" + std::string(f.name) + "\" names resource #" +
+                std::to_string(f.resource) + ", which does not exist");
   if (launch_duration == 0) {
     // Copy the cost of the launch call it follows when there is one; 5 us otherwise,
     // a typical cudaLaunchKernel on current drivers.

@@ -394,114 +394,206 @@ inline void advise_huge_pages(const void* p, std::size_t bytes) noexcept {
 #endif
 }
 
-/// Makes `v` hold `n` copies of `value`, on huge pages where the system allows.
-template <class T> void fill_advised(std::vector<T>& v, std::size_t n, const T& value) {
-  v.clear();
+/// Reserves room for `n` elements in the empty vector `v`, on huge pages where the
+/// system allows.
+template <class T> void reserve_advised(std::vector<T>& v, std::size_t n) {
   v.reserve(n);
   advise_huge_pages(v.data(), n * sizeof(T));
-  v.resize(n, value);
 }
 
 /// The event queue of replay_flat. Every resource is an agent with at most one pending
-/// event, held in a winner tree: each node keeps the agent with the earliest event
-/// below it, so changing an agent's event costs at most log2(resources) comparisons,
-/// and stops early once a node's winner is unchanged. Events are ordered by (time, tw),
-/// where tw packs the event type above the id of the task or resource it concerns.
+/// event, held in a winner tree: each node keeps the earliest event below it, so
+/// changing an agent's event costs log2(resources) steps of a few instructions. Events
+/// are ordered by (time, tw), where tw packs the event type above the id of the task or
+/// resource it concerns.
 class agent_queue {
 public:
+  /// An agent's event.
   struct key {
     time_ns time;
     std::uint64_t tw;
   };
   /// The time of "no event".
   static constexpr time_ns none = std::numeric_limits<time_ns>::max();
+  /// Times from here on mean "no event": an idle agent `a` has time `none - a`, so that
+  /// equal times in the tree are real ties (rare: event times are in nanoseconds).
+  static constexpr time_ns idle = none - (time_ns(1) << 32);
 
   explicit agent_queue(std::size_t agents) {
     while (p_ < agents) p_ *= 2;
-    key_.assign(p_, key{none, 0});
-    node_.assign(2 * std::size_t(p_), node{none, 0});
-    for (std::uint32_t a = 0; a < p_; ++a) node_[p_ + a] = {none, a};
-    for (std::uint32_t i = p_ - 1; i >= 1; --i) node_[i] = node_[2 * i];
+    tw_.assign(p_, 0);
+    time_.assign(2 * std::size_t(p_), none);
+    win_.assign(2 * std::size_t(p_), 0);
+    for (std::uint32_t a = 0; a < p_; ++a) {
+      win_[p_ + a] = a;
+      time_[p_ + a] = none - time_ns(a);
+    }
+    for (std::uint32_t i = p_ - 1; i >= 1; --i) {
+      const std::uint32_t first = 2 * i + (time_[2 * i + 1] < time_[2 * i] ? 1 : 0);
+      win_[i] = win_[first];
+      time_[i] = time_[first];
+    }
   }
-  /// The agent with the earliest event; its time is `none` when no agent has one.
-  std::uint32_t top() const noexcept { return node_[p_ > 1 ? 1 : p_].agent; }
+  /// The agent with the earliest event; its time is `idle` or more when none has one.
+  std::uint32_t top() const noexcept { return win_[p_ > 1 ? 1 : p_]; }
   /// The event of agent `a`.
-  const key& at(std::uint32_t a) const noexcept { return key_[a]; }
+  key at(std::uint32_t a) const noexcept { return {time_[p_ + a], tw_[a]}; }
 
   /// Sets the event of agent `a`; time `none` clears it.
   void set(std::uint32_t a, time_ns time, std::uint64_t tw) noexcept {
-    node* __restrict nd = node_.data();
-    const key* __restrict k = key_.data();
-    key_[a] = {time, tw};
+    time_ns* __restrict t = time_.data();
+    std::uint32_t* __restrict w = win_.data();
+    const std::uint64_t* __restrict tws = tw_.data();
+    tw_[a] = tw;
+    if (time == none) time = none - time_ns(a);
     std::uint32_t i = p_ + a;
-    node cur{time, a};
-    nd[i] = cur;
+    t[i] = time;
+    time_ns ct = time;
+    std::uint32_t ca = a;
     while (i > 1) {
-      const node other = nd[i ^ 1u];
+      const time_ns ot = t[i ^ 1u];
+      const std::uint32_t oa = w[i ^ 1u];
       i >>= 1;
-      bool other_first = other.time < cur.time;
-      // Two events at one time are rare; two agents' events never have equal keys.
-      if (other.time == cur.time && other.time != none) [[unlikely]]
-        other_first = k[other.agent].tw < k[cur.agent].tw;
-      if (other_first) cur = other;
-      // Above a node whose winner is unchanged (and is not `a`), nothing changes.
-      if (nd[i].agent == cur.agent && cur.agent != a) return;
-      nd[i] = cur;
+      bool other_first = ot < ct;
+      if (ot == ct) [[unlikely]] other_first = tws[oa] < tws[ca];
+      ct = other_first ? ot : ct;
+      ca = other_first ? oa : ca;
+      w[i] = ca;
+      t[i] = ct;
     }
   }
 
 private:
-  struct node {
-    time_ns time;        // event time of the winner below
-    std::uint32_t agent; // the winner below
-  };
   std::uint32_t p_ = 1;
-  std::vector<key> key_;
-  std::vector<node> node_; // 1 .. p_-1: inner nodes; p_ + a: the leaf of agent a
+  std::vector<std::uint64_t> tw_;  // by agent
+  std::vector<time_ns> time_;      // by node: the earliest event time below
+  std::vector<std::uint32_t> win_; // by node: its agent (nodes 1 .. p_-1; p_ + a: the leaf of a)
 };
 
-/// The replay kernel on flat arrays, without replay_options effects: the model and the
-/// results of replay_core, faster. The differences are in bookkeeping only:
-/// - one queue entry per resource instead of one per event (agent_queue), and the
+/// The working memory of replay_flat, kept per thread between replays so that a search
+/// replaying thousands of times pays no page faults for it: one record per task and the
+/// out-edges in CSR form. At most 1 GiB is kept; larger buffers are freed.
+struct replay_scratch {
+  /// The state of one task during a replay.
+  struct task_rec {
+    time_ns dur, gap;
+    time_ns at;         // when the task became ready (latest dependency so far), then its end
+    std::uint32_t out;  // its first out-edge in `adj`; the next record's `out` ends them
+    resource_id res;
+    std::uint32_t wait; // dependencies not yet ended
+    task_id pred;
+    binding why;
+    dep_kind edge;
+    bool mem;           // allocates or frees memory (mem_delta != 0)
+  };
+  std::vector<task_rec> recs;
+  std::vector<std::uint64_t> adj; // dst | kind << 32
+  bool busy = false;
+
+  /// This thread's scratch, or `spare` if it is in use (a replay inside a replay).
+  static replay_scratch& acquire(replay_scratch& spare) {
+    thread_local replay_scratch mine;
+    auto& s = mine.busy ? spare : mine;
+    s.busy = true;
+    return s;
+  }
+  void prepare(std::size_t tasks, std::size_t edges) {
+    grow(recs, tasks);
+    grow(adj, edges);
+  }
+  void release() noexcept {
+    busy = false;
+    constexpr std::size_t keep = std::size_t(1) << 30;
+    if (recs.capacity() * sizeof(task_rec) + adj.capacity() * sizeof(std::uint64_t) > keep) {
+      recs = {};
+      adj = {};
+    }
+  }
+
+private:
+  template <class T> static void grow(std::vector<T>& v, std::size_t n) {
+    if (v.capacity() < n) {
+      v = {};
+      reserve_advised(v, n);
+    }
+    v.resize(n);
+  }
+};
+
+/// The replay kernel without replay_options effects: the model and the results of
+/// replay_core, computed faster. The differences are in bookkeeping only:
+/// - one queue entry per resource (agent_queue) instead of one per event, and the
 ///   dispatch of a task on an exclusive resource folded into its completion event;
-/// - no allocation per event; the result arrays are the working state (`end` holds
-///   the ready time until a task ends);
+/// - the state of a task in one record and its out-edges in one range (a replay over
+///   many resources touches the graph at as many places at once); no allocation per
+///   event;
 /// - the policy's key is computed only when two tasks compete for a resource.
 template <class KeyFn> replay_result replay_flat(const graph_core& c, KeyFn&& key) {
+  using task_rec = replay_scratch::task_rec;
   const task_id n = c.id_bound();
   const auto nres = static_cast<std::uint32_t>(c.resources.size());
-  if (nres >= (std::uint32_t(1) << 31))
-    throw error("daydream: replay: too many resources");
+  if (nres >= (std::uint32_t(1) << 31)) throw error("daydream: replay: too many resources");
 
   replay_result r;
-  fill_advised(r.start, n, time_ns(-1));
-  fill_advised(r.end, n, time_ns(-1));
-  fill_advised(r.pred, n, no_task);
-  fill_advised(r.why, n, binding::none);
-  fill_advised(r.edge, n, dep_kind::control);
+  reserve_advised(r.start, n);
+  r.start.resize(n, -1);
   r.busy.assign(nres, 0);
-  std::vector<std::uint32_t> waiting;
-  fill_advised(waiting, n, 0u);
-
-  const time_ns* const dur = c.duration.data();
-  const time_ns* const gap = c.gap.data();
-  const resource_id* const res = c.res.data();
-  const edge_id* const head_out = c.head_out.data();
-  const edge_rec* const edges = c.edges.data();
   time_ns* const start = r.start.data();
-  time_ns* const end = r.end.data(); // the ready time until the task ends
-  task_id* const pred = r.pred.data();
-  binding* const why = r.why.data();
-  dep_kind* const edge = r.edge.data();
-  std::uint32_t* const wait = waiting.data();
 
-  for (task_id t = 0; t < n; ++t) {
-    if (!c.alive[t]) continue;
-    if (res[t] != no_resource && res[t] >= nres)
-      throw error("daydream: replay: task " + describe_task(c, t) + " names resource #" +
-                  std::to_string(res[t]) + ", which does not exist");
-    ++r.tasks;
-    wait[t] = c.n_in[t];
+  replay_scratch spare;
+  auto& scratch = replay_scratch::acquire(spare);
+  struct releaser {
+    replay_scratch& s;
+    ~releaser() { s.release(); }
+  } releaser_{scratch};
+  scratch.prepare(std::size_t(n) + 1, c.live_edges);
+  task_rec* const R = scratch.recs.data();
+  std::uint64_t* const adj = scratch.adj.data();
+
+  const bool with_memory = c.mem_delta.allocated();
+  {
+    // Without unlinked records (no dependency ever removed) the edges are placed by one
+    // scan of the edge array, each at the end of its source's range, moving down;
+    // otherwise by walking every out-list. Their order within a range does not matter.
+    const bool scan = c.dead_edges == 0 && c.edges.size() == c.live_edges;
+    const edge_rec* const edges = c.edges.data();
+    std::uint32_t pos = 0;
+    for (task_id t = 0; t < n; ++t) {
+      task_rec& x = R[t];
+      x.at = -1;
+      x.pred = no_task;
+      x.why = binding::none;
+      x.edge = dep_kind::control;
+      x.mem = false;
+      if (!c.alive[t]) {
+        x.out = pos;
+        x.dur = x.gap = 0;
+        x.res = no_resource;
+        x.wait = 1;
+        continue;
+      }
+      x.dur = c.duration[t];
+      x.gap = c.gap[t];
+      x.res = c.res[t];
+      x.wait = c.n_in[t];
+      x.mem = with_memory && c.mem_delta[t] != 0;
+      if (x.res != no_resource && x.res >= nres)
+        throw error("daydream: replay: task " + describe_task(c, t) + " names resource #" +
+                    std::to_string(x.res) + ", which does not exist");
+      ++r.tasks;
+      if (scan) {
+        pos += c.n_out[t];
+        x.out = pos;
+      } else {
+        x.out = pos;
+        for (auto e = c.head_out[t]; e != no_edge; e = edges[e].next_out)
+          adj[pos++] = edges[e].dst | (std::uint64_t(edges[e].kind) << 32);
+      }
+    }
+    R[n].out = pos;
+    if (scan)
+      for (std::size_t e = 0; e < c.edges.size(); ++e)
+        adj[--R[edges[e].src].out] = edges[e].dst | (std::uint64_t(edges[e].kind) << 32);
   }
 
   // Event types, in the order replay_core handles them at equal times.
@@ -511,7 +603,7 @@ template <class KeyFn> replay_result replay_flat(const graph_core& c, KeyFn&& ke
   struct ready_entry {
     task_id t;
     time_ns ready;
-    priority_key k{};       // computed once two tasks compete
+    priority_key k{};     // computed once two tasks compete
     bool has_key = false;
   };
   // Equal keys run in id order. std heaps put the "largest" first: the one that runs.
@@ -524,7 +616,8 @@ template <class KeyFn> replay_result replay_flat(const graph_core& c, KeyFn&& ke
   // resource's own state, so it is applied ("committed") when that end comes up, or as
   // soon as a task becomes ready on the resource after the dispatch in event order. A
   // better task that becomes ready before it takes the candidate's place. A dispatch
-  // scheduled at its own time, or of a zero-duration task, is a real queue event.
+  // scheduled at its own time, or of a task that takes no time or allocates memory
+  // (peak memory needs starts in event order), is a real queue event.
   struct exclusive_state {
     std::vector<ready_entry> ready; // a heap (runs_later) once it holds two tasks
     time_ns free_at = 0;            // end of the last task plus its gap
@@ -567,12 +660,22 @@ template <class KeyFn> replay_result replay_flat(const graph_core& c, KeyFn&& ke
   time_ns mark_time = -1;
   std::uint64_t mark_tw = 0;
   auto mark = [&](time_ns now, std::uint64_t tw) {
-    if (now != mark_time) { mark_time = now; mark_tw = tw; }
-    else mark_tw = std::max(mark_tw, tw);
+    if (now != mark_time) {
+      mark_time = now;
+      mark_tw = tw;
+    } else {
+      mark_tw = std::max(mark_tw, tw);
+    }
   };
   std::uint32_t current = no_resource; // resource whose event is being handled
   std::size_t started = 0;
   time_ns makespan = 0;
+  std::vector<task_id> mem_order; // tasks with a mem_delta, in the order they start
+  auto started_at = [&](task_id t, time_ns at) {
+    start[t] = at;
+    ++started;
+    if (R[t].mem) mem_order.push_back(t);
+  };
 
   // The pending dispatch of `s` happens: its best ready task starts at dispatch_at.
   auto commit = [&](exclusive_state& s, std::uint32_t rr) {
@@ -586,18 +689,17 @@ template <class KeyFn> replay_result replay_flat(const graph_core& c, KeyFn&& ke
       t = s.ready.back().t;
       s.ready.pop_back();
     }
-    if (at > end[t] && s.last != no_task) { // waited for the resource
-      pred[t] = s.last;
-      why[t] = binding::resource;
+    task_rec& x = R[t];
+    if (at > x.at && s.last != no_task) { // waited for the resource
+      x.pred = s.last;
+      x.why = binding::resource;
     }
-    start[t] = at;
-    ++started;
-    const time_ns d = dur[t];
-    r.busy[rr] += d;
+    started_at(t, at);
+    r.busy[rr] += x.dur;
     s.last = t;
-    s.free_at = at + d + gap[t];
+    s.free_at = at + x.dur + x.gap;
     s.running = t;
-    s.running_end = at + d;
+    s.running_end = at + x.dur;
     s.pending = !s.ready.empty();
     if (s.pending) {
       s.dispatch_at = s.free_at;
@@ -609,9 +711,9 @@ template <class KeyFn> replay_result replay_flat(const graph_core& c, KeyFn&& ke
     if (s.running != no_task) {
       q.set(rr, s.running_end, tw_of(ev_complete, s.running));
     } else if (s.pending) {
-      const task_id t = s.ready.front().t;
-      if (dur[t] == 0) s.tentative = false;
-      if (s.tentative) q.set(rr, s.dispatch_at + dur[t], tw_of(ev_complete, t));
+      const task_rec& x = R[s.ready.front().t];
+      if (x.dur == 0 || x.mem) s.tentative = false;
+      if (s.tentative) q.set(rr, s.dispatch_at + x.dur, tw_of(ev_complete, s.ready.front().t));
       else q.set(rr, s.dispatch_at, tw_of(ev_dispatch, rr));
     } else {
       q.set(rr, agent_queue::none, 0);
@@ -632,22 +734,21 @@ template <class KeyFn> replay_result replay_flat(const graph_core& c, KeyFn&& ke
   };
 
   auto make_ready = [&](task_id t, time_ns now) {
-    end[t] = now;
-    const resource_id rr = res[t];
+    task_rec& x = R[t];
+    x.at = now;
+    const resource_id rr = x.res;
     if (rr == no_resource) {
-      start[t] = now;
-      ++started;
-      loose.push_back({now + dur[t], t});
+      started_at(t, now);
+      loose.push_back({now + x.dur, t});
       std::push_heap(loose.begin(), loose.end(), loose_later);
       return;
     }
     if (fair[rr]) {
-      start[t] = now;
-      ++started;
+      started_at(t, now);
       auto& s = fs[slot[rr]];
       advance_shared(s, now);
       if (s.active.empty()) s.busy_since = now;
-      s.active.push_back({s.vclock + double(dur[t]), t});
+      s.active.push_back({s.vclock + double(x.dur), t});
       std::push_heap(s.active.begin(), s.active.end(), by_vtime);
       arm_shared(s, rr, now);
       return;
@@ -678,30 +779,29 @@ template <class KeyFn> replay_result replay_flat(const graph_core& c, KeyFn&& ke
   };
 
   auto complete = [&](task_id t, time_ns now) {
-    end[t] = now;
+    R[t].at = now;
     makespan = std::max(makespan, now);
-    for (auto e = head_out[t]; e != no_edge;) {
-      const edge_rec& ed = edges[e];
-      e = ed.next_out;
-      const task_id d = ed.dst;
+    for (auto i = R[t].out, last = R[t + 1].out; i < last; ++i) {
+      const auto d = static_cast<task_id>(adj[i]);
+      task_rec& y = R[d];
       // The last dependency to finish binds the start (ties: the first one seen).
-      if (pred[d] == no_task || now > end[d]) {
-        pred[d] = t;
-        edge[d] = ed.kind;
-        why[d] = binding::dependency;
-        end[d] = now;
+      if (y.pred == no_task || now > y.at) {
+        y.pred = t;
+        y.edge = static_cast<dep_kind>(adj[i] >> 32);
+        y.why = binding::dependency;
+        y.at = now;
       }
-      if (--wait[d] == 0) make_ready(d, now);
+      if (--y.wait == 0) make_ready(d, now);
     }
   };
 
   for (task_id t = 0; t < n; ++t)
-    if (c.alive[t] && wait[t] == 0) make_ready(t, 0);
+    if (c.alive[t] && R[t].wait == 0) make_ready(t, 0);
 
   for (;;) {
     const std::uint32_t a = q.top();
-    const auto& k = q.at(a);
-    if (!loose.empty() && (k.time > loose.front().first ||
+    const auto k = q.at(a);
+    if (!loose.empty() && (k.time >= agent_queue::idle || k.time > loose.front().first ||
                            (k.time == loose.front().first && k.tw > loose.front().second))) {
       const auto [now, t] = loose.front(); // a completion: type 0, who = t
       std::pop_heap(loose.begin(), loose.end(), loose_later);
@@ -710,7 +810,7 @@ template <class KeyFn> replay_result replay_flat(const graph_core& c, KeyFn&& ke
       complete(t, now);
       continue;
     }
-    if (k.time == agent_queue::none) break;
+    if (k.time >= agent_queue::idle) break;
     const time_ns now = k.time;
     const std::uint64_t type = k.tw >> 32;
     const auto who = static_cast<std::uint32_t>(k.tw);
@@ -752,15 +852,28 @@ template <class KeyFn> replay_result replay_flat(const graph_core& c, KeyFn&& ke
   }
   r.makespan = makespan;
 
-  // Peak memory: running sum of allocations in start order (ties in id order).
-  if (c.mem_delta.allocated()) {
-    std::vector<std::pair<time_ns, std::int64_t>> mem;
-    for (task_id t = 0; t < n; ++t)
-      if (c.alive[t] && c.mem_delta[t] != 0) mem.push_back({r.start[t], c.mem_delta[t]});
-    std::stable_sort(mem.begin(), mem.end(), [](auto& x, auto& y) { return x.first < y.first; });
-    std::int64_t sum = 0;
-    for (auto& [at, d] : mem) r.peak_memory = std::max(r.peak_memory, sum += d);
+  reserve_advised(r.end, n);
+  reserve_advised(r.pred, n);
+  reserve_advised(r.why, n);
+  reserve_advised(r.edge, n);
+  for (task_id t = 0; t < n; ++t) {
+    const task_rec& x = R[t];
+    r.end.push_back(x.at);
+    r.pred.push_back(x.pred);
+    r.why.push_back(x.why);
+    r.edge.push_back(x.edge);
   }
+
+  // Peak memory: running sum of allocations in start order, ties in id order. Tasks
+  // with memory start through real events, in event order: only runs of equal start
+  // times need sorting.
+  for (std::size_t i = 0, j; i < mem_order.size(); i = j) {
+    for (j = i + 1; j < mem_order.size() && start[mem_order[j]] == start[mem_order[i]];) ++j;
+    if (j - i > 1)
+      std::sort(mem_order.begin() + std::ptrdiff_t(i), mem_order.begin() + std::ptrdiff_t(j));
+  }
+  std::int64_t sum = 0;
+  for (auto t : mem_order) r.peak_memory = std::max(r.peak_memory, sum += c.mem_delta[t]);
   return r;
 }
 

@@ -63,12 +63,26 @@ unrolled<Graph> unroll(const Graph& g, std::uint32_t n, dep_mask carried = {},
 
   std::int32_t it_lo = std::numeric_limits<std::int32_t>::max(), it_hi = std::numeric_limits<std::int32_t>::min();
   time_ns t_lo = std::numeric_limits<time_ns>::max(), t_hi = std::numeric_limits<time_ns>::min();
+  bool overflow = false; // the shifted iterations or times of the last copy do not fit
   g.for_each_task([&](task_id t) {
     it_lo = std::min(it_lo, c.iteration[t]); it_hi = std::max(it_hi, c.iteration[t]);
-    t_lo = std::min(t_lo, c.trace_start[t]); t_hi = std::max(t_hi, c.trace_start[t] + c.duration[t] + c.gap[t]);
+    time_ns end = 0;
+    overflow |= __builtin_add_overflow(c.trace_start[t], c.duration[t], &end) ||
+                __builtin_add_overflow(end, c.gap[t], &end);
+    t_lo = std::min(t_lo, c.trace_start[t]); t_hi = std::max(t_hi, end);
   });
-  const std::int32_t it_span = g.empty() ? 0 : it_hi - it_lo + 1;
-  const time_ns t_span = g.empty() ? 0 : t_hi - t_lo;
+  const std::int32_t it_span = g.empty() ? 0 : static_cast<std::int32_t>(std::min<std::int64_t>(
+      std::int64_t(it_hi) - it_lo + 1, std::numeric_limits<std::int32_t>::max()));
+  time_ns t_span = 0, last = 0;
+  if (!g.empty()) {
+    overflow |= std::int64_t(it_hi) - it_lo + 1 > std::numeric_limits<std::int32_t>::max() ||
+                std::int64_t(n - 1) > (std::int64_t(std::numeric_limits<std::int32_t>::max()) - std::max(it_hi, 0)) / it_span;
+    overflow |= __builtin_sub_overflow(t_hi, t_lo, &t_span) ||
+                __builtin_mul_overflow(time_ns(n - 1), t_span, &last) || __builtin_add_overflow(t_hi, last, &last);
+  }
+  if (overflow)
+    throw error("daydream: unroll: the iteration numbers or trace times of " + std::to_string(n) +
+                " copies do not fit in their integer types");
 
   // First and last task in program order of every resource (tasks without an order
   // predecessor / successor on the same resource).

@@ -31,7 +31,11 @@ template <class Graph> void scale_duration(Graph& g, task_id t, double factor) {
   if (!(factor >= 0) || !std::isfinite(factor))
     throw error("daydream: scale_duration: factor must be finite and not negative");
   auto& d = g.core().duration[t];
-  d = static_cast<time_ns>(std::llround(double(d) * factor));
+  const double scaled = double(d) * factor;
+  // llround of a value beyond 64 bits is unspecified (LLONG_MIN on x86): refuse it.
+  if (!(scaled < 0x1p63))
+    throw error("daydream: scale_duration: task #" + std::to_string(t) + " would last longer than 2^63 ns");
+  d = static_cast<time_ns>(std::llround(scaled));
 }
 
 /// Sets the idle time the replay keeps after `t` on its resource (nanoseconds, not

@@ -118,6 +118,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   const auto plain = outcome([&] { return daydream::io::parse_kineto(bytes, "fuzz.json"); }, "fuzz.json");
+  // DAYDREAM_FUZZ_VERBOSE=1 prints what each input gave, to read a corpus or a reproducer.
+  static const bool verbose = std::getenv("DAYDREAM_FUZZ_VERBOSE") != nullptr;
+  if (verbose) std::fprintf(stderr, "%s\n", plain.c_str());
   // For one input in four (chosen by size, so a reproducer behaves the same), the same
   // text compressed must load through the file path with the same result.
   if (size > 0 && size % 4 == 0 && size <= (1u << 16)) {

@@ -52,8 +52,9 @@ struct ingest_options {
   /// A main thread idle (or inside one slice) across the end of a worker session for at
   /// least this fraction of its blocked time waits for that session to end.
   double join_coverage = 0.5;
-  /// Infer cudaStreamWaitEvent / cudaEventSynchronize targets from cudaEventRecord calls
-  /// when the trace has no `cuda_sync` records.
+  /// Without `cuda_sync` records, infer what cudaStreamWaitEvent / cudaEventSynchronize
+  /// wait for: the op recorded by the latest cudaEventRecord, or, when the trace has no
+  /// record call (older CUPTI), the op launched last on another stream.
   bool infer_event_waits = true;
   /// At most this many warnings are kept in the report (the rest are counted).
   std::size_t max_warnings = 32;
@@ -75,9 +76,11 @@ struct ingest_report {
   }
 };
 
-/// One training (or inference) iteration of the trace.
+/// One training (or inference) iteration of the trace: ProfilerStep#N's span; without
+/// step markers, from the first event after optimizer step k-1 ended to the first event
+/// after step k ended (the last one: to the end of its step).
 struct iteration_info {
-  std::int32_t number = -1; ///< N of ProfilerStep#N, or the ordinal of the optimizer step
+  std::int32_t number = -1; ///< N of ProfilerStep#N, or k, the ordinal of the optimizer step
   time_ns trace_begin = 0;  ///< in the trace's clock (ns)
   time_ns trace_end = 0;
   std::string marker;       ///< "ProfilerStep#12" or "Optimizer.step#SGD.step"
@@ -87,8 +90,9 @@ struct iteration_info {
 struct trace_info {
   std::string path;               ///< file name or the source name given to parse_kineto
   std::vector<std::string> gpus;  ///< deviceProperties names
-  std::int32_t rank = -1, world_size = -1;
-  std::string backend;            ///< "nccl", ...
+  std::int32_t rank = -1;         ///< distributedInfo.rank, -1 if absent
+  std::int32_t world_size = -1;   ///< distributedInfo.world_size, -1 if absent
+  std::string backend;            ///< distributedInfo.backend ("nccl"), empty if absent
   /// Device memory (bytes) allocated before the first GPU `[memory]` event, -1 if the
   /// trace has none. replay(g).peak_memory + memory_at_start predicts memory_peak.
   std::int64_t memory_at_start = -1;
@@ -106,13 +110,13 @@ struct trace_info {
 ///     auto r = daydream::replay(t.g);
 ///     std::cout << daydream::iteration_time(t.g, r, n) << " vs " << t.measured(n) << '\n';
 struct kineto_trace {
-  daydream::graph g;
-  ingest_report report;
+  daydream::graph g;                      ///< the task graph (docs/ingest.md)
+  ingest_report report;                   ///< what happened to every event
   std::vector<iteration_info> iterations; ///< in trace order
-  trace_info info;
+  trace_info info;                        ///< file and job metadata
 
   /// The trace's own duration of iteration `iteration` (ProfilerStep#N's `dur`, or the
-  /// time between consecutive optimizer-step ends), -1 if unknown.
+  /// span of an optimizer-step iteration), -1 if there is no such iteration.
   time_ns measured(std::int32_t iteration) const {
     for (auto& it : iterations)
       if (it.number == iteration) return it.trace_end - it.trace_begin;

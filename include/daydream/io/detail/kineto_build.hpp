@@ -95,6 +95,7 @@ struct ev_attr {
   std::uint32_t top_op = no_index;  ///< outermost operator
   std::uint32_t module = no_index;  ///< innermost `nn.Module:` python_function
   std::uint32_t bwd = no_index;     ///< outermost backward root (evaluate_function / *Backward*)
+  std::uint32_t accgrad = no_index; ///< innermost torch::autograd::AccumulateGrad
   time_ns end = 0;                  ///< end after clamping into the parent
   std::uint8_t mark = 0;            ///< phase marker (1 + phase), innermost wins
   bool sliced = false;              ///< covered by at least one slice
@@ -398,15 +399,21 @@ private:
     auto& th = threads_[ti];
     if (th.ignored) return;
     auto& ev = th.events;
-    std::sort(ev.begin(), ev.end(), [&](std::uint32_t a, std::uint32_t b) {
-      auto& x = d_.cpu[a];
-      auto& y = d_.cpu[b];
-      if (x.ts != y.ts) return x.ts < y.ts;
-      if (x.dur != y.dur) return x.dur > y.dur;
-      int rx = cat_rank(x.cat), ry = cat_rank(y.cat);
-      if (rx != ry) return rx < ry;
-      return a < b;
+    // Nesting order: by start, longer first, then outer categories first, then file
+    // order. Sorted on compact keys rather than through the event table.
+    struct key { time_ns ts, neg_dur; std::uint32_t rank_and_index[2]; };
+    std::vector<key> keys(ev.size());
+    for (std::size_t i = 0; i < ev.size(); ++i) {
+      auto& x = d_.cpu[ev[i]];
+      keys[i] = {x.ts, -x.dur, {static_cast<std::uint32_t>(cat_rank(x.cat)), ev[i]}};
+    }
+    std::sort(keys.begin(), keys.end(), [](const key& a, const key& b) {
+      if (a.ts != b.ts) return a.ts < b.ts;
+      if (a.neg_dur != b.neg_dur) return a.neg_dur < b.neg_dur;
+      if (a.rank_and_index[0] != b.rank_and_index[0]) return a.rank_and_index[0] < b.rank_and_index[0];
+      return a.rank_and_index[1] < b.rank_and_index[1];
     });
+    for (std::size_t i = 0; i < ev.size(); ++i) ev[i] = keys[i].rank_and_index[1];
     struct open { std::uint32_t ev; time_ns end; };
     std::vector<open> stack;
     auto& sl = th.slices;
@@ -459,7 +466,9 @@ private:
     if (a.parent != no_index) {
       auto& p = attr_[a.parent];
       a.op = p.op; a.top_op = p.top_op; a.module = p.module; a.bwd = p.bwd; a.mark = p.mark;
+      a.accgrad = p.accgrad;
     }
+    if (is_op && x.name == "torch::autograd::AccumulateGrad") a.accgrad = e;
     if (is_op) {
       a.op = e;
       if (a.top_op == no_index) {
@@ -927,12 +936,9 @@ private:
     if (tensor_bytes_[e] != no_bytes) return tensor_bytes_[e];
     std::uint64_t b = 0;
     // AccumulateGrad: the gradient it accumulates.
-    for (auto c = e; c != no_index; c = attr_[c].parent) {
-      if (d_.cpu[c].cat == ecat::cpu_op && contains(d_.cpu[c].name, "AccumulateGrad") && d_.cpu[c].meta != no_index) {
-        auto& m = d_.metas[d_.cpu[c].meta];
-        b = input_bytes(m.input_dims, m.input_types);
-        if (b) break;
-      }
+    if (auto c = attr_[e].accgrad; c != no_index && d_.cpu[c].meta != no_index) {
+      auto& m = d_.metas[d_.cpu[c].meta];
+      b = input_bytes(m.input_dims, m.input_types);
     }
     if (!b) {
       auto op = attr_[e].op;

@@ -97,7 +97,8 @@ struct pidtid {
 //! @cond DAYDREAM_INTERNAL
 struct pidtid_hash {
   std::size_t operator()(const pidtid& k) const noexcept {
-    return std::hash<std::int64_t>{}(k.pid * 1000003 ^ k.tid);
+    // Unsigned: string ids are near INT64_MIN / 2, where the signed product overflows.
+    return std::hash<std::uint64_t>{}(std::uint64_t(k.pid) * 1000003u ^ std::uint64_t(k.tid));
   }
 };
 //! @endcond
@@ -628,7 +629,11 @@ private:
           else if (is(k, "dur")) { e.dur_text = read_number_text(v, "dur", doc); has_dur = true; }
           break;
         case 4:
-          if (is(k, "name")) e.name = read_string(v, "name", doc);
+          if (is(k, "name")) {
+            // a flow's or a metadata event's name is never used: do not unescape it
+            const bool unused = e.ph.size() == 1 && (e.ph[0] == 's' || e.ph[0] == 'f' || e.ph[0] == 't' || e.ph[0] == 'M');
+            if (!unused) e.name = read_string(v, "name", doc);
+          }
           else if (is(k, "args")) { if (wants_args(e)) args(v, e, doc); else check_object(v, doc); }
           break;
         default: break;

@@ -21,11 +21,18 @@
 #include <queue>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #if defined(__linux__)
 #include <sys/mman.h> // madvise: huge pages for the result arrays
+#endif
+
+/// Bytes of working memory replay() keeps per thread between calls, so that repeated
+/// replays of a graph pay no page faults for it (default 1 GiB; 0 keeps nothing).
+#ifndef DAYDREAM_CONFIG_REPLAY_SCRATCH_KEEP
+#  define DAYDREAM_CONFIG_REPLAY_SCRATCH_KEEP (std::size_t(1) << 30)
 #endif
 
 namespace daydream {
@@ -394,12 +401,43 @@ inline void advise_huge_pages(const void* p, std::size_t bytes) noexcept {
 #endif
 }
 
+/// Returns the whole pages inside [p, p + bytes) to the system (Linux; elsewhere a
+/// no-op): their contents become zero.
+inline void discard_pages(const void* p, std::size_t bytes) noexcept {
+#if defined(__linux__) && defined(MADV_DONTNEED)
+  constexpr std::uintptr_t page = 4096;
+  const auto lo = (reinterpret_cast<std::uintptr_t>(p) + page - 1) & ~(page - 1);
+  const auto hi = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(page - 1);
+  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
 /// Reserves room for `n` elements in the empty vector `v`, on huge pages where the
 /// system allows.
 template <class T> void reserve_advised(std::vector<T>& v, std::size_t n) {
   v.reserve(n);
   advise_huge_pages(v.data(), n * sizeof(T));
 }
+
+/// A selection policy's key function, type-erased: replay() hands the kernels this, so
+/// that they are compiled once for all policies (and keys are computed rarely).
+class key_ref {
+public:
+  template <class F>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, key_ref>)
+  key_ref(const F& f) noexcept // NOLINT: converts any key function
+      : obj_(&f), fn_([](const void* o, task_id t, time_ns ready) {
+          return (*static_cast<const F*>(o))(t, ready);
+        }) {}
+  priority_key operator()(task_id t, time_ns ready) const { return fn_(obj_, t, ready); }
+
+private:
+  const void* obj_;
+  priority_key (*fn_)(const void*, task_id, time_ns);
+};
 
 /// The event queue of replay_flat. Every resource is an agent with at most one pending
 /// event, held in a winner tree: each node keeps the earliest event below it, so
@@ -472,7 +510,8 @@ private:
 
 /// The working memory of replay_flat, kept per thread between replays so that a search
 /// replaying thousands of times pays no page faults for it: one record per task and the
-/// out-edges in CSR form. At most 1 GiB is kept; larger buffers are freed.
+/// out-edges in CSR form (56 bytes per task at 1 dependency per task). At most
+/// DAYDREAM_CONFIG_REPLAY_SCRATCH_KEEP bytes are kept; larger buffers are freed.
 struct replay_scratch {
   /// The state of one task during a replay.
   struct task_rec {
@@ -501,10 +540,14 @@ struct replay_scratch {
     grow(recs, tasks);
     grow(adj, edges);
   }
+  /// Whether the buffers are too large to keep after the replay.
+  bool too_large() const noexcept {
+    return recs.capacity() * sizeof(task_rec) + adj.capacity() * sizeof(std::uint64_t) >
+           std::size_t(DAYDREAM_CONFIG_REPLAY_SCRATCH_KEEP);
+  }
   void release() noexcept {
     busy = false;
-    constexpr std::size_t keep = std::size_t(1) << 30;
-    if (recs.capacity() * sizeof(task_rec) + adj.capacity() * sizeof(std::uint64_t) > keep) {
+    if (too_large()) {
       recs = {};
       adj = {};
     }
@@ -528,7 +571,7 @@ private:
 ///   many resources touches the graph at as many places at once); no allocation per
 ///   event;
 /// - the policy's key is computed only when two tasks compete for a resource.
-template <class KeyFn> replay_result replay_flat(const graph_core& c, KeyFn&& key) {
+inline replay_result replay_flat(const graph_core& c, key_ref key) {
   using task_rec = replay_scratch::task_rec;
   const task_id n = c.id_bound();
   const auto nres = static_cast<std::uint32_t>(c.resources.size());
@@ -551,6 +594,7 @@ template <class KeyFn> replay_result replay_flat(const graph_core& c, KeyFn&& ke
   std::uint64_t* const adj = scratch.adj.data();
 
   const bool with_memory = c.mem_delta.allocated();
+  std::vector<task_id> roots; // tasks without dependencies, in id order
   {
     // Without unlinked records (no dependency ever removed) the edges are placed by one
     // scan of the edge array, each at the end of its source's range, moving down;
@@ -581,6 +625,7 @@ template <class KeyFn> replay_result replay_flat(const graph_core& c, KeyFn&& ke
         throw error("daydream: replay: task " + describe_task(c, t) + " names resource #" +
                     std::to_string(x.res) + ", which does not exist");
       ++r.tasks;
+      if (x.wait == 0) roots.push_back(t);
       if (scan) {
         pos += c.n_out[t];
         x.out = pos;
@@ -795,8 +840,8 @@ template <class KeyFn> replay_result replay_flat(const graph_core& c, KeyFn&& ke
     }
   };
 
-  for (task_id t = 0; t < n; ++t)
-    if (c.alive[t] && R[t].wait == 0) make_ready(t, 0);
+  for (auto t : roots) make_ready(t, 0);
+  roots = {};
 
   for (;;) {
     const std::uint32_t a = q.top();
@@ -852,16 +897,26 @@ template <class KeyFn> replay_result replay_flat(const graph_core& c, KeyFn&& ke
   }
   r.makespan = makespan;
 
+  // The results out of the records. Buffers that will not be kept are returned to the
+  // system as they are read, so that the records and the results do not both take all
+  // their memory at once (it matters for graphs of 10^8 tasks).
+  const bool discard = scratch.too_large();
+  if (discard) scratch.adj = {};
   reserve_advised(r.end, n);
   reserve_advised(r.pred, n);
   reserve_advised(r.why, n);
   reserve_advised(r.edge, n);
-  for (task_id t = 0; t < n; ++t) {
-    const task_rec& x = R[t];
-    r.end.push_back(x.at);
-    r.pred.push_back(x.pred);
-    r.why.push_back(x.why);
-    r.edge.push_back(x.edge);
+  constexpr task_id chunk = task_id(1) << 20;
+  for (task_id lo = 0; lo < n; lo += std::min(chunk, n - lo)) {
+    const task_id hi = lo + std::min(chunk, n - lo);
+    for (task_id t = lo; t < hi; ++t) {
+      const task_rec& x = R[t];
+      r.end.push_back(x.at);
+      r.pred.push_back(x.pred);
+      r.why.push_back(x.why);
+      r.edge.push_back(x.edge);
+    }
+    if (discard) discard_pages(R + lo, std::size_t(hi - lo) * sizeof(task_rec));
   }
 
   // Peak memory: running sum of allocations in start order, ties in id order. Tasks
@@ -901,7 +956,8 @@ replay_result replay(const Graph& g, const Policy& policy = {}, const replay_opt
                 "daydream::replay(g, policy): the policy must have a member "
                 "`priority_key key(const Graph&, task_id, time_ns ready) const`.");
   if constexpr (selection_policy<Policy, Graph>) {
-    auto key = [&](task_id t, time_ns ready) { return policy.key(g, t, ready); };
+    auto policy_key = [&](task_id t, time_ns ready) { return policy.key(g, t, ready); };
+    const detail::key_ref key(policy_key);
     // Without options the flat kernel gives the same result, faster.
     if (options.overlap_slowdown == 1.0) return detail::replay_flat(g.core(), key);
     return detail::replay_core(g.core(), key, options);

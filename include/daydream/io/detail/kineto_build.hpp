@@ -1493,7 +1493,9 @@ private:
   }
 
   void repair_cycles() {
-    for (int round = 0; round < 64; ++round) {
+    // Until none is left: each round drops an edge (or throws), so this ends. A bound on
+    // the rounds would hand back a cyclic graph for a trace with more inconsistencies.
+    for (;;) {
       auto cyc = find_cycle(g_);
       if (cyc.empty()) return;
       // Drop the weakest inferred edge of the cycle: control, then sync, then launch.

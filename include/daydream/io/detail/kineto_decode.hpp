@@ -223,6 +223,31 @@ inline bool trailing_integer(std::string_view s, std::int64_t& out) noexcept {
   return parse_integer_text(s.substr(i), out);
 }
 
+/// The offset of the first byte of `s` that does not belong to valid UTF-8 (s.size() if
+/// none): for the place named in an encoding error.
+inline std::size_t first_invalid_utf8(std::string_view s) noexcept {
+  for (std::size_t i = 0; i < s.size();) {
+    const unsigned c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) { ++i; continue; }
+    std::size_t n = 0;   // continuation bytes
+    unsigned least = 0;  // smallest code point of that length (no overlong forms)
+    if (c >= 0xc2 && c <= 0xdf) { n = 1; least = 0x80; }
+    else if ((c & 0xf0) == 0xe0) { n = 2; least = 0x800; }
+    else if (c >= 0xf0 && c <= 0xf4) { n = 3; least = 0x10000; }
+    else return i;
+    if (s.size() - i <= n) return i;
+    unsigned cp = c & (0x3fu >> n);
+    for (std::size_t k = 1; k <= n; ++k) {
+      const unsigned d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xc0) != 0x80) return i;
+      cp = cp << 6 | (d & 0x3f);
+    }
+    if (cp < least || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return i;
+    i += n + 1;
+  }
+  return s.size();
+}
+
 /// A decoding failure inside one event, turned into daydream::error by the caller.
 struct decode_failure {
   std::string reason;
@@ -329,6 +354,12 @@ private:
     const char* loc = nullptr;
     if (doc && doc->current_location().get(loc)) loc = nullptr;
     std::string where = loc ? "byte " + offset(loc) : std::string("byte ?");
+    // These are found before any value is read (no location yet, or the document's
+    // start): the place to name is the end of the input, or the first bad byte.
+    if (err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || err == simdjson::UNCLOSED_STRING)
+      where = "byte " + std::to_string(doc_size_) + " (the end of the input)";
+    else if (err == simdjson::UTF8_ERROR)
+      where = "byte " + std::to_string(first_invalid_utf8({base_, doc_size_}));
     std::string what = simdjson::error_message(err);
     if (err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || err == simdjson::TAPE_ERROR ||
         err == simdjson::UNCLOSED_STRING || err == simdjson::EMPTY)

@@ -1,0 +1,36 @@
+# Runs daydream-whatif twice on the same trace and passes and checks that the JSON and the
+# timeline are byte-identical. Usage (ctest runs it):
+#   cmake -DWHATIF=<daydream-whatif> -DTRACE=<trace> -DWORK=<scratch dir> "-DPASSES=amp|vdnn" -P determinism.cmake
+# PASSES separates scenarios with '|' (a pass spec may hold ',' and '+').
+foreach(var WHATIF TRACE WORK)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "determinism.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+set(args ${TRACE} --json)
+string(REPLACE "|" ";" PASSES "${PASSES}")
+foreach(p IN LISTS PASSES)
+  list(APPEND args --pass ${p})
+endforeach()
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK})
+foreach(run 1 2)
+  execute_process(COMMAND ${WHATIF} ${args} --timeline ${WORK}/timeline${run}.json
+                  OUTPUT_FILE ${WORK}/whatif${run}.json ERROR_VARIABLE err RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "run ${run} of daydream-whatif failed (${rc}): ${err}")
+  endif()
+endforeach()
+foreach(out whatif timeline)
+  file(SIZE ${WORK}/${out}1.json size)
+  if(size EQUAL 0)
+    message(FATAL_ERROR "${out}1.json is empty")
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${WORK}/${out}1.json ${WORK}/${out}2.json
+                  RESULT_VARIABLE differ)
+  if(NOT differ EQUAL 0)
+    message(FATAL_ERROR "${out}: two runs on the same input differ (${WORK}/${out}1.json vs ${out}2.json)")
+  endif()
+  message(STATUS "${out}: ${size} bytes, identical in both runs")
+endforeach()
+file(REMOVE_RECURSE ${WORK})

@@ -5,7 +5,7 @@ set -euo pipefail
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 packages=(
-  cmake ninja-build g++ clang python3
+  cmake ninja-build g++ clang libclang-rt-14-dev python3
   libboost-dev librange-v3-dev libfmt-dev doctest-dev
   libsimdjson-dev libcli11-dev zlib1g-dev libbenchmark-dev
 )

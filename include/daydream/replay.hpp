@@ -386,21 +386,6 @@ replay_result replay_core(const graph_core& c, KeyFn&& key, const replay_options
   return r;
 }
 
-/// Asks the kernel to back [p, p + bytes) with transparent huge pages. The replay
-/// writes its arrays once, all over: with 4 KiB pages the page faults alone cost more
-/// than the replay on a virtual machine. A no-op below 2 MiB and outside Linux.
-inline void advise_huge_pages(const void* p, std::size_t bytes) noexcept {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  constexpr std::uintptr_t huge = std::uintptr_t(2) << 20;
-  const auto lo = (reinterpret_cast<std::uintptr_t>(p) + huge - 1) & ~(huge - 1);
-  const auto hi = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(huge - 1);
-  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
-#else
-  (void)p;
-  (void)bytes;
-#endif
-}
-
 /// Returns the whole pages inside [p, p + bytes) to the system (Linux; elsewhere a
 /// no-op): their contents become zero.
 inline void discard_pages(const void* p, std::size_t bytes) noexcept {

@@ -4,6 +4,7 @@
 #include <daydream/io/chrome_trace.hpp>
 #include <daydream/io/kineto.hpp>
 #include <daydream/passes/all.hpp>
+#include <daydream/passes/memory.hpp>
 #include <support/compare.hpp>
 #include <support/fixtures.hpp>
 
@@ -125,8 +126,8 @@ TEST_CASE("hostile: truncated JSON names the end of the input as the place") {
   CHECK(msg.find("(is the file truncated?)") != std::string::npos);
   // cut inside a string: the same place, another reason
   auto cut = parse_error(R"({"traceEvents": [{"ph": "X", "name": "aten::ad)", "cut.json");
-  CHECK(cut.find("daydream: cut.json: byte 38 (the end of the input): JSON syntax error: ") == 0);
-  CHECK(cut.find("string") != std::string::npos);
+  CHECK(cut == "daydream: cut.json: byte 46 (the end of the input): JSON syntax error: "
+               "A string is opened, but never closed. (is the file truncated?)");
 }
 
 TEST_CASE("hostile: a NUL byte between two fields names its byte and its event") {
@@ -239,9 +240,9 @@ TEST_CASE("hostile: 10^6 nested objects in args and in an unread field are skipp
   CHECK(e.g.empty());
 }
 
-TEST_CASE("hostile: 10^5 CPU events nested in time flatten without recursion") {
+TEST_CASE("hostile: 10^6 CPU events nested in time flatten without recursion") {
   // Event i spans [i, 2n - i) us: each one inside the one before.
-  const long long n = 100'000;
+  const long long n = 1'000'000;
   std::string json = "{\"traceEvents\": [";
   for (long long i = 0; i < n; ++i) {
     if (i) json += ',';
@@ -441,6 +442,32 @@ graph three_kernels() {
   return g;
 }
 
+/// A data-parallel training step (two iterations) on which every bundled pass has work:
+/// forward operators record their input sizes (the stashes of gist, vdnn, recompute and
+/// the activation memory model) and each layer's backward has an AccumulateGrad with the
+/// gradient's size (what the distributed passes communicate).
+graph every_pass_applies() {
+  graph g = testing::training_step({.layers = 3, .iterations = 2});
+  std::vector<task_id> after;
+  g.for_each<cpu_task>([&](handle<cpu_task> h) {
+    if (g.phase_of(h) == phase::forward && g.payload(h).call == cpu_call::op) g.payload(h).tensor_bytes = 8 << 20;
+    if (g.name(h) == "autograd::engine::evaluate_function: ConvolutionBackward0") after.push_back(next_on_resource(g, h));
+  });
+  for (auto launch : after)
+    insert_after(g, cpu_task{cpu_call::op, no_name, 0, 4 << 20},
+                 {.name = "torch::autograd::AccumulateGrad", .duration = 3'000, .gap = 1'000,
+                  .layer = g.layer(launch), .phase = phase::backward, .iteration = g.iteration(launch)},
+                 launch);
+  passes::estimate_activation_memory(g);
+  return g;
+}
+
+/// The spec a scenario of daydream-whatif gives pass `e` (substitute: layers 1 and 2).
+std::string spec_of(const passes::pass_entry<graph>& e) {
+  if (e.name == "substitute") return "substitute:layers=layer[12]";
+  return e.scenario_params.empty() ? std::string(e.name) : std::string(e.name) + ":" + std::string(e.scenario_params);
+}
+
 /// The message `apply` throws, or "" if it succeeds.
 template <class Pass> std::string refusal(graph& g, const Pass& pass, std::string_view name) {
   try {
@@ -486,11 +513,10 @@ TEST_CASE("transactions: a pass that breaks an invariant other than a cycle is r
 
 TEST_CASE("transactions: every bundled pass is rolled back when its transaction fails after it ran") {
   const auto reg = passes::bundled();
-  const graph before = testing::training_step({.layers = 3, .iterations = 1});
+  const graph before = every_pass_applies();
   std::size_t changed = 0;
   for (auto& e : reg.entries()) {
-    const std::string spec = e.scenario_params.empty() ? std::string(e.name)
-                                                       : std::string(e.name) + ":" + std::string(e.scenario_params);
+    const std::string spec = spec_of(e);
     INFO("pass: " << spec);
     auto p = reg.make(spec);
     // What the pass does when it succeeds: the rollback below has something to undo.
@@ -524,16 +550,17 @@ TEST_CASE("transactions: every bundled pass is rolled back when its transaction 
       CHECK(testing::graph_difference(before, g) == "");
     }
   }
-  // Every bundled pass changes this data-parallel training step.
+  // Every bundled pass changes this training step: each rollback undid real work.
   CHECK(changed == reg.entries().size());
 }
 
 TEST_CASE("transactions: bundled passes given bad values fail inside apply and change nothing") {
   const graph before = testing::training_step();
   graph g = before;
+  // amp with no speedup: dividing by zero scales kernels by infinity, which scale_duration refuses.
   CHECK(refusal(g, passes::amp{.compute = 0}, "amp") ==
         "daydream: pass 'amp' was refused and the graph left unchanged: "
-        "daydream: pass 'amp': compute and memory must be positive speedups");
+        "daydream: scale_duration: factor must be finite and not negative");
   CHECK(testing::graph_difference(before, g) == "");
   passes::grad_accum none;
   none.k = 0;
@@ -560,10 +587,9 @@ TEST_CASE("determinism: the same trace and passes give the same graph and byte-i
   CHECK(testing::graph_difference(a.g, b.g) == "");
 
   const auto reg = passes::bundled();
-  const graph base = testing::training_step({.layers = 2, .iterations = 2});
+  const graph base = every_pass_applies();
   for (auto& e : reg.entries()) {
-    const std::string spec = e.scenario_params.empty() ? std::string(e.name)
-                                                       : std::string(e.name) + ":" + std::string(e.scenario_params);
+    const std::string spec = spec_of(e);
     INFO("pass: " << spec);
     auto timeline = [&] {
       graph g = base;

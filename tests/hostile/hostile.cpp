@@ -192,6 +192,10 @@ TEST_CASE("hostile: gzip problems name the file and what is wrong with the data"
   CHECK(error_after_path("truncated.json.gz") ==
         "truncated gzip data: the compressed stream ends after 86 bytes without its end marker");
   CHECK(error_after_path("empty_inside.json.gz") == "empty file (no JSON inside the gzip data)");
+  // The gzip trailer claims 4 GiB inflated: refused at the end, and (found by fuzz_kineto)
+  // the claim no longer decides how much memory is reserved up front.
+  CHECK(error_after_path("gzip_size_claim_4gib.json.gz") ==
+        "corrupt gzip data after 173 compressed bytes (incorrect length check)");
   // Zero padding and junk after a complete gzip member are ignored, as gzip does.
   auto t = dio::load_kineto(input("trailing_garbage.json.gz"));
   CHECK(t.report.events == 3);
@@ -203,9 +207,7 @@ TEST_CASE("hostile: a directory is not a trace file") {
   temp_dir d;
   const auto dir = d.p / "looks_like.json";
   fs::create_directories(dir);
-  const auto msg = load_error(dir);
-  CHECK(msg.find("daydream: " + dir.string() + ": ") == 0);
-  CHECK(msg.find("directory") != std::string::npos);
+  CHECK(load_error(dir) == "daydream: " + dir.string() + ": is a directory, not a trace file");
 }
 
 // ------------------------------------------------------------------------ deep nesting
@@ -395,7 +397,7 @@ TEST_CASE("hostile: every committed input gives a trace or an error naming the f
     }
   }
   CHECK(loaded == 8);
-  CHECK(refused == 26);
+  CHECK(refused == 27);
 }
 
 // ------------------------------------------------------------------------ transactional passes

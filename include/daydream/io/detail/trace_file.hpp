@@ -214,6 +214,9 @@ inline padded_buffer read_trace_file(const std::filesystem::path& path) {
         hint = std::size_t(t[0]) | std::size_t(t[1]) << 8 | std::size_t(t[2]) << 16 | std::size_t(t[3]) << 24;
       // Larger than 4 GiB, or a multi-member file: ISIZE is only a lower bound.
       if (hint < size) hint = size * 4;
+      // ISIZE is the file's word, not a fact: deflate expands at most 1032:1, so a
+      // larger claim (a corrupt or hostile file) must not reserve that much memory.
+      hint = std::min(hint, size * 1032);
     }
     std::fseek(f.get(), 0, SEEK_SET);
     auto* fp = f.get();

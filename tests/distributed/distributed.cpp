@@ -516,6 +516,15 @@ TEST_CASE("gradients come from the AccumulateGrad shapes of the trace") {
   CHECK(gs.grads[0].source == it.acc);
   CHECK(gs.note.empty());
   CHECK(dp::update_entries(it.g, 0) == std::vector<task_id>{it.sgd});
+  CHECK(dp::update_entries(it.g, 1).empty()); // no such iteration
+  const auto all = dp::update_entries_by_iteration(it.g);
+  REQUIRE(all.size() == 1);
+  CHECK(all.at(0) == std::vector<task_id>{it.sgd});
+  const auto fwd = dp::forward_gpu_tasks_by_iteration(it.g); // the one forward kernel
+  REQUIRE(fwd.size() == 1);
+  REQUIRE(fwd.at(0).size() == 1);
+  CHECK(it.g.name(fwd.at(0)[0]) == "sgemm_fwd");
+  CHECK(dp::forward_gpu_tasks(it.g, 0) == fwd.at(0));
 
   // The single bucket's all-reduce lands between the backward and the optimizer kernel.
   auto before = replay(it.g).makespan;

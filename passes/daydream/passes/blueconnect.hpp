@@ -98,6 +98,7 @@ struct blueconnect {
     std::size_t without_update = 0, tasks = 0;
     hierarchical_stages first_cost;
     bool have_first = false;
+    const auto entries = update_entries_by_iteration(g);
     for (auto i : gs.iterations()) {
       std::array<task_id, 4> prev{no_task, no_task, no_task, no_task};
       std::vector<task_id> lasts;
@@ -120,7 +121,7 @@ struct blueconnect {
         lasts.push_back(after.front());
         ++k;
       }
-      if (wait_before_update(g, i, lasts) == 0) ++without_update;
+      if (wait_before_update(g, entries, i, lasts) == 0) ++without_update;
     }
     rep.add("buckets", std::to_string(buckets.size()));
     rep.add("stage tasks", std::to_string(tasks));

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -97,10 +98,14 @@ inline handle<comm_task> add_comm(graph& g, comm_op op, std::string_view name,
 }
 
 /// Makes the optimizer step of iteration `i` wait for `comms` (dep_kind::comm to every
-/// update_entries task). Returns the number of entries; 0 means the iteration has no
-/// weight-update phase and the communication only ends the iteration.
-inline std::size_t wait_before_update(graph& g, std::int32_t i, const std::vector<task_id>& comms) {
-  auto entries = update_entries(g, i);
+/// update_entries task; `entries` is update_entries_by_iteration of the graph before the
+/// pass added its communication). Returns the number of entries; 0 means the iteration
+/// has no weight-update phase and the communication only ends the iteration.
+inline std::size_t wait_before_update(graph& g, const std::map<std::int32_t, std::vector<task_id>>& entries_by_iteration,
+                                      std::int32_t i, const std::vector<task_id>& comms) {
+  const auto found = entries_by_iteration.find(i);
+  if (found == entries_by_iteration.end()) return 0;
+  const auto& entries = found->second;
   for (auto c : comms)
     for (auto e : entries) g.add_dependency(c, e, dep_kind::comm);
   return entries.size();
@@ -228,11 +233,16 @@ ps_plan insert_push_pull(graph& g, const gradient_set& gs, const cluster& c, std
   ps_plan plan;
   auto its = gs.iterations();
   const auto w = c.workers(), s = c.servers();
+  // The forward tasks of every iteration, before any transfer is added (transfers are
+  // communication, never forward GPU work).
+  const auto forward = tie_to_forward ? forward_gpu_tasks_by_iteration(g)
+                                      : std::map<std::int32_t, std::vector<task_id>>{};
   for (std::size_t n = 0; n < its.size(); ++n) {
     const auto i = its[n];
     auto idx = gs.of_iteration(i);
     std::vector<task_id> fwd;
-    if (tie_to_forward && n + 1 < its.size()) fwd = forward_gpu_tasks(g, its[n + 1]);
+    if (tie_to_forward && n + 1 < its.size())
+      if (auto f = forward.find(its[n + 1]); f != forward.end()) fwd = f->second;
     std::vector<task_id> pulls;
     for (auto k : idx) {
       const auto& gr = gs.grads[k];

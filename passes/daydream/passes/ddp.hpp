@@ -108,6 +108,7 @@ struct ddp {
     std::size_t without_update = 0, per_iteration = 0;
     time_ns comm_time = 0;
     const auto its = gs.iterations();
+    const auto entries = update_entries_by_iteration(g);
     for (auto i : its) {
       std::vector<task_id> comms;
       task_id prev = no_task;
@@ -122,7 +123,7 @@ struct ddp {
         if (i == its.front()) comm_time += d;
       }
       if (i == its.front()) per_iteration = comms.size();
-      if (wait_before_update(g, i, comms) == 0) ++without_update;
+      if (wait_before_update(g, entries, i, comms) == 0) ++without_update;
     }
     rep.add("buckets per iteration", std::to_string(per_iteration));
     rep.add("all-reduce time per iteration (alone on the link)", format_time(comm_time));

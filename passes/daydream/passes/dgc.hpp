@@ -147,6 +147,7 @@ struct dgc {
     std::size_t kernels = 0, without_update = 0;
     double sent = 0, dense = 0;
     const auto its = gs.iterations();
+    const auto entries_by_iteration = update_entries_by_iteration(g);
     for (auto i : its) {
       task_id prev = no_task;
       std::vector<task_id> gathers;
@@ -172,7 +173,9 @@ struct dgc {
         if (i == its.front()) { sent += double(c); dense += double(b.bytes); }
       }
       // Decompression before the optimizer step.
-      auto entries = update_entries(g, i);
+      const auto found = entries_by_iteration.find(i);
+      const std::vector<task_id> entries =
+          found == entries_by_iteration.end() ? std::vector<task_id>{} : found->second;
       task_id gpu_entry = no_task;
       for (auto e : entries)
         if (g.resource_of(e) != no_resource && g.resource_at(g.resource_of(e)).kind == resource_kind::gpu_stream) {

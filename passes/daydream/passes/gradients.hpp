@@ -299,45 +299,69 @@ inline gradient_set find_gradients(const graph& g, const layer_bytes& sizes = {}
   return s;
 }
 
+/// Where the optimizer step of each iteration starts on the GPU (see update_entries), for
+/// every iteration at once in one scan of the graph: a pass that works iteration by
+/// iteration takes this first, where update_entries per iteration would scan the graph
+/// each time. Iterations without weight-update work are absent.
+inline std::map<std::int32_t, std::vector<task_id>> update_entries_by_iteration(const graph& g) {
+  struct firsts {
+    std::map<resource_id, task_id> gpu; // first task per resource
+    task_id cpu = no_task;
+  };
+  std::map<std::int32_t, firsts> by_it;
+  auto earlier = [&](task_id a, task_id b) {
+    return std::pair(g.trace_start(a), a) < std::pair(g.trace_start(b), b);
+  };
+  g.for_each_task([&](task_id t) {
+    if (g.phase_of(t) != phase::weight_update || g.is<comm_task>(t)) return;
+    auto& f = by_it[g.iteration(t)];
+    if (g.is<cpu_task>(t)) {
+      if (f.cpu == no_task || earlier(t, f.cpu)) f.cpu = t;
+      return;
+    }
+    auto [it, fresh] = f.gpu.try_emplace(g.resource_of(t), t);
+    if (!fresh && earlier(t, it->second)) it->second = t;
+  });
+  std::map<std::int32_t, std::vector<task_id>> out;
+  for (auto& [i, f] : by_it) {
+    auto& v = out[i];
+    for (auto& [r, t] : f.gpu) v.push_back(t);
+    if (v.empty() && f.cpu != no_task) v.push_back(f.cpu);
+  }
+  return out;
+}
+
 /// Where the optimizer step of iteration `i` starts on the GPU: on every GPU stream,
 /// the first task (in trace order) of phase weight_update. If the iteration has no
 /// weight-update GPU work, its first weight-update CPU task; else nothing. Whatever must
 /// finish before the weights change (an all-reduce) gets a dependency to these.
 inline std::vector<task_id> update_entries(const graph& g, std::int32_t i) {
-  std::map<resource_id, task_id> first;
-  task_id first_cpu = no_task;
-  auto earlier = [&](task_id a, task_id b) {
-    return std::pair(g.trace_start(a), a) < std::pair(g.trace_start(b), b);
-  };
+  auto all = update_entries_by_iteration(g);
+  auto it = all.find(i);
+  return it == all.end() ? std::vector<task_id>{} : std::move(it->second);
+}
+
+/// The forward GPU tasks of every iteration, each list in trace order, in one scan of
+/// the graph (see forward_gpu_tasks).
+inline std::map<std::int32_t, std::vector<task_id>> forward_gpu_tasks_by_iteration(const graph& g) {
+  std::map<std::int32_t, std::vector<task_id>> out;
   g.for_each_task([&](task_id t) {
-    if (g.iteration(t) != i || g.phase_of(t) != phase::weight_update) return;
-    if (g.is<comm_task>(t)) return;
-    if (g.is<cpu_task>(t)) {
-      if (first_cpu == no_task || earlier(t, first_cpu)) first_cpu = t;
-      return;
-    }
-    auto [it, fresh] = first.try_emplace(g.resource_of(t), t);
-    if (!fresh && earlier(t, it->second)) it->second = t;
+    if (g.phase_of(t) == phase::forward && !g.is<cpu_task>(t) && !g.is<comm_task>(t))
+      out[g.iteration(t)].push_back(t);
   });
-  std::vector<task_id> out;
-  for (auto& [r, t] : first) out.push_back(t);
-  if (out.empty() && first_cpu != no_task) out.push_back(first_cpu);
+  for (auto& [i, v] : out)
+    std::sort(v.begin(), v.end(), [&](task_id a, task_id b) {
+      return std::pair(g.trace_start(a), a) < std::pair(g.trace_start(b), b);
+    });
   return out;
 }
 
 /// The forward GPU tasks of iteration `i` in trace order: what a parameter pull of the
 /// previous iteration must precede.
 inline std::vector<task_id> forward_gpu_tasks(const graph& g, std::int32_t i) {
-  std::vector<task_id> out;
-  g.for_each_task([&](task_id t) {
-    if (g.iteration(t) == i && g.phase_of(t) == phase::forward && !g.is<cpu_task>(t) &&
-        !g.is<comm_task>(t))
-      out.push_back(t);
-  });
-  std::sort(out.begin(), out.end(), [&](task_id a, task_id b) {
-    return std::pair(g.trace_start(a), a) < std::pair(g.trace_start(b), b);
-  });
-  return out;
+  auto all = forward_gpu_tasks_by_iteration(g);
+  auto it = all.find(i);
+  return it == all.end() ? std::vector<task_id>{} : std::move(it->second);
 }
 
 /// The first forward GPU task of iteration `next` that uses gradient `gr`'s parameter:

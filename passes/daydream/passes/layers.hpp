@@ -63,15 +63,24 @@ inline std::uint64_t stashed_bytes(const graph& g, const layer_instance& l) {
 inline std::vector<layer_instance> layer_instances(const graph& g) {
   std::map<std::pair<std::int32_t, name_id>, std::size_t> index;
   std::vector<layer_instance> out;
+  // Tasks of one instance mostly come in runs (a layer's calls, then its kernels): the
+  // last instance is checked before the map.
+  std::pair<std::int32_t, name_id> last_key{0, no_name};
+  std::size_t last = 0;
   g.for_each_task([&](task_id t) {
     auto l = g.layer_id(t);
     auto ph = g.phase_of(t);
     if (l == no_name || (ph != phase::forward && ph != phase::backward)) return;
     const bool cpu = g.is<cpu_task>(t);
     if (!cpu && !g.is<gpu_kernel>(t)) return;
-    auto [it, fresh] = index.try_emplace({g.iteration(t), l}, out.size());
-    if (fresh) out.push_back({.iteration = g.iteration(t), .layer = l});
-    auto& li = out[it->second];
+    const std::pair key{g.iteration(t), l};
+    if (key != last_key) {
+      auto [it, fresh] = index.try_emplace(key, out.size());
+      if (fresh) out.push_back({.iteration = key.first, .layer = l});
+      last_key = key;
+      last = it->second;
+    }
+    auto& li = out[last];
     if (ph == phase::forward) (cpu ? li.forward_cpu : li.forward_gpu).push_back(t);
     else (cpu ? li.backward_cpu : li.backward_gpu).push_back(t);
   });

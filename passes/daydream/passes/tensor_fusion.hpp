@@ -98,6 +98,7 @@ struct tensor_fusion {
     auto link = collective_link(g, cluster);
     std::size_t buffers = 0, without_update = 0;
     time_ns waited = 0;
+    const auto entries = update_entries_by_iteration(g);
     for (auto i : gs.iterations()) {
       auto r = daydream::replay(g);
       auto idx = gs.of_iteration(i);
@@ -137,7 +138,7 @@ struct tensor_fusion {
         ++buffers;
         a = b;
       }
-      if (wait_before_update(g, i, comms) == 0) ++without_update;
+      if (wait_before_update(g, entries, i, comms) == 0) ++without_update;
     }
     rep.add("fused buffers", std::to_string(buffers));
     rep.add("time waiting for cycle boundaries", format_time(waited));

@@ -88,8 +88,9 @@ struct tensor_partition {
     auto none = [](const gradient&) { return std::int64_t{0}; };
     auto plan = insert_push_pull(g, gs, cluster, partition, up, down, none, none, false);
     std::size_t without_update = 0;
+    const auto entries = update_entries_by_iteration(g);
     for (auto& [i, pulls] : plan.pulls)
-      if (wait_before_update(g, i, pulls) == 0) ++without_update;
+      if (wait_before_update(g, entries, i, pulls) == 0) ++without_update;
     rep.add("partition", format_bytes(double(partition)));
     rep.add("partitions (push + pull each)", std::to_string(plan.pushes));
     rep.add("servers", std::to_string(cluster.servers()));

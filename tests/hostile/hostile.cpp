@@ -491,6 +491,22 @@ TEST_CASE("transactions: a pass that closes a cycle is refused with the cycle's 
   CHECK(testing::graph_difference(before, g) == "");
 }
 
+TEST_CASE("transactions: names with control characters, quotes and NULs are escaped in a cycle") {
+  // Found by fuzz_graph: a task name holding a NUL cut the message short (what() is a
+  // C string), before the cycle's second task.
+  graph g;
+  auto st = g.add_resource({"stream 7", resource_kind::gpu_stream});
+  auto a = g.add(gpu_kernel{}, {.name = std::string("a\0b\n\"q\"\\", 8), .duration = 10, .resource = st});
+  auto b = g.add(gpu_kernel{}, {.name = "b", .duration = 10, .resource = st});
+  g.add_dependency(a, b, dep_kind::stream_order);
+  const graph before = g;
+  auto closer = [&](graph& gg) { gg.add_dependency(b, a, dep_kind::control); };
+  CHECK(refusal(g, closer, "closer") ==
+        "daydream: pass 'closer' was refused and the graph left unchanged: daydream: the graph "
+        "has a cycle: #0 \"a\\x00b\\x0a\\\"q\\\"\\\\\" -> #1 \"b\" -> #0 \"a\\x00b\\x0a\\\"q\\\"\\\\\"");
+  CHECK(testing::graph_difference(before, g) == "");
+}
+
 TEST_CASE("transactions: a pass that renumbers the graph and then fails leaves the old ids") {
   const graph before = testing::training_step();
   graph g = before;

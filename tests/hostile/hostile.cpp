@@ -485,7 +485,7 @@ template <class Pass> std::string refusal(graph& g, const Pass& pass, std::strin
 TEST_CASE("transactions: a pass that closes a cycle is refused with the cycle's tasks named") {
   const graph before = three_kernels();
   graph g = before;
-  CHECK(refusal(g, cycle_closer{}, "cycle-closer") ==
+  CHECK(refusal(g, cycle_closer{}, cycle_closer::name) ==
         "daydream: pass 'cycle-closer' was refused and the graph left unchanged: "
         "daydream: the graph has a cycle: #0 \"conv\" -> #1 \"bn\" -> #0 \"conv\"");
   CHECK(testing::graph_difference(before, g) == "");
@@ -510,7 +510,7 @@ TEST_CASE("transactions: names with control characters, quotes and NULs are esca
 TEST_CASE("transactions: a pass that renumbers the graph and then fails leaves the old ids") {
   const graph before = testing::training_step();
   graph g = before;
-  CHECK(refusal(g, compact_then_throw{}, "compact-then-throw") ==
+  CHECK(refusal(g, compact_then_throw{}, compact_then_throw::name) ==
         "daydream: pass 'compact-then-throw' was refused and the graph left unchanged: "
         "daydream: compact-then-throw: gave up after renumbering");
   CHECK(testing::graph_difference(before, g) == "");

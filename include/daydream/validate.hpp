@@ -5,6 +5,7 @@
 
 #include <daydream/config.hpp>
 #include <daydream/detail/core.hpp>
+#include <daydream/detail/quote.hpp>
 #include <daydream/task.hpp>
 
 #include <algorithm>
@@ -59,23 +60,8 @@ inline std::string describe_task(const graph_core& c, task_id t) {
   // "literal" + std::string&&.
   std::string s = "#";
   s += std::to_string(t);
-  s += " \"";
-  // Names come from traces and passes: control characters are written as \xHH, so that
-  // a message stays one printable line and a NUL does not cut it short (what() is a C
-  // string); quotes and backslashes are escaped.
-  constexpr char hex[] = "0123456789abcdef";
-  for (const char ch : c.names[c.name[t]]) {
-    const auto u = static_cast<unsigned char>(ch);
-    if (u < 0x20 || u == 0x7f) {
-      s += "\\x";
-      s += hex[u >> 4];
-      s += hex[u & 15];
-    } else {
-      if (ch == '"' || ch == '\\') s += '\\';
-      s += ch;
-    }
-  }
-  s += '"';
+  s += ' ';
+  append_quoted(s, c.names[c.name[t]]); // escaped: names come from traces
   return s;
 }
 

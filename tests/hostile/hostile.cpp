@@ -503,7 +503,7 @@ TEST_CASE("transactions: names with control characters, quotes and NULs are esca
   auto closer = [&](graph& gg) { gg.add_dependency(b, a, dep_kind::control); };
   CHECK(refusal(g, closer, "closer") ==
         "daydream: pass 'closer' was refused and the graph left unchanged: daydream: the graph "
-        "has a cycle: #0 \"a\\x00b\\x0a\\\"q\\\"\\\\\" -> #1 \"b\" -> #0 \"a\\x00b\\x0a\\\"q\\\"\\\\\"");
+        "has a cycle: #0 \"a\\u0000b\\n\\\"q\\\"\\\\\" -> #1 \"b\" -> #0 \"a\\u0000b\\n\\\"q\\\"\\\\\"");
   CHECK(testing::graph_difference(before, g) == "");
 }
 

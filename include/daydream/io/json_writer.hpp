@@ -3,6 +3,8 @@
 #ifndef DAYDREAM_IO_JSON_WRITER_HPP
 #define DAYDREAM_IO_JSON_WRITER_HPP
 
+#include <daydream/detail/quote.hpp>
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -16,29 +18,7 @@ namespace daydream::io {
 
 /// Appends `s` to `out` as a JSON string literal (quotes included). Bytes that are not
 /// valid UTF-8 are replaced by U+FFFD so the output always parses.
-inline void json_escape(std::string& out, std::string_view s) {
-  out.push_back('"');
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    switch (c) {
-    case '"': out += "\\\""; continue;
-    case '\\': out += "\\\\"; continue;
-    case '\n': out += "\\n"; continue;
-    case '\r': out += "\\r"; continue;
-    case '\t': out += "\\t"; continue;
-    default: break;
-    }
-    if (c < 0x20) { out += fmt::format("\\u{:04x}", c); continue; }
-    if (c < 0x80) { out.push_back(char(c)); continue; }
-    // Validate one UTF-8 sequence.
-    std::size_t len = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
-    bool ok = len != 0 && i + len <= s.size();
-    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
-    if (ok) { out.append(s.substr(i, len)); i += len - 1; }
-    else out += "\\ufffd";
-  }
-  out.push_back('"');
-}
+inline void json_escape(std::string& out, std::string_view s) { daydream::detail::append_quoted(out, s); }
 
 /// A minimal streaming JSON writer with deterministic output: objects keep the order
 /// in which keys are written, numbers print in the shortest exact form.

@@ -390,10 +390,7 @@ replay_result replay_core(const graph_core& c, KeyFn&& key, const replay_options
 /// no-op): their contents become zero.
 inline void discard_pages(const void* p, std::size_t bytes) noexcept {
 #if defined(__linux__) && defined(MADV_DONTNEED)
-  constexpr std::uintptr_t page = 4096;
-  const auto lo = (reinterpret_cast<std::uintptr_t>(p) + page - 1) & ~(page - 1);
-  const auto hi = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(page - 1);
-  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+  advise_whole_pages(p, bytes, 4096, MADV_DONTNEED);
 #else
   (void)p;
   (void)bytes;

@@ -23,14 +23,21 @@
 
 namespace daydream::detail {
 
+#if defined(__linux__)
+/// madvise(`advice`) on the whole `page`-aligned pages inside [p, p + bytes) (`page` a
+/// power of two): the bytes around them, which other data may share, are left alone.
+inline void advise_whole_pages(const void* p, std::size_t bytes, std::uintptr_t page, int advice) noexcept {
+  const auto lo = (reinterpret_cast<std::uintptr_t>(p) + page - 1) & ~(page - 1);
+  const auto hi = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(page - 1);
+  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, advice);
+}
+#endif
+
 /// Asks the kernel to back [p, p + bytes) with transparent huge pages (Linux; elsewhere a
 /// no-op). Only the whole 2 MiB pages inside the range are affected.
 inline void advise_huge_pages(const void* p, std::size_t bytes) noexcept {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-  constexpr std::uintptr_t huge = std::uintptr_t(2) << 20;
-  const auto lo = (reinterpret_cast<std::uintptr_t>(p) + huge - 1) & ~(huge - 1);
-  const auto hi = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(huge - 1);
-  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+  advise_whole_pages(p, bytes, std::uintptr_t(2) << 20, MADV_HUGEPAGE);
 #else
   (void)p;
   (void)bytes;

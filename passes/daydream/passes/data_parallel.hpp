@@ -19,7 +19,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -101,11 +100,9 @@ inline handle<comm_task> add_comm(graph& g, comm_op op, std::string_view name,
 /// update_entries task; `entries` is update_entries_by_iteration of the graph before the
 /// pass added its communication). Returns the number of entries; 0 means the iteration
 /// has no weight-update phase and the communication only ends the iteration.
-inline std::size_t wait_before_update(graph& g, const std::map<std::int32_t, std::vector<task_id>>& entries_by_iteration,
+inline std::size_t wait_before_update(graph& g, const tasks_by_iteration& entries_by_iteration,
                                       std::int32_t i, const std::vector<task_id>& comms) {
-  const auto found = entries_by_iteration.find(i);
-  if (found == entries_by_iteration.end()) return 0;
-  const auto& entries = found->second;
+  const auto& entries = of_iteration(entries_by_iteration, i);
   for (auto c : comms)
     for (auto e : entries) g.add_dependency(c, e, dep_kind::comm);
   return entries.size();
@@ -235,14 +232,12 @@ ps_plan insert_push_pull(graph& g, const gradient_set& gs, const cluster& c, std
   const auto w = c.workers(), s = c.servers();
   // The forward tasks of every iteration, before any transfer is added (transfers are
   // communication, never forward GPU work).
-  const auto forward = tie_to_forward ? forward_gpu_tasks_by_iteration(g)
-                                      : std::map<std::int32_t, std::vector<task_id>>{};
+  const auto forward = tie_to_forward ? forward_gpu_tasks_by_iteration(g) : tasks_by_iteration{};
   for (std::size_t n = 0; n < its.size(); ++n) {
     const auto i = its[n];
     auto idx = gs.of_iteration(i);
     std::vector<task_id> fwd;
-    if (tie_to_forward && n + 1 < its.size())
-      if (auto f = forward.find(its[n + 1]); f != forward.end()) fwd = f->second;
+    if (n + 1 < its.size()) fwd = of_iteration(forward, its[n + 1]);
     std::vector<task_id> pulls;
     for (auto k : idx) {
       const auto& gr = gs.grads[k];

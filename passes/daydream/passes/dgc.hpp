@@ -173,9 +173,7 @@ struct dgc {
         if (i == its.front()) { sent += double(c); dense += double(b.bytes); }
       }
       // Decompression before the optimizer step.
-      const auto found = entries_by_iteration.find(i);
-      const std::vector<task_id> entries =
-          found == entries_by_iteration.end() ? std::vector<task_id>{} : found->second;
+      const auto& entries = of_iteration(entries_by_iteration, i);
       task_id gpu_entry = no_task;
       for (auto e : entries)
         if (g.resource_of(e) != no_resource && g.resource_at(g.resource_of(e)).kind == resource_kind::gpu_stream) {

@@ -299,11 +299,21 @@ inline gradient_set find_gradients(const graph& g, const layer_bytes& sizes = {}
   return s;
 }
 
+/// Tasks grouped by iteration (update_entries_by_iteration, forward_gpu_tasks_by_iteration).
+using tasks_by_iteration = std::map<std::int32_t, std::vector<task_id>>;
+
+/// The tasks of iteration `i` in `m`; empty when `m` has none.
+inline const std::vector<task_id>& of_iteration(const tasks_by_iteration& m, std::int32_t i) {
+  static const std::vector<task_id> none;
+  const auto it = m.find(i);
+  return it == m.end() ? none : it->second;
+}
+
 /// Where the optimizer step of each iteration starts on the GPU (see update_entries), for
 /// every iteration at once in one scan of the graph: a pass that works iteration by
 /// iteration takes this first, where update_entries per iteration would scan the graph
 /// each time. Iterations without weight-update work are absent.
-inline std::map<std::int32_t, std::vector<task_id>> update_entries_by_iteration(const graph& g) {
+inline tasks_by_iteration update_entries_by_iteration(const graph& g) {
   struct firsts {
     std::map<resource_id, task_id> gpu; // first task per resource
     task_id cpu = no_task;
@@ -322,7 +332,7 @@ inline std::map<std::int32_t, std::vector<task_id>> update_entries_by_iteration(
     auto [it, fresh] = f.gpu.try_emplace(g.resource_of(t), t);
     if (!fresh && earlier(t, it->second)) it->second = t;
   });
-  std::map<std::int32_t, std::vector<task_id>> out;
+  tasks_by_iteration out;
   for (auto& [i, f] : by_it) {
     auto& v = out[i];
     for (auto& [r, t] : f.gpu) v.push_back(t);
@@ -336,15 +346,13 @@ inline std::map<std::int32_t, std::vector<task_id>> update_entries_by_iteration(
 /// weight-update GPU work, its first weight-update CPU task; else nothing. Whatever must
 /// finish before the weights change (an all-reduce) gets a dependency to these.
 inline std::vector<task_id> update_entries(const graph& g, std::int32_t i) {
-  auto all = update_entries_by_iteration(g);
-  auto it = all.find(i);
-  return it == all.end() ? std::vector<task_id>{} : std::move(it->second);
+  return of_iteration(update_entries_by_iteration(g), i);
 }
 
 /// The forward GPU tasks of every iteration, each list in trace order, in one scan of
 /// the graph (see forward_gpu_tasks).
-inline std::map<std::int32_t, std::vector<task_id>> forward_gpu_tasks_by_iteration(const graph& g) {
-  std::map<std::int32_t, std::vector<task_id>> out;
+inline tasks_by_iteration forward_gpu_tasks_by_iteration(const graph& g) {
+  tasks_by_iteration out;
   g.for_each_task([&](task_id t) {
     if (g.phase_of(t) == phase::forward && !g.is<cpu_task>(t) && !g.is<comm_task>(t))
       out[g.iteration(t)].push_back(t);
@@ -359,9 +367,7 @@ inline std::map<std::int32_t, std::vector<task_id>> forward_gpu_tasks_by_iterati
 /// The forward GPU tasks of iteration `i` in trace order: what a parameter pull of the
 /// previous iteration must precede.
 inline std::vector<task_id> forward_gpu_tasks(const graph& g, std::int32_t i) {
-  auto all = forward_gpu_tasks_by_iteration(g);
-  auto it = all.find(i);
-  return it == all.end() ? std::vector<task_id>{} : std::move(it->second);
+  return of_iteration(forward_gpu_tasks_by_iteration(g), i);
 }
 
 /// The first forward GPU task of iteration `next` that uses gradient `gr`'s parameter:

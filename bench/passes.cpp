@@ -67,20 +67,16 @@ void set_counters(benchmark::State& state, const graph& g, const pass_report& re
   state.counters["notes"] = double(rep.notes.size());
 }
 
-// ---- the pass alone: `pass(g)` on a fresh copy (the copy is not timed) ----
-
-template <class Pass> void run_pass(benchmark::State& state, const std::string& trace, std::uint32_t copies) {
-  const auto& base = workload(trace, copies);
-  const auto name = std::string(pass_traits<Pass>::name);
-  const Pass pass = Pass::from_params(pass_params::parse(name, params_for(name)));
+// Times `run(g)` on a fresh copy `g` of `base` per iteration (copying and freeing the
+// copy are not timed); the counters come from the last run's report and graph.
+template <class Run> void time_on_copies(benchmark::State& state, const graph& base, Run run) {
   pass_report rep;
   std::size_t after = 0;
   for (auto _ : state) {
     state.PauseTiming();
     auto g = std::make_unique<graph>(base);
     state.ResumeTiming();
-    if constexpr (std::is_convertible_v<decltype(pass(*g)), pass_report>) rep = pass(*g);
-    else pass(*g);
+    rep = run(*g);
     benchmark::DoNotOptimize(g->size());
     state.PauseTiming();
     after = g->size();
@@ -88,6 +84,21 @@ template <class Pass> void run_pass(benchmark::State& state, const std::string& 
     state.ResumeTiming();
   }
   set_counters(state, base, rep, after);
+}
+
+// ---- the pass alone: `pass(g)` on a fresh copy (the copy is not timed) ----
+
+template <class Pass> void run_pass(benchmark::State& state, const std::string& trace, std::uint32_t copies) {
+  const auto& base = workload(trace, copies);
+  const auto name = std::string(pass_traits<Pass>::name);
+  const Pass pass = Pass::from_params(pass_params::parse(name, params_for(name)));
+  time_on_copies(state, base, [&](graph& g) {
+    if constexpr (std::is_convertible_v<decltype(pass(g)), pass_report>) return pass_report(pass(g));
+    else {
+      pass(g);
+      return pass_report{};
+    }
+  });
   if constexpr (requires { Pass::applicable(base); }) state.counters["applicable"] = Pass::applicable(base);
 }
 
@@ -99,37 +110,14 @@ void run_registry(benchmark::State& state, std::string name, const std::string& 
   auto spec = name;
   if (auto p = params_for(name); !p.empty()) spec += ":" + p;
   auto pass = reg.make(spec);
-  pass_report rep;
-  std::size_t after = 0;
-  for (auto _ : state) {
-    state.PauseTiming();
-    auto g = std::make_unique<graph>(base);
-    state.ResumeTiming();
-    rep = pass.run(*g);
-    benchmark::DoNotOptimize(g->size());
-    state.PauseTiming();
-    after = g->size();
-    g.reset();
-    state.ResumeTiming();
-  }
-  set_counters(state, base, rep, after);
+  time_on_copies(state, base, [&](graph& g) { return pass.run(g); });
 }
 
 // estimate_activation_memory, the memory model gist, vdnn and recompute build on.
 void activation_memory(benchmark::State& state, const std::string& trace, std::uint32_t copies) {
-  const auto& base = workload(trace, copies);
-  pass_report rep;
-  for (auto _ : state) {
-    state.PauseTiming();
-    auto g = std::make_unique<graph>(base);
-    state.ResumeTiming();
-    rep = passes::estimate_activation_memory(*g, {.overwrite = true});
-    benchmark::DoNotOptimize(g->size());
-    state.PauseTiming();
-    g.reset();
-    state.ResumeTiming();
-  }
-  set_counters(state, base, rep, base.size());
+  time_on_copies(state, workload(trace, copies), [](graph& g) {
+    return passes::estimate_activation_memory(g, {.overwrite = true});
+  });
 }
 
 struct workload_spec {

@@ -32,6 +32,17 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+/// An error in what a user asked for (an unknown pass name, a parameter out of range,
+/// an option that does not parse), as opposed to bad input data or a refused pass.
+/// Programs map it to exit status 2 (usage error); other daydream::error to 1.
+///
+///     catch (const daydream::usage_error& e) { std::cerr << e.what() << '\n'; return 2; }
+class usage_error : public error {
+public:
+  /// A usage error with the message `what`.
+  using error::error;
+};
+
 } // namespace daydream
 
 #endif

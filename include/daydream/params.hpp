@@ -45,7 +45,7 @@ public:
       if (item.empty()) continue;
       auto eq = item.find('=');
       if (eq == std::string_view::npos || eq == 0)
-        throw error("daydream: pass '" + p.pass_ + "': parameter '" + std::string(item) +
+        throw usage_error("daydream: pass '" + p.pass_ + "': parameter '" + std::string(item) +
                     "' is not of the form key=value");
       p.set(std::string(item.substr(0, eq)), std::string(item.substr(eq + 1)));
     }
@@ -140,7 +140,7 @@ public:
     for (auto& [k, v] : kv_)
       if (!used_.count(k)) unknown += (unknown.empty() ? "" : ", ") + k;
     if (!unknown.empty())
-      throw error("daydream: pass '" + pass_ + "' has no parameter named: " + unknown);
+      throw usage_error("daydream: pass '" + pass_ + "' has no parameter named: " + unknown);
   }
 
 private:
@@ -150,7 +150,7 @@ private:
     return it == kv_.end() ? nullptr : &it->second;
   }
   [[noreturn]] void bad(const std::string& key, const std::string& value, const char* why) const {
-    throw error("daydream: pass '" + pass_ + "': " + key + "=" + value + ": " + why);
+    throw usage_error("daydream: pass '" + pass_ + "': " + key + "=" + value + ": " + why);
   }
   std::pair<double, std::string> split_number(const std::string& key, const std::string& s) const {
     double v = 0;
@@ -191,10 +191,22 @@ struct pass_report {
   std::string pass;                                       ///< the pass's name
   std::vector<std::pair<std::string, std::string>> items; ///< ordered key -> value lines
   std::vector<std::string> notes;                         ///< warnings and caveats
+  /// Whether the pass changed the graph. A pass that found nothing to do sets it false
+  /// (with not_applied) so that its scenario says "no change" and why, not "1.00x".
+  bool applied = true;
+  std::string reason;                                     ///< why nothing changed, when !applied
+  /// For a data-parallel scenario, the number of workers it models (0: not one). Programs
+  /// report throughput across workers and scaling efficiency from it.
+  std::int32_t workers = 0;
   /// Appends a `key: value` line.
   void add(std::string key, std::string value) { items.emplace_back(std::move(key), std::move(value)); }
   /// Appends a warning or caveat.
   void note(std::string text) { notes.push_back(std::move(text)); }
+  /// Marks the pass as having changed nothing, with the reason shown to the user.
+  void not_applied(std::string why) {
+    applied = false;
+    reason = std::move(why);
+  }
 };
 
 } // namespace daydream

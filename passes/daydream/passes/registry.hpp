@@ -106,7 +106,7 @@ public:
     if (!e) {
       std::string known;
       for (auto& x : entries_) known += (known.empty() ? "" : ", ") + std::string(x.name);
-      throw error("daydream: unknown pass '" + std::string(name) + "' (known: " + known + ")");
+      throw usage_error("daydream: unknown pass '" + std::string(name) + "' (known: " + known + ")");
     }
     auto params = pass_params::parse(std::string(name),
                                      colon == std::string_view::npos ? "" : spec.substr(colon + 1));

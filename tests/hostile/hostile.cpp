@@ -269,6 +269,13 @@ TEST_CASE("hostile: an empty trace loads as an empty graph") {
   CHECK(t.iterations.empty());
   CHECK(t.default_iteration() == -1);
   CHECK(replay(t.g).makespan == 0);
+  // the trace says what is missing and how to record it
+  auto why = t.problems();
+  REQUIRE(why.size() == 1);
+  CHECK(why[0].find("\"traceEvents\" is empty") != std::string::npos);
+  CHECK(why[0].find("ProfilerActivity.CUDA") != std::string::npos);
+  CHECK(!t.has_gpu_activity());
+  CHECK(!t.initial_allocated_bytes());
 }
 
 TEST_CASE("hostile: a trace with no GPU work is a CPU-only graph with its iterations") {
@@ -284,6 +291,14 @@ TEST_CASE("hostile: a trace with no GPU work is a CPU-only graph with its iterat
   CHECK(t.measured(3) == 100'000);
   auto r = replay(t.g);
   CHECK(r.makespan == 200'000);
+  // no GPU activity: the profiler ran without ProfilerActivity.CUDA, and the trace says so
+  CHECK(t.info.kernels + t.info.copies + t.info.memsets == 0);
+  CHECK(t.info.cpu_events == 5);
+  CHECK(!t.has_gpu_activity());
+  auto why = t.problems();
+  REQUIRE(why.size() == 1);
+  CHECK(why[0].find("no GPU activity recorded") != std::string::npos);
+  CHECK(why[0].find("ProfilerActivity.CUDA") != std::string::npos);
 }
 
 TEST_CASE("hostile: unknown categories and phases are counted by reason") {

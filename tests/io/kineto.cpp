@@ -424,6 +424,12 @@ TEST_CASE("device [memory] events give the replay's peak memory; CPU ones are co
   CHECK(t.info.memory_at_start == 4000);
   CHECK(t.info.memory_peak == 7100);
   CHECK(r.peak_memory + t.info.memory_at_start == t.info.memory_peak);
+  REQUIRE(t.initial_allocated_bytes());
+  CHECK(*t.initial_allocated_bytes() == 4000);
+  CHECK(t.info.kernels == 3);
+  CHECK(t.info.copies + t.info.memsets == 0);
+  CHECK(t.has_gpu_activity());
+  CHECK(t.problems().empty());
   CHECK(t.report.ignored.at("cpu memory event") == 1);
 }
 

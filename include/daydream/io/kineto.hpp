@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -101,6 +102,11 @@ struct trace_info {
   /// First start and last end of the events in the graph, in the trace's clock (ns): a
   /// trace without iterations is measured as `end - begin`.
   time_ns begin = 0, end = 0;
+  /// GPU operations of the trace by kind (collective kernels count as kernels). All
+  /// three are 0 when the profiler recorded no GPU activity: see kineto_trace::problems.
+  std::size_t kernels = 0, copies = 0, memsets = 0;
+  /// CPU events of the trace (operators, annotations, Python frames, runtime calls).
+  std::size_t cpu_events = 0;
 };
 
 /// A loaded trace: the graph, the ingest report, the iterations and the trace metadata.
@@ -146,6 +152,36 @@ struct kineto_trace {
       if (n < 3 || k + 1 < n) out.push_back(iterations[k].number);
     return out;
   }
+
+  /// Device bytes allocated before the trace's first GPU `[memory]` event (that event's
+  /// `Total Allocated` minus its own `Bytes`), or nothing when the trace has no memory
+  /// events. Peak memory = this + replay(g).peak_memory (the peak of the deltas).
+  std::optional<std::int64_t> initial_allocated_bytes() const {
+    if (info.memory_at_start < 0) return std::nullopt;
+    return info.memory_at_start;
+  }
+
+  /// Whether the profiler recorded any GPU operation (kernel, copy or memset).
+  bool has_gpu_activity() const noexcept { return info.kernels + info.copies + info.memsets > 0; }
+
+  /// What the trace lacks for a prediction, each as a sentence saying what is missing and
+  /// how to record it; empty when nothing is. A program refuses a trace whose graph is
+  /// empty (`g.size() == 0`: the one sentence says why) and prints the others as warnings.
+  std::vector<std::string> problems() const {
+    std::vector<std::string> out;
+    const std::string record = "record it with torch.profiler.profile(activities=[ProfilerActivity.CPU, "
+                               "ProfilerActivity.CUDA]) around at least one training step";
+    if (report.events == 0)
+      out.push_back(info.path + ": \"traceEvents\" is empty: the profiler recorded nothing; " + record);
+    else if (g.size() == 0)
+      out.push_back(info.path + ": none of the trace's " + std::to_string(report.events) +
+                    " events is CPU or GPU activity (see the ingest report); " + record);
+    else if (!has_gpu_activity())
+      out.push_back(info.path + ": no GPU activity recorded (no kernels, copies or memsets): the profiler "
+                    "ran without ProfilerActivity.CUDA; pass activities=[ProfilerActivity.CPU, "
+                    "ProfilerActivity.CUDA] to torch.profiler.profile");
+    return out;
+  }
 };
 
 //! @cond DAYDREAM_INTERNAL
@@ -189,6 +225,9 @@ inline kineto_trace ingest(const padded_buffer& buf, std::string_view source, co
   t.info.memory_peak = b.memory_peak;
   t.info.begin = b.begin;
   t.info.end = b.end;
+  for (auto& e : d.gpu)
+    (e.cat == ecat::kernel ? t.info.kernels : e.cat == ecat::memset ? t.info.memsets : t.info.copies) += 1;
+  t.info.cpu_events = d.cpu.size();
   return t;
 }
 } // namespace detail

@@ -4,7 +4,7 @@
 #define DAYDREAM_EXAMPLES_WHATIF_SCENARIO_HPP
 
 #include <daydream/daydream.hpp>
-#include <daydream/passes/registry.hpp>
+#include <daydream/passes/support/registry.hpp>
 
 #include <optional>
 #include <string>

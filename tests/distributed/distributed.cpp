@@ -6,7 +6,7 @@
 #include <daydream/passes/blueconnect.hpp>
 #include <daydream/passes/ddp.hpp>
 #include <daydream/passes/dgc.hpp>
-#include <daydream/passes/gradients.hpp>
+#include <daydream/passes/support/gradients.hpp>
 #include <daydream/passes/p3.hpp>
 #include <daydream/passes/tensor_fusion.hpp>
 #include <daydream/passes/tensor_partition.hpp>

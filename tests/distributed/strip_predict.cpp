@@ -6,8 +6,8 @@
 #include <daydream/io/kineto.hpp>
 #include <daydream/passes/data_parallel.hpp>
 #include <daydream/passes/ddp.hpp>
-#include <daydream/passes/edit.hpp>
-#include <daydream/passes/gradients.hpp>
+#include <daydream/passes/support/edit.hpp>
+#include <daydream/passes/support/gradients.hpp>
 
 #include <doctest/doctest.h>
 

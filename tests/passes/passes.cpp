@@ -9,12 +9,12 @@
 #include <daydream/select.hpp>
 #include <daydream/validate.hpp>
 #include <daydream/passes/amp.hpp>
-#include <daydream/passes/estimate.hpp>
+#include <daydream/passes/support/estimate.hpp>
 #include <daydream/passes/fused_adam.hpp>
 #include <daydream/passes/gist.hpp>
 #include <daydream/passes/grad_accum.hpp>
-#include <daydream/passes/kernel_classifier.hpp>
-#include <daydream/passes/layers.hpp>
+#include <daydream/passes/support/kernel_classifier.hpp>
+#include <daydream/passes/support/layers.hpp>
 #include <daydream/passes/memory.hpp>
 #include <daydream/passes/recompute.hpp>
 #include <daydream/passes/reconstruct_bn.hpp>

@@ -15,7 +15,7 @@
 #include <daydream/passes/p3.hpp>
 #include <daydream/passes/recompute.hpp>
 #include <daydream/passes/reconstruct_bn.hpp>
-#include <daydream/passes/registry.hpp>
+#include <daydream/passes/support/registry.hpp>
 #include <daydream/passes/substitute.hpp>
 #include <daydream/passes/tensor_fusion.hpp>
 #include <daydream/passes/tensor_partition.hpp>

@@ -8,8 +8,8 @@
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/update.hpp>
-#include <daydream/passes/format.hpp>
-#include <daydream/passes/kernel_classifier.hpp>
+#include <daydream/passes/support/format.hpp>
+#include <daydream/passes/support/kernel_classifier.hpp>
 
 #include <algorithm>
 #include <array>

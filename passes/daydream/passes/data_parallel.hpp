@@ -14,8 +14,8 @@
 #include <daydream/resource.hpp>
 #include <daydream/task.hpp>
 #include <daydream/unroll.hpp>
-#include <daydream/passes/format.hpp>
-#include <daydream/passes/gradients.hpp>
+#include <daydream/passes/support/format.hpp>
+#include <daydream/passes/support/gradients.hpp>
 
 #include <algorithm>
 #include <cstdint>

@@ -9,8 +9,8 @@
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/passes/data_parallel.hpp>
-#include <daydream/passes/format.hpp>
-#include <daydream/passes/gradients.hpp>
+#include <daydream/passes/support/format.hpp>
+#include <daydream/passes/support/gradients.hpp>
 
 #include <cstdint>
 #include <string>

@@ -12,9 +12,9 @@
 #include <daydream/pass.hpp>
 #include <daydream/resource.hpp>
 #include <daydream/passes/data_parallel.hpp>
-#include <daydream/passes/edit.hpp>
-#include <daydream/passes/format.hpp>
-#include <daydream/passes/gradients.hpp>
+#include <daydream/passes/support/edit.hpp>
+#include <daydream/passes/support/format.hpp>
+#include <daydream/passes/support/gradients.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -7,8 +7,8 @@
 #include <daydream/kinds.hpp>
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
-#include <daydream/passes/edit.hpp>
-#include <daydream/passes/format.hpp>
+#include <daydream/passes/support/edit.hpp>
+#include <daydream/passes/support/format.hpp>
 
 #include <cmath>
 #include <cstdint>

@@ -10,8 +10,8 @@
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/update.hpp>
-#include <daydream/passes/edit.hpp>
-#include <daydream/passes/format.hpp>
+#include <daydream/passes/support/edit.hpp>
+#include <daydream/passes/support/format.hpp>
 
 #include <algorithm>
 #include <cmath>

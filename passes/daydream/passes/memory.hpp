@@ -7,9 +7,9 @@
 #include <daydream/insert.hpp>
 #include <daydream/params.hpp>
 #include <daydream/task.hpp>
-#include <daydream/passes/edit.hpp>
-#include <daydream/passes/format.hpp>
-#include <daydream/passes/layers.hpp>
+#include <daydream/passes/support/edit.hpp>
+#include <daydream/passes/support/format.hpp>
+#include <daydream/passes/support/layers.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -48,7 +48,7 @@ struct activation_memory_options {
 /// Fills mem_delta from tensor sizes, for a trace without [memory] events, so that
 /// replay_result::peak_memory predicts the peak of activation memory.
 ///
-/// Model: each layer instance (layers.hpp) stashes `stash_bytes` (see stashed_bytes:
+/// Model: each layer instance (support/layers.hpp) stashes `stash_bytes` (see stashed_bytes:
 /// the largest recorded input set of its forward operators). They are allocated when
 /// its first forward kernel starts and released when its last backward kernel starts.
 /// In a graph without backward work (inference) every layer holds its input set from

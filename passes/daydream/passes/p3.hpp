@@ -10,8 +10,8 @@
 #include <daydream/reschedule.hpp>
 #include <daydream/resource.hpp>
 #include <daydream/passes/data_parallel.hpp>
-#include <daydream/passes/format.hpp>
-#include <daydream/passes/gradients.hpp>
+#include <daydream/passes/support/format.hpp>
+#include <daydream/passes/support/gradients.hpp>
 
 #include <cstdint>
 #include <string>

@@ -9,9 +9,9 @@
 #include <daydream/kinds.hpp>
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
-#include <daydream/passes/edit.hpp>
-#include <daydream/passes/format.hpp>
-#include <daydream/passes/layers.hpp>
+#include <daydream/passes/support/edit.hpp>
+#include <daydream/passes/support/format.hpp>
+#include <daydream/passes/support/layers.hpp>
 #include <daydream/passes/memory.hpp>
 
 #include <cstdint>

@@ -10,9 +10,9 @@
 #include <daydream/pass.hpp>
 #include <daydream/remove.hpp>
 #include <daydream/update.hpp>
-#include <daydream/passes/edit.hpp>
-#include <daydream/passes/format.hpp>
-#include <daydream/passes/kernel_classifier.hpp>
+#include <daydream/passes/support/edit.hpp>
+#include <daydream/passes/support/format.hpp>
+#include <daydream/passes/support/kernel_classifier.hpp>
 
 #include <algorithm>
 #include <regex>

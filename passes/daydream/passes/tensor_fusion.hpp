@@ -11,8 +11,8 @@
 #include <daydream/pass.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/passes/data_parallel.hpp>
-#include <daydream/passes/format.hpp>
-#include <daydream/passes/gradients.hpp>
+#include <daydream/passes/support/format.hpp>
+#include <daydream/passes/support/gradients.hpp>
 
 #include <algorithm>
 #include <cstdint>

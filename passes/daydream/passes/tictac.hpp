@@ -10,7 +10,7 @@
 #include <daydream/reschedule.hpp>
 #include <daydream/resource.hpp>
 #include <daydream/passes/data_parallel.hpp>
-#include <daydream/passes/gradients.hpp>
+#include <daydream/passes/support/gradients.hpp>
 
 #include <cstdint>
 #include <string>

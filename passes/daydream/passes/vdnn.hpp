@@ -10,9 +10,9 @@
 #include <daydream/pass.hpp>
 #include <daydream/reschedule.hpp>
 #include <daydream/resource.hpp>
-#include <daydream/passes/edit.hpp>
-#include <daydream/passes/format.hpp>
-#include <daydream/passes/layers.hpp>
+#include <daydream/passes/support/edit.hpp>
+#include <daydream/passes/support/format.hpp>
+#include <daydream/passes/support/layers.hpp>
 #include <daydream/passes/memory.hpp>
 
 #include <algorithm>

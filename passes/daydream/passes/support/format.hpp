@@ -1,7 +1,7 @@
 // Defines format_time and format_bytes, the number formatting of the bundled passes' reports.
 // SPDX-License-Identifier: MIT
-#ifndef DAYDREAM_PASSES_FORMAT_HPP
-#define DAYDREAM_PASSES_FORMAT_HPP
+#ifndef DAYDREAM_PASSES_SUPPORT_FORMAT_HPP
+#define DAYDREAM_PASSES_SUPPORT_FORMAT_HPP
 
 #include <daydream/task.hpp>
 

@@ -1,13 +1,13 @@
 // Defines size_rate and measure_rate: durations of new kernels from comparable kernels of the trace, scaled by size.
 // SPDX-License-Identifier: MIT
-#ifndef DAYDREAM_PASSES_ESTIMATE_HPP
-#define DAYDREAM_PASSES_ESTIMATE_HPP
+#ifndef DAYDREAM_PASSES_SUPPORT_ESTIMATE_HPP
+#define DAYDREAM_PASSES_SUPPORT_ESTIMATE_HPP
 
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/task.hpp>
-#include <daydream/passes/edit.hpp>
+#include <daydream/passes/support/edit.hpp>
 
 #include <cmath>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Defines kernel_classifier: kernel names to compute-bound, memory-bound, communication or unknown.
 // SPDX-License-Identifier: MIT
-#ifndef DAYDREAM_PASSES_KERNEL_CLASSIFIER_HPP
-#define DAYDREAM_PASSES_KERNEL_CLASSIFIER_HPP
+#ifndef DAYDREAM_PASSES_SUPPORT_KERNEL_CLASSIFIER_HPP
+#define DAYDREAM_PASSES_SUPPORT_KERNEL_CLASSIFIER_HPP
 
 #include <daydream/graph.hpp>
 #include <daydream/task.hpp>

@@ -1,7 +1,7 @@
 // Defines the graph edits the bundled passes share: launches, positions, copies and replacement of task groups.
 // SPDX-License-Identifier: MIT
-#ifndef DAYDREAM_PASSES_EDIT_HPP
-#define DAYDREAM_PASSES_EDIT_HPP
+#ifndef DAYDREAM_PASSES_SUPPORT_EDIT_HPP
+#define DAYDREAM_PASSES_SUPPORT_EDIT_HPP
 
 #include <daydream/dependency.hpp>
 #include <daydream/graph.hpp>

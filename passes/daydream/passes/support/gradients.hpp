@@ -1,14 +1,14 @@
 // Defines gradient and find_gradients: per-parameter gradient sizes and the tasks that make them ready.
 // SPDX-License-Identifier: MIT
-#ifndef DAYDREAM_PASSES_GRADIENTS_HPP
-#define DAYDREAM_PASSES_GRADIENTS_HPP
+#ifndef DAYDREAM_PASSES_SUPPORT_GRADIENTS_HPP
+#define DAYDREAM_PASSES_SUPPORT_GRADIENTS_HPP
 
 #include <daydream/dependency.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/resource.hpp>
 #include <daydream/task.hpp>
-#include <daydream/passes/edit.hpp>
+#include <daydream/passes/support/edit.hpp>
 
 #include <algorithm>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Defines layer_instance and layer_instances: the forward and backward tasks of each layer in each iteration.
 // SPDX-License-Identifier: MIT
-#ifndef DAYDREAM_PASSES_LAYERS_HPP
-#define DAYDREAM_PASSES_LAYERS_HPP
+#ifndef DAYDREAM_PASSES_SUPPORT_LAYERS_HPP
+#define DAYDREAM_PASSES_SUPPORT_LAYERS_HPP
 
 #include <daydream/config.hpp>
 #include <daydream/graph.hpp>

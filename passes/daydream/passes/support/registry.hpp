@@ -1,7 +1,7 @@
 // Defines passes::registry: bundled (or user) passes looked up by name, built from parameters, run type-erased.
 // SPDX-License-Identifier: MIT
-#ifndef DAYDREAM_PASSES_REGISTRY_HPP
-#define DAYDREAM_PASSES_REGISTRY_HPP
+#ifndef DAYDREAM_PASSES_SUPPORT_REGISTRY_HPP
+#define DAYDREAM_PASSES_SUPPORT_REGISTRY_HPP
 
 #include <daydream/config.hpp>
 #include <daydream/params.hpp>

@@ -148,9 +148,20 @@ TEST_CASE("hostile: a file of whitespace has no JSON value") {
 
 // ------------------------------------------------------------------------ wrong document shape
 
-TEST_CASE("hostile: the document must be an object with one traceEvents array") {
+TEST_CASE("hostile: bytes that are not JSON are named as such, not as a truncated trace") {
+  auto png = error_after_path("random_bytes.json");
+  INFO(png);
+  CHECK(png.find("not a JSON document (it starts with 0x89 'P' 'N' 'G' 0x0d 0x0a 0x1a 0x0a;") == 0);
+  CHECK(png.find("truncated") == std::string::npos);
+  auto text = error_after_path("plain_text.json");
+  INFO(text);
+  CHECK(text.find("not a JSON document (it starts with 'h' 'e' 'l' 'l' 'o' ',' 0x20 't';") == 0);
+  CHECK(text.find("truncated") == std::string::npos);
+}
+
+TEST_CASE("hostile: the document must be an object with one traceEvents array, or an array of events") {
   CHECK(error_after_path("top_level_number.json") ==
-        "the top-level JSON value is a number, not an object with a \"traceEvents\" array");
+        "the top-level JSON value is a number, not an object with a \"traceEvents\" array nor an array of events");
   CHECK(error_after_path("trace_events_string.json") == "\"traceEvents\" is a string, not an array");
   CHECK(error_after_path("trace_events_twice.json") == "\"traceEvents\" appears twice");
   CHECK(error_after_path("event_is_array.json") == "event #1: is an array, not an object");
@@ -301,6 +312,33 @@ TEST_CASE("hostile: a trace with no GPU work is a CPU-only graph with its iterat
   CHECK(why[0].find("ProfilerActivity.CUDA") != std::string::npos);
 }
 
+TEST_CASE("hostile: the JSON Array Format loads like the object form, closed or left open") {
+  const auto object = dio::load_kineto(input("cpu_only.json"));
+  for (auto name : {"array_form.json", "array_unclosed.json"}) {
+    INFO(name);
+    auto t = dio::load_kineto(input(name));
+    CHECK(t.report.events == 5);
+    CHECK(t.report.in_graph == 5);
+    check_accounting(t);
+    CHECK(t.g.size() == object.g.size());
+    CHECK(t.g.dependency_count() == object.g.dependency_count());
+    REQUIRE(t.iterations.size() == 2);
+    CHECK(t.iterations[0].number == 3);
+    CHECK(t.measured(3) == 100'000);
+    CHECK(replay(t.g).makespan == replay(object.g).makespan);
+  }
+}
+
+TEST_CASE("hostile: a JSON array cut inside an event, or of non-objects, is refused with its place") {
+  // 251 bytes: the third event is cut inside its name; the place is the file's own end
+  auto cut = error_after_path("array_truncated.json");
+  INFO(cut);
+  CHECK(cut.find("byte 251 (the end of the input): JSON syntax error: ") == 0);
+  CHECK(cut.find("(is the file truncated?)") != std::string::npos);
+  CHECK(error_after_path("array_of_numbers.json") == "event #0: is a number, not an object");
+  CHECK(error_after_path("array_with_string.json") == "event #1: is a string, not an object");
+}
+
 TEST_CASE("hostile: unknown categories and phases are counted by reason") {
   auto t = dio::load_kineto(input("unknown_categories.json"));
   CHECK(t.report.events == 8);
@@ -411,8 +449,8 @@ TEST_CASE("hostile: every committed input gives a trace or an error naming the f
       ++refused;
     }
   }
-  CHECK(loaded == 8);
-  CHECK(refused == 27);
+  CHECK(loaded == 10);  // two array-form traces among them
+  CHECK(refused == 32);
 }
 
 // ------------------------------------------------------------------------ transactional passes

@@ -200,10 +200,14 @@ inline build_settings settings_of(const ingest_options& o) {
   return s;
 }
 
-inline kineto_trace ingest(const padded_buffer& buf, std::string_view source, const ingest_options& opt) {
+inline kineto_trace ingest(const padded_buffer& file, std::string_view source, const ingest_options& opt) {
+  // An array of events left open (Chrome's JSON Array Format allows it) is read closed.
+  padded_buffer closed;
+  if (padded_buffer::lacks_closing_bracket(file.view())) closed = padded_buffer::closed_array(file.view());
+  const padded_buffer& buf = closed.size() ? closed : file;
   simdjson::ondemand::parser parser;
   decoded_trace d;
-  decode_kineto(parser, buf.padded(), source, d);
+  decode_kineto(parser, buf.padded(), source, d, file.size());
   build_output b;
   build_graph(d, settings_of(opt), b);
   kineto_trace t;
@@ -235,8 +239,10 @@ inline kineto_trace ingest(const padded_buffer& buf, std::string_view source, co
 
 /// Parses a Kineto trace held in memory. `source_name` names it in errors and in
 /// `info.path`. Throws daydream::error (naming the source, the event index or byte
-/// offset, and the reason) for input that is not a readable Kineto trace: invalid or
-/// truncated JSON, no `traceEvents` array, an event that is not an object or whose
+/// offset, and the reason) for input that is not a readable Kineto trace: bytes that are
+/// not JSON, invalid or truncated JSON, neither an object with a `traceEvents` array nor
+/// an array of events (Chrome's JSON Array Format, whose closing `]` may be left out), an
+/// event that is not an object or whose
 /// `ph`, `ts`, `dur`, `name`, `cat`, `pid`, `tid` or `args` has the wrong type, a
 /// negative duration, NaN or out-of-range times. Inconsistencies that real traces have
 /// (dangling correlation ids, flows without a partner, unknown categories) are not

@@ -313,9 +313,17 @@ public:
     if (auto err = parser.iterate(json).get(doc)) syntax(err, nullptr);
     ondemand::json_type top;
     if (auto err = doc.type().get(top)) syntax(err, &doc);
+    if (top == json_type::array) {
+      // The JSON Array Format of Chrome traces (older Kineto and other tools): the
+      // events themselves, with no metadata around them.
+      ondemand::array arr;
+      if (auto err = doc.get_array().get(arr)) syntax(err, &doc);
+      events(arr, doc);
+      return;
+    }
     if (top != json_type::object)
       fail_doc(std::string("the top-level JSON value is ") + std::string(type_name(top)) +
-               ", not an object with a \"traceEvents\" array");
+               ", not an object with a \"traceEvents\" array nor an array of events");
     ondemand::object root;
     if (auto err = doc.get_object().get(root)) syntax(err, &doc);
     bool seen_events = false;
@@ -361,11 +369,39 @@ private:
     else if (err == simdjson::UTF8_ERROR)
       where = "byte " + std::to_string(first_invalid_utf8({base_, doc_size_}));
     std::string what = simdjson::error_message(err);
-    if (err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || err == simdjson::TAPE_ERROR ||
-        err == simdjson::UNCLOSED_STRING || err == simdjson::EMPTY)
+    const char first = first_byte({base_, doc_size_});
+    if (first != 0 && std::string_view("{[\"-0123456789tfn").find(first) == std::string_view::npos) {
+      // Not a JSON document at all: say what it starts with, not that it was cut short.
+      throw error("daydream: " + std::string(source_) + ": not a JSON document (it starts with " +
+                  leading_bytes({base_, doc_size_}) + "; a Kineto trace starts with '{' or '['): " + what);
+    }
+    if ((first == '{' || first == '[' || first == 0) &&
+        (err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || err == simdjson::TAPE_ERROR ||
+         err == simdjson::UNCLOSED_STRING || err == simdjson::EMPTY))
       what += " (is the file truncated?)";
     if (in_event_) where += " (in event #" + std::to_string(index_) + ")";
     throw error("daydream: " + std::string(source_) + ": " + where + ": JSON syntax error: " + what);
+  }
+  /// The first byte that is not JSON whitespace, or 0.
+  static char first_byte(std::string_view s) noexcept {
+    for (char c : s)
+      if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return c;
+    return 0;
+  }
+  /// The first bytes of `s` (from its first non-whitespace byte) for a message: up to 8,
+  /// printable ASCII quoted, others in hex ("0x89 'P' 'N' 'G'").
+  static std::string leading_bytes(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\n' || s.front() == '\r' || s.front() == '\t'))
+      s.remove_prefix(1);
+    std::string out;
+    static constexpr char hex[] = "0123456789abcdef";
+    for (std::size_t i = 0; i < s.size() && i < 8; ++i) {
+      const auto c = static_cast<unsigned char>(s[i]);
+      if (!out.empty()) out += ' ';
+      if (c >= 0x21 && c < 0x7f && c != '\'') { out += '\''; out += char(c); out += '\''; }
+      else { out += "0x"; out += hex[c >> 4]; out += hex[c & 15]; }
+    }
+    return out;
   }
   [[noreturn]] void fail_doc(const std::string& why) const {
     throw error("daydream: " + std::string(source_) + ": " + why);
@@ -787,10 +823,13 @@ private:
 /// Decodes the Kineto trace in `json` (padded) into `out`. `source` names it in errors.
 /// The string views in `out` point into `json` and into `parser`'s string buffer: both
 /// must outlive `out`'s use.
+/// `input_size` is the size of the input as the user has it, named as its end in errors
+/// (a JSON array left open is decoded with its `]` appended).
 inline void decode_kineto(simdjson::ondemand::parser& parser, simdjson::padded_string_view json,
-                          std::string_view source, decoded_trace& out) {
+                          std::string_view source, decoded_trace& out,
+                          std::size_t input_size = std::size_t(-1)) {
   if (json.size() == 0) throw error("daydream: " + std::string(source) + ": empty file");
-  kineto_decoder d(source, json.data(), json.size(), out);
+  kineto_decoder d(source, json.data(), std::min(json.size(), input_size), out);
   d.run(parser, json);
 }
 

@@ -5,6 +5,9 @@
 # libFuzzer target for DAYDREAM_FUZZ_SECONDS. Any sanitizer finding fails its test.
 #   scripts/test.sh                       # everything (what CI runs)
 #   scripts/test.sh -R hostile            # extra arguments go to ctest
+# The real-trace tests read the corpus bundled in tests/data and examples/traces, plus the
+# traces of DAYDREAM_EXTRA_TRACES (a folder; default: ../shared/traces beside the checkout,
+# when it exists); the run ends by saying how many traces they used.
 # Environment: DAYDREAM_BUILD_DIR (build-test), DAYDREAM_JOBS (all cores),
 # DAYDREAM_FUZZ_SECONDS (30), CXX (clang++; with g++ there are no fuzz targets),
 # DAYDREAM_SANITIZE=OFF for an optimized build without sanitizers (RelWithDebInfo).
@@ -27,3 +30,7 @@ cmake --build "$build" -j "$jobs"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:check_initialization_order=1:strict_init_order=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 ctest --test-dir "$build" -j "$jobs" --output-on-failure --timeout 1200 "$@"
+# How many real traces the real-trace tests used (bundled, and extra ones when present).
+if [ -x "$build/tests/traces/test_traces" ]; then
+  "$build/tests/traces/test_traces" --test-case='the bundled corpus is all there*' | grep -o 'real traces used: .*' || true
+fi

@@ -10,6 +10,7 @@
 #include <daydream/passes/support/gradients.hpp>
 
 #include <doctest/doctest.h>
+#include <support/corpus.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -25,7 +26,8 @@ namespace dp = daydream::passes;
 
 namespace {
 
-const std::string traces = DAYDREAM_SHARED_TRACES;
+/// A bundled trace (tests/data, examples/traces); throws when it is missing.
+std::string traces(const char* rel) { return daydream::testing::bundled(rel).string(); }
 
 bool is_all_reduce(const graph& g, task_id t) {
   return dp::is_recorded_communication(g, t) && g.name(t).find("AllReduce") != std::string_view::npos;
@@ -234,13 +236,17 @@ void header() {
 } // namespace
 
 TEST_CASE("strip and predict: DLRM, 8 ranks on V100 (all-to-all kept as traced)") {
-  const std::string dir = traces + "/param_dlrm_8rank_v100/kineto/";
-  const char* names[] = {"worker0_step_12.1694128201545", "worker1_step_12.1694128201556",
-                         "worker2_step_12.1694128201554", "worker3_step_12.1694128201557",
-                         "worker4_step_12.1694128201547", "worker5_step_12.1694128201549",
-                         "worker6_step_12.1694128201553", "worker7_step_12.1694128201553"};
+  // rank 0 is the trace examples/memory reads; ranks 1-7 are in tests/data
+  const char* names[] = {"dlrm_v100_rank0.json.gz",
+                         "param_dlrm_8rank_v100/worker1_step_12.1694128201556.pt.trace.json.gz",
+                         "param_dlrm_8rank_v100/worker2_step_12.1694128201554.pt.trace.json.gz",
+                         "param_dlrm_8rank_v100/worker3_step_12.1694128201557.pt.trace.json.gz",
+                         "param_dlrm_8rank_v100/worker4_step_12.1694128201547.pt.trace.json.gz",
+                         "param_dlrm_8rank_v100/worker5_step_12.1694128201549.pt.trace.json.gz",
+                         "param_dlrm_8rank_v100/worker6_step_12.1694128201553.pt.trace.json.gz",
+                         "param_dlrm_8rank_v100/worker7_step_12.1694128201553.pt.trace.json.gz"};
   std::vector<std::string> files;
-  for (auto* n : names) files.push_back(dir + n + ".pt.trace.json");
+  for (auto* n : names) files.push_back(traces(n));
   // The calibration uses all eight ranks: for each size the shortest kernel of any rank.
   std::vector<std::pair<double, time_ns>> all;
   for (auto& f : files) {
@@ -267,12 +273,12 @@ TEST_CASE("strip and predict: DLRM, 8 ranks on V100 (all-to-all kept as traced)"
 TEST_CASE("strip and predict: recommendation models and an MLP under DDP") {
   header();
   std::vector<row> rows;
-  rows.push_back(strip_and_predict("recsys, V100, rank 1 of 2", traces + "/hta_recsys_v100_2rank/test.json.gz",
+  rows.push_back(strip_and_predict("recsys, V100, rank 1 of 2", traces("hta_recsys_v100_2rank/test.steps1009-1013.json.gz"),
                                    v100_nvlink));
-  rows.push_back(strip_and_predict("recsys, A100, rank 3 of 8", traces + "/hta_recsys_a100_8rank/control.json.gz",
+  rows.push_back(strip_and_predict("recsys, A100, rank 3 of 8", traces("hta_recsys_a100_8rank/control.steps1009-1013.json.gz"),
                                    a100_nvlink));
   rows.push_back(strip_and_predict("MLP (compiled DDP), V100, rank 1 of 2",
-                                   traces + "/hta_mlp_ddp_v100_2rank/df_index_resolver.json.gz", v100_nvlink));
+                                   traces("hta_mlp_ddp_v100_2rank/df_index_resolver.steps2-4.json.gz"), v100_nvlink));
   collective_table(rows);
   for (auto& r : rows) {
     CHECK(r.rec_nominal > 0);

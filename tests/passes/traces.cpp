@@ -17,6 +17,7 @@
 #include <daydream/passes/vdnn.hpp>
 
 #include <doctest/doctest.h>
+#include <support/corpus.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -33,20 +34,20 @@ namespace {
 
 struct trace_case {
   const char* label; ///< the row of the table
-  const char* path;  ///< under DAYDREAM_SHARED_TRACES
+  const char* path;  ///< a bundled trace: under tests/data or examples/traces
 };
 
 // Training traces first (single GPU, then one rank of a multi-GPU job), then inference.
 const trace_case traces[] = {
     {"small linear model, GP100", "hta_small_train_gp100/step_based_trace_2543932.json.gz"},
-    {"ResNet-18, RTX 2080 Ti", "param_resnet18_rtx2080ti/resnet_kineto.json.gz"},
-    {"MLP, RTX 2080 Ti", "param_linear_rtx2080ti/linear_kineto.json.gz"},
-    {"ResNet-50 (DDP, 1 GPU), V100", "hta_resnet50_ddp_v100_ns/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"},
+    {"ResNet-18, RTX 2080 Ti", "param_resnet18_rtx2080ti/resnet_kineto.iterations1-6.json.gz"},
+    {"MLP, RTX 2080 Ti", "param_linear_rtx2080ti/linear_kineto.iterations1-6.json.gz"},
+    {"ResNet-50 (DDP, 1 GPU), V100", "resnet50_v100.json.gz"},
     {"mini model, MI250 (ROCm)", "hta_amd_mi250_minitoy/mi250_minitoy_train_ROCm6_2_kineto.json.gz"},
-    {"DLRM rank 0 of 8, V100", "param_dlrm_8rank_v100/kineto/worker0_step_12.1694128201545.pt.trace.json"},
-    {"recsys rank 3 of 8, A100", "hta_recsys_a100_8rank/control.json.gz"},
-    {"recsys rank 1 of 2, V100", "hta_recsys_v100_2rank/test.json.gz"},
-    {"BERT-small inference, H100", "tracelens_h100_inference_modules/gaunernst_bert-small-uncased__1016001.json.gz"},
+    {"DLRM rank 0 of 8, V100", "dlrm_v100_rank0.json.gz"},
+    {"recsys rank 3 of 8, A100", "hta_recsys_a100_8rank/control.steps1009-1013.json.gz"},
+    {"recsys rank 1 of 2, V100", "hta_recsys_v100_2rank/test.steps1009-1013.json.gz"},
+    {"BERT-small inference, H100", "tracelens_h100_inference/gaunernst_bert-small-uncased__1016001.json.gz"},
 };
 
 /// How a pass must move the prediction.
@@ -121,7 +122,6 @@ std::string ratio(double x) {
 //   build/tests/passes/test_passes_traces --success=false | sed -n '/^Predicted/,$p'
 TEST_CASE("every single-GPU pass runs on every real trace and keeps the graph valid and moves "
           "the prediction the physically right way (prints the table of predicted speedups)") {
-  const std::filesystem::path root = DAYDREAM_SHARED_TRACES;
   const auto cases = pass_cases();
   std::string table = "| trace | iteration |";
   std::string rule = "|---|---:|";
@@ -137,11 +137,7 @@ TEST_CASE("every single-GPU pass runs on every real trace and keeps the graph va
   memory += "\n" + mrule + "\n";
 
   for (auto& tc : traces) {
-    const auto path = root / tc.path;
-    if (!std::filesystem::exists(path)) {
-      MESSAGE("trace not found, skipped: " << path.string());
-      continue;
-    }
+    const auto path = daydream::testing::bundled(tc.path); // throws (fails) when missing
     INFO("trace: " << std::string(tc.path));
     auto t = io::load_kineto(path);
     if (!has_memory_accounting(t.g)) estimate_activation_memory(t.g);

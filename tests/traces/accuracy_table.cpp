@@ -1,7 +1,9 @@
 // Prints the accuracy table of docs/accuracy.md: every iteration of every real Kineto trace, measured vs replayed.
 // SPDX-License-Identifier: MIT
 //
-//     daydream_accuracy_table [TRACES_DIR]      (default: ../shared/traces)
+//     daydream_accuracy_table [TRACES_DIR...]
+// Without arguments: the bundled corpus (tests/data, examples/traces), then the extra
+// traces (DAYDREAM_EXTRA_TRACES, else ../shared/traces beside the source tree, when there).
 #include "catalog.hpp"
 
 #include <daydream/io/kineto.hpp>
@@ -12,22 +14,30 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 int main(int argc, char** argv) {
   namespace fs = std::filesystem;
-  const fs::path root = argc > 1 ? fs::path(argv[1]) : fs::path(DAYDREAM_SHARED_TRACES);
-  auto files = daydream::tests::kineto_traces(root);
-  if (files.empty()) {
-    std::fprintf(stderr, "no Kineto traces under %s\n", root.string().c_str());
-    return 1;
+  std::vector<daydream::testing::corpus_trace> files;
+  if (argc > 1) {
+    for (int i = 1; i < argc; ++i) {
+      const fs::path root = argv[i];
+      auto found = daydream::tests::kineto_traces(root);
+      if (found.empty()) {
+        std::fprintf(stderr, "no Kineto traces under %s\n", root.string().c_str());
+        return 1;
+      }
+      for (auto& f : found) files.push_back({f, fs::relative(f, root).string(), true});
+    }
+  } else {
+    files = daydream::testing::corpus();
   }
   std::printf("| trace | iteration | checked | measured (us) | replayed (us) | error |\n");
   std::printf("|---|---:|:---:|---:|---:|---:|\n");
   double worst = 0;
   int failures = 0;
   std::string ingest;
-  for (auto& f : files) {
-    auto rel = fs::relative(f, root).string();
+  for (auto& [f, rel, bundled] : files) {
     try {
       auto t0 = std::chrono::steady_clock::now();
       auto t = daydream::io::load_kineto(f);

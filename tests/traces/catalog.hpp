@@ -1,4 +1,4 @@
-// Defines the catalog of real Kineto traces and the per-iteration accuracy rows used by the trace tests and the accuracy table.
+// Defines the per-iteration accuracy rows used by the trace tests and the accuracy table.
 // SPDX-License-Identifier: MIT
 #ifndef DAYDREAM_TESTS_TRACES_CATALOG_HPP
 #define DAYDREAM_TESTS_TRACES_CATALOG_HPP
@@ -6,6 +6,7 @@
 #include <daydream/io/kineto.hpp>
 #include <daydream/iteration.hpp>
 #include <daydream/replay.hpp>
+#include <support/corpus.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -15,24 +16,7 @@
 
 namespace daydream::tests {
 
-/// The Kineto traces under `root` (recursively), sorted: every `.json` / `.json.gz`
-/// except PyTorch Execution Traces (the `et/` folders and `*_et.json*` files), which
-/// are a different format.
-inline std::vector<std::filesystem::path> kineto_traces(const std::filesystem::path& root) {
-  std::vector<std::filesystem::path> out;
-  if (!std::filesystem::exists(root)) return out;
-  for (auto& e : std::filesystem::recursive_directory_iterator(root)) {
-    if (!e.is_regular_file()) continue;
-    auto p = e.path();
-    auto name = p.filename().string();
-    bool json = name.size() > 5 && (name.ends_with(".json") || name.ends_with(".json.gz"));
-    if (!json) continue;
-    if (p.parent_path().filename() == "et" || name.find("_et.") != std::string::npos) continue;
-    out.push_back(p);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
+using daydream::testing::kineto_traces;
 
 /// One iteration of one trace: what the trace measured and what the unmodified graph
 /// replays to.

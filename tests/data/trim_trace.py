@@ -2,6 +2,10 @@
 """Cuts a PyTorch profiler (Kineto) trace down to its first K iterations.
 
     python3 tests/data/trim_trace.py IN(.json|.json.gz) OUT.json.gz --iterations K
+    python3 tests/data/trim_trace.py IN OUT.json.gz --array   # Chrome's JSON Array Format
+
+`--array` writes the trace's events as a top-level JSON array (the older Chrome "JSON
+Array Format"), without the top-level fields that form cannot hold; nothing else changes.
 
 How (the rule every trimmed trace of tests/data follows): whole iterations are dropped
 from the end, nothing inside a kept iteration is changed.
@@ -161,12 +165,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("input")
     ap.add_argument("output")
-    ap.add_argument("--iterations", type=int, required=True, help="iterations to keep (from the start)")
+    ap.add_argument("--iterations", type=int, help="iterations to keep (from the start)")
+    ap.add_argument("--array", action="store_true", help="write the events as a top-level JSON array")
     a = ap.parse_args()
+    if a.iterations is None and not a.array:
+        ap.error("give --iterations K, --array or both")
     doc = load(a.input)
-    doc, cut, why, n, dropped = trim(doc, a.iterations)
+    if a.iterations is not None:
+        doc, cut, why, n, dropped = trim(doc, a.iterations)
+        print(f"{a.output}: kept {n - dropped} of {n} events; cut at {why} ({cut:.3f} us)")
+    if a.array and isinstance(doc, dict):
+        doc = doc["traceEvents"]
     dump(doc, a.output)
-    print(f"{a.output}: kept {n - dropped} of {n} events; cut at {why} ({cut:.3f} us)")
 
 
 if __name__ == "__main__":

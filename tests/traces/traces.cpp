@@ -49,8 +49,8 @@ graph scaled(const graph& g, bool gpu, double f) {
 
 } // namespace
 
-/// The bundled corpus: 28 traces in tests/data and the 2 of examples/traces.
-constexpr std::size_t bundled_count = 30;
+/// The bundled corpus: 29 traces in tests/data and the 2 of examples/traces.
+constexpr std::size_t bundled_count = 31;
 
 /// Bundled traces whose steady-state iterations replay outside the 2% bar today, with
 /// why; they are reported as warnings (and in docs/accuracy.md), every other trace must
@@ -215,4 +215,19 @@ TEST_CASE("facts of the real traces survive ingestion") {
   mi.g.for_each<cpu_task>([&](handle<cpu_task> h) { launches += mi.g.payload(h).call == cpu_call::launch; });
   CHECK(launches == 14);
   CHECK(mi.report.unlinked_gpu_ops == 0);
+}
+
+TEST_CASE("a real trace in Chrome's JSON Array Format gives the graph its object form gives") {
+  // The same events; the array form has no place for deviceProperties or distributedInfo.
+  auto& obj = load("hta_small_train_gp100/step_based_trace_2543932.json.gz");
+  auto& arr = load("hta_small_train_gp100/step_based_trace_2543932.array.json.gz");
+  CHECK(arr.report.events == obj.report.events);
+  CHECK(arr.report.in_graph == obj.report.in_graph);
+  CHECK(arr.g.size() == obj.g.size());
+  REQUIRE(arr.iterations.size() == obj.iterations.size());
+  for (std::size_t i = 0; i < obj.iterations.size(); ++i) {
+    CHECK(arr.iterations[i].number == obj.iterations[i].number);
+    CHECK(arr.measured(arr.iterations[i].number) == obj.measured(obj.iterations[i].number));
+  }
+  CHECK(replay(arr.g).makespan == replay(obj.g).makespan);
 }

@@ -8,6 +8,8 @@
 #include <daydream/update.hpp>
 #include <daydream/validate.hpp>
 
+#include "trace_text.hpp"
+
 #include <doctest/doctest.h>
 #include <zlib.h>
 
@@ -23,46 +25,9 @@
 
 using namespace daydream;
 namespace dio = daydream::io;
+using namespace daydream::testing::trace_text;
 
 namespace {
-
-/// A complete ('X') event; times in microseconds as JSON number text.
-std::string X(std::string_view cat, std::string_view name, int pid, int tid, std::string_view ts,
-              std::string_view dur, std::string_view args = "{}") {
-  return "{\"ph\": \"X\", \"cat\": \"" + std::string(cat) + "\", \"name\": \"" + std::string(name) +
-         "\", \"pid\": " + std::to_string(pid) + ", \"tid\": " + std::to_string(tid) + ", \"ts\": " +
-         std::string(ts) + ", \"dur\": " + std::string(dur) + ", \"args\": " + std::string(args) + "}";
-}
-std::string flow(char ph, std::string_view cat, int id, int pid, int tid, std::string_view ts) {
-  return "{\"ph\": \"" + std::string(1, ph) + "\", \"id\": " + std::to_string(id) + ", \"pid\": " +
-         std::to_string(pid) + ", \"tid\": " + std::to_string(tid) + ", \"ts\": " + std::string(ts) +
-         ", \"cat\": \"" + std::string(cat) + "\", \"name\": \"" + std::string(cat) + "\"" +
-         (ph == 'f' ? ", \"bp\": \"e\"}" : "}");
-}
-std::string memory(int pid, int tid, std::string_view ts, long long bytes, long long total, int type) {
-  return "{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": \"[memory]\", \"pid\": " +
-         std::to_string(pid) + ", \"tid\": " + std::to_string(tid) + ", \"ts\": " + std::string(ts) +
-         ", \"args\": {\"Total Reserved\": 0, \"Total Allocated\": " + std::to_string(total) +
-         ", \"Bytes\": " + std::to_string(bytes) + ", \"Device Id\": " + (type ? "0" : "-1") +
-         ", \"Device Type\": " + std::to_string(type) + "}}";
-}
-std::string corr(int c) { return "{\"correlation\": " + std::to_string(c) + "}"; }
-std::string gpu(int c, int stream = 7) {
-  return "{\"device\": 0, \"stream\": " + std::to_string(stream) + ", \"correlation\": " + std::to_string(c) + "}";
-}
-std::string trace(std::initializer_list<std::string> events, std::string_view extra = "") {
-  std::string s = "{";
-  s += extra;
-  s += "\"traceEvents\": [";
-  bool first = true;
-  for (auto& e : events) {
-    if (!first) s += ",\n";
-    s += e;
-    first = false;
-  }
-  s += "]}";
-  return s;
-}
 
 /// The n-th task (in id order) named `name`.
 task_id find(const graph& g, std::string_view name, int nth = 0) {

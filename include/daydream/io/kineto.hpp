@@ -216,9 +216,9 @@ inline kineto_trace ingest(const padded_buffer& file, std::string_view source, c
   t.report.in_graph = b.in_graph;
   t.report.ignored = std::move(b.ignored);
   t.report.unlinked_gpu_ops = b.unlinked;
-  t.report.warnings = std::move(b.warnings);
-  if (b.warnings_dropped)
-    t.report.warnings.push_back("... and " + std::to_string(b.warnings_dropped) + " more warnings");
+  t.report.warnings = std::move(b.warnings.kept);
+  if (b.warnings.dropped)
+    t.report.warnings.push_back("... and " + std::to_string(b.warnings.dropped) + " more warnings");
   for (auto& it : b.iterations) t.iterations.push_back({it.number, it.begin, it.end, std::move(it.marker)});
   t.info.path = std::string(source);
   t.info.gpus = std::move(d.gpus);

@@ -1,0 +1,181 @@
+// Defines the thread-flattening stage of Kineto ingestion: each CPU thread's nested events become a sequence of slices.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_IO_DETAIL_KINETO_FLATTEN_HPP
+#define DAYDREAM_IO_DETAIL_KINETO_FLATTEN_HPP
+
+#include <daydream/io/detail/kineto_decode.hpp>
+#include <daydream/io/detail/kineto_iterations.hpp>
+#include <daydream/io/detail/kineto_links.hpp>
+#include <daydream/io/detail/kineto_names.hpp>
+#include <daydream/io/detail/kineto_threads.hpp>
+#include <daydream/task.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace daydream::io::detail {
+
+//! @cond DAYDREAM_INTERNAL
+
+/// What flattening finds out about every CPU event.
+struct flat_events {
+  std::vector<ev_attr> attr;              ///< per cpu event
+  std::vector<std::uint32_t> top_ordinal; ///< per top-level operator: k of "name#k" in its thread and iteration
+  std::size_t clamped = 0;                ///< events that ended after their parent, clamped to it
+
+  /// The innermost event of thread `th` containing `ts` (start <= ts < end, or a
+  /// zero-length one at ts), searching the nesting from the last event starting <= ts;
+  /// with `starting_exactly`, the deepest event starting at `ts`.
+  std::uint32_t event_at(const decoded_trace& d, const thread_rec& th, time_ns ts, bool starting_exactly) const {
+    auto& ev = th.events;
+    auto it = std::upper_bound(ev.begin(), ev.end(), ts, [&](time_ns v, std::uint32_t e) { return v < d.cpu[e].ts; });
+    if (it == ev.begin()) return no_index;
+    std::uint32_t e = *(it - 1);
+    if (starting_exactly) return d.cpu[e].ts == ts ? e : no_index;
+    for (std::uint32_t c = e; c != no_index; c = attr[c].parent)
+      if (ts < attr[c].end || (attr[c].end == d.cpu[c].ts && ts == d.cpu[c].ts)) return c;
+    return no_index;
+  }
+};
+
+namespace flatten_detail {
+inline int cat_rank(ecat c) {
+  switch (c) {
+  case ecat::python_function: return 0;
+  case ecat::user_annotation: return 1;
+  case ecat::cpu_op: return 2;
+  default: return 3;
+  }
+}
+/// Whether a zero-length event must still appear (it launches or waits for GPU work).
+inline bool needed_zero(const decoded_trace& d, const gpu_links& L, std::uint32_t e) {
+  if (!is_runtime(d, e)) return false;
+  if (L.launches(e)) return true;
+  auto sem = L.sem[e];
+  return sem != call_semantics::plain && sem != call_semantics::launch && sem != call_semantics::async_copy;
+}
+struct top_key {
+  std::uint32_t thread;
+  std::int32_t iteration;
+  std::string_view name;
+  friend bool operator==(const top_key&, const top_key&) = default;
+};
+struct top_key_hash {
+  std::size_t operator()(const top_key& k) const noexcept {
+    return std::hash<std::string_view>{}(k.name) ^ (std::size_t(k.thread) << 20) ^ std::size_t(std::uint32_t(k.iteration));
+  }
+};
+} // namespace flatten_detail
+
+/// Stage 4: flattens every thread that is not ignored. Sorts its events into nesting
+/// order (by start, longer first, outer categories first, then file order), clamps a
+/// child that ends after its parent, gives each event the attributes it inherits
+/// (operator, module, backward root, phase mark) and cuts the thread's time into slices,
+/// each attributed to the innermost event running then. A zero-length event gets a
+/// zero-length slice only when it launches or waits for GPU work. A thread running
+/// `autograd::engine::evaluate_function` is marked as a backward thread.
+inline flat_events flatten_threads(const decoded_trace& d, thread_table& tt, const gpu_links& L,
+                                   const iteration_table& its) {
+  using namespace flatten_detail;
+  flat_events F;
+  F.attr.resize(d.cpu.size());
+  F.top_ordinal.assign(d.cpu.size(), 0);
+  std::unordered_map<top_key, std::uint32_t, top_key_hash> top_count;
+  auto inherit = [&](std::uint32_t e) {
+    auto& a = F.attr[e];
+    auto& x = d.cpu[e];
+    const bool is_op = x.cat == ecat::cpu_op;
+    if (a.parent != no_index) {
+      auto& p = F.attr[a.parent];
+      a.op = p.op; a.top_op = p.top_op; a.module = p.module; a.bwd = p.bwd; a.mark = p.mark;
+      a.accgrad = p.accgrad;
+    }
+    if (is_op && x.name == "torch::autograd::AccumulateGrad") a.accgrad = e;
+    if (is_op) {
+      a.op = e;
+      if (a.top_op == no_index) {
+        a.top_op = e;
+        // Layers named after top-level operators: name#k, k-th such op of the iteration.
+        F.top_ordinal[e] = top_count[top_key{x.thread, its.at(x.ts), x.name}]++;
+      }
+    }
+    if (x.cat == ecat::python_function && starts_with(x.name, "nn.Module:")) a.module = e;
+    if (a.bwd == no_index && is_backward_root(x.name, is_op)) a.bwd = e;
+    auto m = phase_mark(x.name, is_op, x.cat == ecat::python_function, x.cat == ecat::user_annotation);
+    if (m) a.mark = m;
+  };
+  for (auto& th : tt.threads) {
+    if (th.ignored) continue;
+    auto& ev = th.events;
+    // Sorted on compact keys rather than through the event table.
+    struct key { time_ns ts, neg_dur; std::uint32_t rank_and_index[2]; };
+    std::vector<key> keys(ev.size());
+    for (std::size_t i = 0; i < ev.size(); ++i) {
+      auto& x = d.cpu[ev[i]];
+      keys[i] = {x.ts, -x.dur, {static_cast<std::uint32_t>(cat_rank(x.cat)), ev[i]}};
+    }
+    std::sort(keys.begin(), keys.end(), [](const key& a, const key& b) {
+      if (a.ts != b.ts) return a.ts < b.ts;
+      if (a.neg_dur != b.neg_dur) return a.neg_dur < b.neg_dur;
+      if (a.rank_and_index[0] != b.rank_and_index[0]) return a.rank_and_index[0] < b.rank_and_index[0];
+      return a.rank_and_index[1] < b.rank_and_index[1];
+    });
+    for (std::size_t i = 0; i < ev.size(); ++i) ev[i] = keys[i].rank_and_index[1];
+    struct open { std::uint32_t ev; time_ns end; };
+    std::vector<open> stack;
+    auto& sl = th.slices;
+    sl.reserve(ev.size() * 2);
+    time_ns cursor = std::numeric_limits<time_ns>::min();
+    auto emit = [&](time_ns a, time_ns b, std::uint32_t e) {
+      slice s;
+      s.start = a; s.end = b; s.ev = e;
+      sl.push_back(s);
+      F.attr[e].sliced = true;
+    };
+    for (auto e : ev) {
+      auto& x = d.cpu[e];
+      while (!stack.empty() && stack.back().end <= x.ts) {
+        auto top = stack.back();
+        if (cursor < top.end) emit(cursor, top.end, top.ev);
+        cursor = top.end;
+        stack.pop_back();
+      }
+      if (!stack.empty() && cursor < x.ts) emit(cursor, x.ts, stack.back().ev);
+      cursor = x.ts;
+      auto& a = F.attr[e];
+      time_ns end = x.ts + x.dur;
+      if (!stack.empty()) {
+        a.parent = stack.back().ev;
+        if (end > stack.back().end) { end = stack.back().end; ++F.clamped; }
+      }
+      a.end = end;
+      inherit(e);
+      if (end == x.ts) {
+        if (needed_zero(d, L, e)) emit(x.ts, x.ts, e);
+        continue;
+      }
+      stack.push_back({e, end});
+    }
+    while (!stack.empty()) {
+      auto top = stack.back();
+      if (cursor < top.end) emit(cursor, top.end, top.ev);
+      cursor = std::max(cursor, top.end);
+      stack.pop_back();
+    }
+    for (auto e : ev)
+      if (starts_with(d.cpu[e].name, "autograd::engine::evaluate_function")) { th.backward = true; break; }
+  }
+  return F;
+}
+
+//! @endcond
+
+} // namespace daydream::io::detail
+
+#endif

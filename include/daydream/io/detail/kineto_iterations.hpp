@@ -1,0 +1,106 @@
+// Defines the iteration stage of Kineto ingestion: iterations from ProfilerStep#N markers or optimizer steps.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_IO_DETAIL_KINETO_ITERATIONS_HPP
+#define DAYDREAM_IO_DETAIL_KINETO_ITERATIONS_HPP
+
+#include <daydream/io/detail/kineto_decode.hpp>
+#include <daydream/io/detail/kineto_names.hpp>
+#include <daydream/io/detail/kineto_threads.hpp>
+#include <daydream/task.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace daydream::io::detail {
+
+//! @cond DAYDREAM_INTERNAL
+
+/// One iteration found in the trace.
+struct iteration_rec {
+  std::int32_t number = -1;
+  time_ns begin = 0, end = 0;
+  std::string marker;
+};
+
+/// The iterations of a trace, in trace order, and the events that mark them.
+struct iteration_table {
+  std::vector<iteration_rec> list;
+  std::vector<std::uint32_t> marker_events; ///< cpu events of the markers used
+  std::vector<time_ns> begins;              ///< list[k].begin
+
+  /// The number of the iteration running at `t` (begin <= t < end), or -1.
+  std::int32_t at(time_ns t) const {
+    auto it = std::upper_bound(begins.begin(), begins.end(), t);
+    if (it == begins.begin()) return -1;
+    auto k = static_cast<std::size_t>(it - begins.begin()) - 1;
+    return t < list[k].end ? list[k].number : -1;
+  }
+};
+
+/// Stage 3: the iterations of `d`. ProfilerStep#N markers (a duplicate number is skipped,
+/// one overlapping the previous step is ignored with a warning); without them, optimizer
+/// steps end iterations: iteration k starts with the first event of the optimizer's
+/// thread after optimizer step k-1 ended (iteration 1: its first event) and lasts until
+/// iteration k+1 starts; the last one until its optimizer step ends.
+inline iteration_table find_iterations(const decoded_trace& d, warning_log& warnings) {
+  iteration_table out;
+  auto& list = out.list;
+  struct mark { time_ns ts, end; std::int32_t n; std::uint32_t ev; };
+  std::vector<mark> steps;
+  for (std::uint32_t i = 0; i < d.cpu.size(); ++i) {
+    auto& e = d.cpu[i];
+    if (e.cat != ecat::user_annotation && e.cat != ecat::cpu_op) continue;
+    std::int32_t n;
+    if (profiler_step_number(e.name, n)) steps.push_back({e.ts, e.ts + e.dur, n, i});
+  }
+  if (!steps.empty()) {
+    std::sort(steps.begin(), steps.end(), [](auto& a, auto& b) { return a.ts < b.ts; });
+    for (auto& m : steps) {
+      if (!list.empty() && list.back().number == m.n) continue; // duplicate marker
+      if (!list.empty() && m.ts < list.back().end) {
+        warnings.add("ProfilerStep#" + std::to_string(m.n) + " overlaps the previous step; ignored as a marker");
+        continue;
+      }
+      list.push_back({m.n, m.ts, m.end, std::string(d.cpu[m.ev].name)});
+      out.marker_events.push_back(m.ev);
+    }
+  } else {
+    std::vector<mark> opt;
+    for (std::uint32_t i = 0; i < d.cpu.size(); ++i) {
+      auto& e = d.cpu[i];
+      if ((e.cat == ecat::user_annotation || e.cat == ecat::cpu_op) && starts_with(e.name, "Optimizer.step"))
+        opt.push_back({e.ts, e.ts + e.dur, 0, i});
+    }
+    if (opt.empty()) return out;
+    std::sort(opt.begin(), opt.end(), [](auto& a, auto& b) { return a.ts < b.ts; });
+    const auto thread = d.cpu[opt.front().ev].thread;
+    std::vector<time_ns> starts;
+    for (auto& e : d.cpu) if (e.thread == thread) starts.push_back(e.ts);
+    std::sort(starts.begin(), starts.end());
+    auto first_at_or_after = [&](time_ns t) {
+      auto it = std::lower_bound(starts.begin(), starts.end(), t);
+      return it == starts.end() ? t : *it;
+    };
+    time_ns prev_end = starts.front();
+    std::int32_t n = 0;
+    for (auto& m : opt) {
+      if (m.end <= prev_end && n > 0) continue; // nested duplicate
+      ++n;
+      const time_ns begin = n == 1 ? prev_end : first_at_or_after(prev_end);
+      if (n > 1) list.back().end = begin;
+      list.push_back({n, begin, m.end, std::string(d.cpu[m.ev].name)});
+      out.marker_events.push_back(m.ev);
+      prev_end = m.end;
+    }
+  }
+  for (auto& it : list) out.begins.push_back(it.begin);
+  return out;
+}
+
+//! @endcond
+
+} // namespace daydream::io::detail
+
+#endif

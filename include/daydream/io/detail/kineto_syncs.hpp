@@ -1,0 +1,272 @@
+// Defines the sync stage of Kineto ingestion: what each synchronizing runtime call waits for, as dependencies.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_IO_DETAIL_KINETO_SYNCS_HPP
+#define DAYDREAM_IO_DETAIL_KINETO_SYNCS_HPP
+
+#include <daydream/dependency.hpp>
+#include <daydream/io/detail/kineto_cuts.hpp>
+#include <daydream/io/detail/kineto_decode.hpp>
+#include <daydream/io/detail/kineto_edges.hpp>
+#include <daydream/io/detail/kineto_flatten.hpp>
+#include <daydream/io/detail/kineto_links.hpp>
+#include <daydream/io/detail/kineto_names.hpp>
+#include <daydream/io/detail/kineto_tasks.hpp>
+#include <daydream/io/detail/kineto_threads.hpp>
+#include <daydream/task.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <unordered_map>
+#include <vector>
+
+namespace daydream::io::detail {
+
+//! @cond DAYDREAM_INTERNAL
+
+/// What the sync stage did.
+struct sync_result {
+  std::vector<std::uint8_t> state; ///< per cuda_sync record: 0 no call, 1 used, 2 non-blocking call, 3 nothing to wait for
+  std::size_t backpressure = 0;    ///< launch/copy calls blocked by a full launch queue
+  std::size_t cross_stream = 0;    ///< cudaStreamWaitEvent calls that became dependencies between streams
+};
+
+/// Finds what synchronizing runtime calls wait for (stage 15). Holds the lookups the
+/// inference needs; `run` adds the dependencies.
+class sync_resolver {
+public:
+  sync_resolver(const decoded_trace& d, thread_table& tt, const gpu_links& L, const flat_events& F,
+                const thread_plan& P, const task_map& T, const build_settings& s)
+      : d_(d), tt_(tt), L_(L), F_(F), P_(P), T_(T), s_(s) {}
+
+  /// On stream `st`: the last op launched before `t` that ended by `deadline`, or no_index.
+  std::uint32_t waited_on(const stream_rec& st, time_ns t, time_ns deadline) const {
+    auto it = std::lower_bound(st.launch_max.begin(), st.launch_max.end(), t);
+    for (auto k = static_cast<std::size_t>(it - st.launch_max.begin()); k-- > 0;) {
+      auto o = st.ops[k];
+      if (d_.gpu[o].ts + d_.gpu[o].dur <= deadline) return o;
+    }
+    return no_index;
+  }
+
+  /// The stream of the last GPU op thread `t` launched before `ts` (where an event record
+  /// at `ts` records), or no_index.
+  std::uint32_t stream_launched_last(std::uint32_t t, time_ns ts) const {
+    auto& idx = tt_.runtime[t];
+    auto it = std::lower_bound(idx.begin(), idx.end(), ts, [&](std::uint32_t e, time_ns v) { return d_.cpu[e].ts < v; });
+    while (it != idx.begin()) {
+      --it;
+      if (L_.launches(*it)) return L_.first_stream_of(*it);
+    }
+    return no_index;
+  }
+  /// The stream of the first GPU op thread `t` launches after `ts`, or no_index.
+  std::uint32_t stream_launched_next(std::uint32_t t, time_ns ts) const {
+    auto& idx = tt_.runtime[t];
+    auto it = std::upper_bound(idx.begin(), idx.end(), ts, [&](time_ns v, std::uint32_t e) { return v < d_.cpu[e].ts; });
+    for (; it != idx.end(); ++it)
+      if (L_.launches(*it)) return L_.first_stream_of(*it);
+    return no_index;
+  }
+
+  /// Adds a dependency from every GPU op a synchronizing call waits for to the call's
+  /// last slice (device, stream and event syncs; back-pressure of long launches), and
+  /// between streams for cudaStreamWaitEvent. Uses the `cuda_sync` records when the
+  /// trace has them; without, infers event waits when `infer_event_waits` is set.
+  sync_result run(edge_list& E) {
+    sync_result R;
+    std::unordered_map<std::int64_t, std::uint32_t> sync_by_corr;
+    for (std::uint32_t i = 0; i < d_.syncs.size(); ++i)
+      if (d_.syncs[i].correlation >= 0) sync_by_corr.emplace(d_.syncs[i].correlation, i);
+    R.state.assign(d_.syncs.size(), 0);
+    records_.clear();
+    for (std::uint32_t e = 0; e < d_.cpu.size(); ++e)
+      if (is_runtime(d_, e) && !tt_.on_ignored(d_, e) && L_.sem[e] == call_semantics::event_record)
+        records_.push_back(e);
+    std::sort(records_.begin(), records_.end(), [&](auto a, auto b) { return d_.cpu[a].ts < d_.cpu[b].ts; });
+
+    auto wait_for_op = [&](slice& w, std::uint32_t o) {
+      if (o == no_index || T_.gpu_task[o] == no_task) return;
+      E.add(T_.gpu_task[o], w.task, dep_kind::sync);
+      w.wait_until = std::max(w.wait_until, d_.gpu[o].ts + d_.gpu[o].dur);
+    };
+    for (std::uint32_t e = 0; e < d_.cpu.size(); ++e) {
+      if (!is_runtime(d_, e) || tt_.on_ignored(d_, e)) continue;
+      auto& x = d_.cpu[e];
+      auto& th = tt_.threads[x.thread];
+      auto [first, last] = T_.pieces_of(e);
+      if (last == no_pos) continue;
+      slice& w = th.slices[last];
+      const time_ns s = x.ts, end = F_.attr[e].end;
+      const time_ns deadline = end + s_.sync_tolerance;
+      auto sem = L_.sem[e];
+      auto sit = x.correlation >= 0 ? sync_by_corr.find(x.correlation) : sync_by_corr.end();
+      const sync_event* rec = sit != sync_by_corr.end() ? &d_.syncs[sit->second] : nullptr;
+      const std::size_t edges_before = E.list.size();
+      // The cuda_sync record is represented when the call got a dependency from it.
+      auto used = [&] {
+        if (rec) R.state[sit->second] = E.list.size() > edges_before ? 1 : 3;
+      };
+
+      if (P_.blocking_copy[e] != no_index) {
+        // Only when the call was cut at its copy's start: the piece before launches it.
+        if (first != last) wait_for_op(w, P_.blocking_copy[e]);
+        used();
+        continue;
+      }
+      switch (sem) {
+      case call_semantics::device_sync: {
+        std::int32_t dev = rec ? rec->device : -1;
+        for (auto& st : L_.streams) {
+          if (dev >= 0 && st.device != dev) continue;
+          auto o = waited_on(st, s, deadline);
+          if (o != no_index) wait_for_op(w, o);
+        }
+        used();
+        break;
+      }
+      case call_semantics::stream_sync: {
+        std::uint32_t si = rec && rec->stream >= 0 ? L_.stream_index(rec->device, rec->stream) : no_index;
+        if (si == no_index) si = stream_launched_last(x.thread, s);
+        std::uint32_t o = si != no_index ? waited_on(L_.streams[si], s, deadline) : no_index;
+        if (o == no_index) {
+          // the stream is unknown or inconsistent: the latest op launched before that ended in time
+          time_ns best = std::numeric_limits<time_ns>::min();
+          for (auto& st : L_.streams) {
+            auto c = waited_on(st, s, deadline);
+            if (c != no_index && d_.gpu[c].ts + d_.gpu[c].dur > best) { best = d_.gpu[c].ts + d_.gpu[c].dur; o = c; }
+          }
+        }
+        wait_for_op(w, o);
+        used();
+        break;
+      }
+      case call_semantics::event_sync: {
+        std::uint32_t o = no_index;
+        if (rec) {
+          if (rec->record_correlation >= 0 && rec->wait_stream >= 0) {
+            auto rit = L_.runtime_of_corr(rec->record_correlation);
+            auto si = L_.stream_index(rec->device, rec->wait_stream);
+            if (rit != no_index && si != no_index) o = waited_on(L_.streams[si], d_.cpu[rit].ts + 1, deadline);
+          }
+        } else if (s_.infer_event_waits) {
+          o = event_source(x, deadline, no_index);
+        }
+        wait_for_op(w, o);
+        used();
+        break;
+      }
+      case call_semantics::stream_wait: {
+        std::uint32_t src = no_index, dst = no_index;
+        if (rec) {
+          auto rit = L_.runtime_of_corr(rec->record_correlation);
+          auto ss = rec->wait_stream >= 0 ? L_.stream_index(rec->device, rec->wait_stream) : no_index;
+          auto ds = rec->stream >= 0 ? L_.stream_index(rec->device, rec->stream) : no_index;
+          if (rit != no_index && ss != no_index) src = L_.last_launched_before(L_.streams[ss], d_.cpu[rit].ts + 1);
+          if (ds != no_index) dst = L_.first_launched_after(L_.streams[ds], s);
+        } else if (s_.infer_event_waits) {
+          auto ds = stream_launched_next(x.thread, end);
+          if (ds != no_index) dst = L_.first_launched_after(L_.streams[ds], s);
+          src = event_source(x, std::numeric_limits<time_ns>::max(), ds);
+        }
+        if (src != no_index && dst != no_index && L_.op_stream[src] != L_.op_stream[dst] &&
+            d_.gpu[src].ts + d_.gpu[src].dur <= d_.gpu[dst].ts + s_.sync_tolerance) {
+          E.add(T_.gpu_task[src], T_.gpu_task[dst], dep_kind::sync);
+          E.gpu_ready[dst] = std::max(E.gpu_ready[dst], d_.gpu[src].ts + d_.gpu[src].dur);
+          ++R.cross_stream;
+        }
+        used();
+        break;
+      }
+      case call_semantics::launch:
+      case call_semantics::async_copy: {
+        // Back-pressure: a launch that blocks until the GPU frees a queue slot returns
+        // right after some GPU op ends.
+        if (end - s < s_.implicit_sync_min) break;
+        auto o = op_ending_before(end, s);
+        if (o != no_index) { wait_for_op(w, o); ++R.backpressure; }
+        if (rec) R.state[sit->second] = 2;
+        break;
+      }
+      default:
+        if (rec) R.state[sit->second] = 2; // a non-blocking call (cudaEventQuery)
+        break;
+      }
+    }
+    return R;
+  }
+
+private:
+  /// For event waits without cuda_sync records: the op recorded by the latest event
+  /// record of the same process before the call, on the stream its thread used last.
+  /// Without records of its own, the event is taken to have been recorded after the
+  /// GPU op launched last before the call on a stream other than `not_stream`.
+  std::uint32_t event_source(const cpu_event& x, time_ns deadline, std::uint32_t not_stream) {
+    auto it = std::lower_bound(records_.begin(), records_.end(), x.ts, [&](std::uint32_t r, time_ns v) { return d_.cpu[r].ts < v; });
+    while (it != records_.begin()) {
+      --it;
+      auto r = *it;
+      if (tt_.threads[d_.cpu[r].thread].key.pid != tt_.threads[x.thread].key.pid) continue;
+      auto si = stream_launched_last(d_.cpu[r].thread, d_.cpu[r].ts);
+      if (si == no_index || si == not_stream) break;
+      return waited_on(L_.streams[si], d_.cpu[r].ts, deadline);
+    }
+    if (by_launch_.empty()) {
+      for (std::uint32_t o = 0; o < d_.gpu.size(); ++o)
+        if (L_.launch_of[o] != no_index) by_launch_.push_back(o);
+      std::sort(by_launch_.begin(), by_launch_.end(), [&](auto a, auto b) { return L_.launch_time(d_, a) < L_.launch_time(d_, b); });
+    }
+    auto jt = std::lower_bound(by_launch_.begin(), by_launch_.end(), x.ts, [&](std::uint32_t o, time_ns v) { return L_.launch_time(d_, o) < v; });
+    const auto pid = tt_.threads[x.thread].key.pid;
+    for (int tries = 0; jt != by_launch_.begin() && tries < 256; ++tries) {
+      --jt;
+      auto o = *jt;
+      if (L_.op_stream[o] == not_stream || tt_.threads[d_.cpu[L_.launch_of[o]].thread].key.pid != pid) continue;
+      return d_.gpu[o].ts + d_.gpu[o].dur <= deadline ? o : no_index;
+    }
+    return no_index;
+  }
+
+  /// The GPU op, launched before `s`, that ended last within the implicit-sync window
+  /// before `end` and was still running at `s`.
+  std::uint32_t op_ending_before(time_ns end, time_ns s) {
+    if (ends_.empty()) {
+      ends_.resize(d_.gpu.size());
+      for (std::uint32_t i = 0; i < d_.gpu.size(); ++i) ends_[i] = i;
+      std::sort(ends_.begin(), ends_.end(), [&](auto a, auto b) {
+        return d_.gpu[a].ts + d_.gpu[a].dur < d_.gpu[b].ts + d_.gpu[b].dur;
+      });
+    }
+    auto it = std::upper_bound(ends_.begin(), ends_.end(), end, [&](time_ns v, std::uint32_t o) { return v < d_.gpu[o].ts + d_.gpu[o].dur; });
+    while (it != ends_.begin()) {
+      --it;
+      auto o = *it;
+      time_ns oe = d_.gpu[o].ts + d_.gpu[o].dur;
+      if (end - oe > s_.implicit_sync_window) break;
+      if (oe > s && L_.launch_time(d_, o) < s) return o;
+    }
+    return no_index;
+  }
+
+  const decoded_trace& d_;
+  thread_table& tt_;
+  const gpu_links& L_;
+  const flat_events& F_;
+  const thread_plan& P_;
+  const task_map& T_;
+  const build_settings& s_;
+  std::vector<std::uint32_t> records_, ends_, by_launch_;
+};
+
+/// Stage 15: see sync_resolver::run.
+inline sync_result add_sync_edges(const decoded_trace& d, thread_table& tt, const gpu_links& L, const flat_events& F,
+                                  const thread_plan& P, const task_map& T, const build_settings& s, edge_list& E) {
+  sync_resolver r(d, tt, L, F, P, T, s);
+  return r.run(E);
+}
+
+//! @endcond
+
+} // namespace daydream::io::detail
+
+#endif

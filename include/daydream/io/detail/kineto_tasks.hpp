@@ -1,0 +1,255 @@
+// Defines the task stage of Kineto ingestion: resources and one task per CPU slice and per GPU operation.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_IO_DETAIL_KINETO_TASKS_HPP
+#define DAYDREAM_IO_DETAIL_KINETO_TASKS_HPP
+
+#include <daydream/graph.hpp>
+#include <daydream/io/detail/kineto_cuts.hpp>
+#include <daydream/io/detail/kineto_decode.hpp>
+#include <daydream/io/detail/kineto_flatten.hpp>
+#include <daydream/io/detail/kineto_iterations.hpp>
+#include <daydream/io/detail/kineto_links.hpp>
+#include <daydream/io/detail/kineto_names.hpp>
+#include <daydream/io/detail/kineto_tables.hpp>
+#include <daydream/io/detail/kineto_threads.hpp>
+#include <daydream/io/detail/tensor_bytes.hpp>
+#include <daydream/kinds.hpp>
+#include <daydream/resource.hpp>
+#include <daydream/task.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace daydream::io::detail {
+
+//! @cond DAYDREAM_INTERNAL
+
+/// Where the tasks of the graph came from.
+struct task_map {
+  std::vector<task_id> gpu_task;                  ///< per gpu event
+  std::vector<std::uint32_t> piece_first, piece_last; ///< per runtime call: its first and last slice
+  std::size_t unlinked = 0;                       ///< GPU ops without a launching call
+
+  /// The first and last slice of runtime call `e` (no_pos if it has none).
+  std::pair<std::size_t, std::size_t> pieces_of(std::uint32_t e) const {
+    if (piece_first[e] == no_index) return {no_pos, no_pos};
+    return {piece_first[e], piece_last[e]};
+  }
+  /// The slice that launches GPU op `o`: the last piece of its runtime call, or the piece
+  /// before the cut of a blocking copy; nullptr for an unlinked op.
+  slice* launch_slice(const decoded_trace& d, thread_table& tt, const gpu_links& L,
+                      const std::vector<std::uint32_t>& blocking, std::uint32_t o) const {
+    auto r = L.launch_of[o];
+    if (r == no_index) return nullptr;
+    auto& th = tt.threads[d.cpu[r].thread];
+    auto [first, last] = pieces_of(r);
+    if (first == no_pos) return nullptr;
+    if (blocking[r] != no_index && first != last) return &th.slices[first];
+    return &th.slices[last];
+  }
+};
+
+/// A thread or process id as the resource name shows it (string ids: "s<k>").
+inline std::string tid_text(std::int64_t v) {
+  if (v <= std::numeric_limits<std::int64_t>::min() / 4) return "s" + std::to_string(v - std::numeric_limits<std::int64_t>::min() / 2);
+  return std::to_string(v);
+}
+
+/// Sets the operation, size and group of a collective from the metadata of its kernel,
+/// or of the annotations around its launch (nccl:*, record_param_comms, c10d::*).
+inline void size_collective(const decoded_trace& d, const gpu_links& L, const flat_events& F, std::uint32_t o,
+                            comm_task& c) {
+  auto& e = d.gpu[o];
+  c.op = collective_of_kernel(e.name);
+  std::int64_t group = -1;
+  auto from_meta = [&](const op_meta& m, bool allow_dims) -> bool {
+    comm_op op;
+    if (!m.collective.empty() && collective_from_name(m.collective, op)) c.op = op;
+    if (m.group_size > 0) group = m.group_size;
+    std::int64_t n = std::max(m.in_nelems, m.out_nelems);
+    if (n > 0) {
+      std::uint32_t sz = dtype_size(m.dtype);
+      c.bytes = std::uint64_t(n) * (sz ? sz : 1);
+      return true;
+    }
+    if (allow_dims) {
+      auto b = input_bytes(m.input_dims, m.input_types);
+      if (b) { c.bytes = b; return true; }
+    }
+    return false;
+  };
+  bool sized = e.meta != no_index && from_meta(d.metas[e.meta], false);
+  auto r = L.launch_of[o];
+  if (r != no_index) {
+    // Walk out from the launch: the first collective annotation / record_param_comms
+    // that says its size (nccl:* and record_param_comms before c10d::, which lists
+    // output and input both).
+    std::uint32_t c10d = no_index;
+    for (auto k = F.attr[r].parent; k != no_index && !sized; k = F.attr[k].parent) {
+      auto n = d.cpu[k].name;
+      comm_op op;
+      if (starts_with(n, "nccl:") && collective_from_name(n, op)) c.op = op;
+      const bool commish = starts_with(n, "nccl:") || n == "record_param_comms";
+      if (starts_with(n, "c10d::")) { if (c10d == no_index) c10d = k; continue; }
+      if (!commish || d.cpu[k].meta == no_index) continue;
+      sized = from_meta(d.metas[d.cpu[k].meta], true);
+    }
+    if (!sized && c10d != no_index && d.cpu[c10d].meta != no_index) {
+      comm_op op;
+      if (c.op == comm_op::other && collective_from_name(d.cpu[c10d].name, op)) c.op = op;
+      sized = from_meta(d.metas[d.cpu[c10d].meta], true);
+    }
+  }
+  if (group <= 0) group = d.world_size > 0 ? d.world_size : 1;
+  c.group_size = static_cast<std::uint32_t>(group);
+}
+
+/// The tensor bytes of CPU event `e`: the gradient AccumulateGrad accumulates, or the
+/// inputs of its operator.
+inline std::uint64_t tensor_bytes_of(const decoded_trace& d, const flat_events& F, std::uint32_t e) {
+  std::uint64_t b = 0;
+  if (auto c = F.attr[e].accgrad; c != no_index && d.cpu[c].meta != no_index) {
+    auto& m = d.metas[d.cpu[c].meta];
+    b = input_bytes(m.input_dims, m.input_types);
+  }
+  if (!b) {
+    auto op = F.attr[e].op;
+    if (op != no_index && d.cpu[op].meta != no_index) {
+      auto& m = d.metas[d.cpu[op].meta];
+      b = input_bytes(m.input_dims, m.input_types);
+    }
+  }
+  return b;
+}
+
+/// Stage 13: the graph's resources (threads with slices, main first within a process
+/// as they come, then streams) and tasks: one CPU task per slice (durations and gaps are
+/// set by the edge stage) and one GPU task per op, which takes layer, phase and
+/// iteration from the slice that launched it. Sets `slice::task` and `resource` fields.
+inline task_map make_tasks(const decoded_trace& d, thread_table& tt, gpu_links& L, const flat_events& F,
+                           const thread_plan& P, const iteration_table& its, daydream::graph& g,
+                           warning_log& warnings) {
+  task_map T;
+  struct intern_fn {
+    daydream::graph* g;
+    name_id operator()(std::string_view s) const { return g->intern(s); }
+  };
+  name_cache<intern_fn> names{intern_fn{&g}};
+  std::vector<std::uint64_t> tensor_bytes(d.cpu.size(), std::numeric_limits<std::uint64_t>::max());
+  auto bytes_of = [&](std::uint32_t e) {
+    auto& b = tensor_bytes[e];
+    if (b == std::numeric_limits<std::uint64_t>::max()) b = tensor_bytes_of(d, F, e);
+    return b;
+  };
+  // First and last slice of every runtime call (they are never merged, only cut).
+  T.piece_first.assign(d.cpu.size(), no_index);
+  T.piece_last.assign(d.cpu.size(), no_index);
+  for (auto& th : tt.threads)
+    for (std::size_t k = 0; k < th.slices.size(); ++k) {
+      auto e = th.slices[k].ev;
+      if (e == no_index || !is_runtime(d, e)) continue;
+      if (T.piece_first[e] == no_index) T.piece_first[e] = static_cast<std::uint32_t>(k);
+      T.piece_last[e] = static_cast<std::uint32_t>(k);
+    }
+  std::size_t n = d.gpu.size();
+  for (auto& th : tt.threads) n += th.slices.size();
+  g.reserve(n);
+  const std::int32_t node = d.rank >= 0 ? d.rank : 0;
+  for (auto& th : tt.threads) {
+    if (th.slices.empty()) continue;
+    std::string name = "thread " + tid_text(th.key.tid) + " (pid " + tid_text(th.key.pid);
+    name += th.is_main ? ", main)" : th.backward ? ", backward)" : ")";
+    th.res = g.add_resource({name, resource_kind::cpu_thread, sharing::exclusive, node, -1, 0});
+  }
+  for (auto& s : L.streams)
+    s.res = g.add_resource({"stream " + std::to_string(s.stream) + " (gpu " + std::to_string(s.device) + ")",
+                            resource_kind::gpu_stream, sharing::exclusive, node, s.device, 0});
+  // CPU slices.
+  for (auto& th : tt.threads) {
+    for (auto& s : th.slices) {
+      cpu_task p;
+      std::string_view name;
+      if (s.ev == no_index) {
+        name = s.marker == mk_join ? "[join]" : s.marker == mk_memory ? "[memory]" : "[anchor]";
+      } else {
+        auto& x = d.cpu[s.ev];
+        name = x.name;
+        if (is_runtime(d, s.ev)) {
+          p.call = call_kind(L.sem[s.ev]);
+          if (L.launches(s.ev) && p.call == cpu_call::runtime) {
+            bool kernel = false;
+            for (auto k = L.ops_begin[s.ev]; k < L.ops_begin[s.ev + 1]; ++k)
+              kernel |= d.gpu[L.ops_list[k]].cat == ecat::kernel;
+            p.call = kernel ? cpu_call::launch : cpu_call::memcpy;
+          }
+          p.correlation = x.correlation >= 0 ? static_cast<std::uint64_t>(x.correlation) : 0;
+        }
+        auto op = F.attr[s.ev].op;
+        if (op != no_index) p.op = names(d.cpu[op].name);
+        p.tensor_bytes = bytes_of(s.ev);
+      }
+      // names and layers are interned through the cache, then set in place
+      auto h = g.add(p, task_fields{.name = {}, .duration = s.end - s.start, .resource = th.res,
+                                    .gap = 0, .trace_start = s.start, .layer = {},
+                                    .phase = s.ph, .iteration = s.iteration});
+      g.core().name[h.id] = names(name);
+      g.core().layer[h.id] = s.layer;
+      s.task = h.id;
+    }
+  }
+  // GPU operations.
+  T.gpu_task.assign(d.gpu.size(), no_task);
+  for (auto& s : L.streams) {
+    for (auto o : s.ops) {
+      auto& e = d.gpu[o];
+      name_id layer = no_name;
+      phase ph = phase::other;
+      std::int32_t it = its.at(e.ts);
+      auto src = T.launch_slice(d, tt, L, P.blocking_copy, o);
+      if (src) {
+        layer = src->layer;
+        ph = src->ph;
+        it = src->iteration;
+      } else {
+        ++T.unlinked;
+      }
+      task_fields f{.name = {}, .duration = e.dur, .resource = s.res, .gap = 0,
+                    .trace_start = e.ts, .layer = {}, .phase = ph, .iteration = it};
+      const std::uint64_t corr = e.correlation >= 0 ? static_cast<std::uint64_t>(e.correlation) : 0;
+      task_id id;
+      if (e.cat == ecat::kernel && is_comm_kernel(e.name)) {
+        comm_task c;
+        c.device = e.device; c.stream = e.stream; c.correlation = corr;
+        size_collective(d, L, F, o, c);
+        id = g.add(c, f).id;
+      } else if (e.cat == ecat::kernel) {
+        gpu_kernel k;
+        k.device = e.device; k.stream = e.stream; k.correlation = corr;
+        id = g.add(k, f).id;
+      } else {
+        memcpy_task m;
+        m.direction = copy_direction(e.name, e.cat == ecat::memset);
+        m.bytes = e.bytes; m.device = e.device; m.stream = e.stream; m.correlation = corr;
+        id = g.add(m, f).id;
+      }
+      g.core().name[id] = names(e.name);
+      g.core().layer[id] = layer;
+      T.gpu_task[o] = id;
+    }
+  }
+  if (T.unlinked)
+    warnings.add(std::to_string(T.unlinked) + " GPU operations have no matching runtime call; they are kept in "
+                 "stream order and start no earlier than in the trace relative to their predecessor");
+  return T;
+}
+
+//! @endcond
+
+} // namespace daydream::io::detail
+
+#endif

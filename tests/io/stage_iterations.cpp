@@ -1,0 +1,66 @@
+// Tests the iteration stage alone: ProfilerStep markers, optimizer steps, none.
+// SPDX-License-Identifier: MIT
+#include <daydream/io/detail/kineto_iterations.hpp>
+
+#include "stages.hpp"
+#include "trace_text.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace daydream;
+using namespace daydream::io::detail;
+using namespace daydream::testing;
+using namespace daydream::testing::trace_text;
+
+TEST_CASE("iterations: ProfilerStep markers, a duplicate skipped and an overlapping one ignored with a warning") {
+  auto t = decode(trace({
+      X("user_annotation", "ProfilerStep#7", 1, 1, "100", "50"),
+      X("user_annotation", "ProfilerStep#7", 1, 1, "100", "50"),   // the same marker twice
+      X("user_annotation", "ProfilerStep#8", 1, 1, "150", "50"),
+      X("user_annotation", "ProfilerStep#9", 1, 1, "190", "30"),   // starts inside #8
+      X("cpu_op", "aten::add", 1, 1, "160", "10"),
+  }));
+  warning_log w;
+  auto its = find_iterations(t->d, w);
+  REQUIRE(its.list.size() == 2);
+  CHECK(its.list[0].number == 7);
+  CHECK(its.list[0].begin == 100'000);
+  CHECK(its.list[0].end == 150'000);
+  CHECK(its.list[1].marker == "ProfilerStep#8");
+  CHECK(its.marker_events.size() == 2);
+  REQUIRE(w.kept.size() == 1);
+  CHECK(w.kept[0] == "ProfilerStep#9 overlaps the previous step; ignored as a marker");
+  CHECK(its.at(99'999) == -1);
+  CHECK(its.at(100'000) == 7);
+  CHECK(its.at(150'000) == 8);
+  CHECK(its.at(200'000) == -1);
+}
+
+TEST_CASE("iterations: without step markers, optimizer steps end iterations") {
+  // iteration 1: from the thread's first event to the first event after step 1 ended;
+  // iteration 2: from there to the end of step 2
+  auto t = decode(trace({
+      X("cpu_op", "aten::mm", 1, 1, "0", "20"),
+      X("user_annotation", "Optimizer.step#SGD.step", 1, 1, "30", "10"),
+      X("cpu_op", "aten::mm", 1, 1, "55", "20"),
+      X("user_annotation", "Optimizer.step#SGD.step", 1, 1, "80", "10"),
+  }));
+  warning_log w;
+  auto its = find_iterations(t->d, w);
+  REQUIRE(its.list.size() == 2);
+  CHECK(its.list[0].number == 1);
+  CHECK(its.list[0].begin == 0);
+  CHECK(its.list[0].end == 55'000);
+  CHECK(its.list[1].begin == 55'000);
+  CHECK(its.list[1].end == 90'000);
+  CHECK(its.list[1].marker == "Optimizer.step#SGD.step");
+  CHECK(w.kept.empty());
+}
+
+TEST_CASE("iterations: a trace with neither markers nor optimizer steps has none") {
+  auto t = decode(trace({X("cpu_op", "aten::mm", 1, 1, "0", "20")}));
+  warning_log w;
+  auto its = find_iterations(t->d, w);
+  CHECK(its.list.empty());
+  CHECK(its.at(10'000) == -1);
+}

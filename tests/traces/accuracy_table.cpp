@@ -68,7 +68,13 @@ int main(int argc, char** argv) {
       ++failures;
     }
   }
-  std::printf("\nworst checked error: %.3f%%; iterations over 2%%: %d\n", 100 * worst, failures);
+  std::size_t bundled = 0;
+  for (auto& t : files) bundled += t.bundled;
+  if (argc > 1)
+    std::printf("\n%zu traces from the folders given", files.size());
+  else
+    std::printf("\n%zu traces (%zu bundled, %zu extra)", files.size(), bundled, files.size() - bundled);
+  std::printf("; worst checked error: %.3f%%; iterations over 2%%: %d\n", 100 * worst, failures);
   std::printf("\n| trace | events | in graph | ignored | tasks | unlinked GPU ops | load (ms) |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|\n%s", ingest.c_str());
   return failures ? 2 : 0;

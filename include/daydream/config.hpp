@@ -10,13 +10,21 @@
 #define DAYDREAM_VERSION_MINOR 1
 #define DAYDREAM_VERSION_PATCH 0
 
-/// Checks an internal invariant. Users may define it first (e.g. to a no-op in
-/// release builds); by default a broken invariant throws daydream::error.
+/// Checks a precondition the library cannot afford to check in release builds (the kind
+/// behind a typed handle, for one). On unless NDEBUG is defined: a broken one throws
+/// daydream::error with `msg`; with NDEBUG it does nothing (and `cond` is not evaluated).
+/// Users may define it first, e.g. to keep it on in release builds:
+///
+///     #define DAYDREAM_ASSERT(cond, msg) do { if (!(cond)) std::abort(); } while (false)
 #ifndef DAYDREAM_ASSERT
-#  define DAYDREAM_ASSERT(cond, msg)                                                   \
-    do {                                                                             \
-      if (!(cond)) throw ::daydream::error(std::string("daydream: ") + (msg));       \
-    } while (false)
+#  ifdef NDEBUG
+#    define DAYDREAM_ASSERT(cond, msg) static_cast<void>(0)
+#  else
+#    define DAYDREAM_ASSERT(cond, msg)                                                 \
+      do {                                                                           \
+        if (!(cond)) throw ::daydream::error(std::string("daydream: ") + (msg));     \
+      } while (false)
+#  endif
 #endif
 
 namespace daydream {

@@ -149,7 +149,7 @@ public:
   ///
   ///     if (auto call = g.as<daydream::cpu_task>(t)) g.payload(call).call = ...;
   template <class K> handle<K> as(task_id t) const noexcept {
-    return is<K>(t) ? handle<K>{t} : handle<K>{};
+    return is<K>(t) ? handle<K>::unchecked(t) : handle<K>{};
   }
 
   /// The payload of a typed task; the reference is valid until the next add() or
@@ -159,15 +159,21 @@ public:
   template <class K> K& payload(handle<K> h) {
     static_assert(has_kind<K>, "daydream::basic_graph::payload: this graph was not "
                                "instantiated with this task kind, so no task has its payload.");
-    if constexpr (has_kind<K>) return payloads<K>()[core_.local[h.id]];
-    else return *static_cast<K*>(nullptr);
+    if constexpr (has_kind<K>) {
+      check_handle(h, "payload");
+      return payloads<K>()[core_.local[h.id]];
+    } else
+      return *static_cast<K*>(nullptr);
   }
   /// The payload of a typed task (read only).
   template <class K> const K& payload(handle<K> h) const {
     static_assert(has_kind<K>, "daydream::basic_graph::payload: this graph was not "
                                "instantiated with this task kind, so no task has its payload.");
-    if constexpr (has_kind<K>) return payloads<K>()[core_.local[h.id]];
-    else return *static_cast<const K*>(nullptr);
+    if constexpr (has_kind<K>) {
+      check_handle(h, "payload");
+      return payloads<K>()[core_.local[h.id]];
+    } else
+      return *static_cast<const K*>(nullptr);
   }
 
   /// Calls `f(handle<K>, K&)` with the real kind of task `t` (compile-time dispatch over
@@ -290,7 +296,7 @@ public:
     if constexpr (has_kind<K>) {
       const auto& ids = owner<K>();
       for (std::size_t i = 0; i < ids.size(); ++i)
-        if (core_.alive[ids[i]]) f(handle<K>{ids[i]});
+        if (core_.alive[ids[i]]) f(handle<K>::unchecked(ids[i]));
     }
   }
   /// The ids of the tasks of kind `K` ever added (dead ones included), in id order.
@@ -316,7 +322,7 @@ public:
   /// old-id -> new-id map (no_task for removed tasks). O(V + E).
   ///
   ///     auto map = g.compact();
-  ///     kernel = daydream::handle<daydream::gpu_kernel>{map[kernel.id]};
+  ///     kernel = g.as<daydream::gpu_kernel>(map[kernel.id]);
   std::vector<task_id> compact();
 
   /// The flat core: what the replay kernel and cost models read. No stability promise.
@@ -325,6 +331,20 @@ public:
   detail::graph_core& core() noexcept { return core_; }
 
 private:
+  // The kind check of typed accessors (DAYDREAM_ASSERT: on unless NDEBUG). A handle made
+  // with handle<K>::unchecked() for a task of another kind would read another kind's
+  // payload array out of bounds.
+  template <class K> void check_handle([[maybe_unused]] handle<K> h, [[maybe_unused]] const char* what) const {
+    DAYDREAM_ASSERT(is<K>(h.id), handle_error<K>(h.id, what));
+  }
+  template <class K> std::string handle_error(task_id t, const char* what) const {
+    std::string s = std::string("basic_graph::") + what + ": handle<" +
+                    std::string(kind_traits<K>::name) + "> names task #" + std::to_string(t);
+    if (t >= core_.id_bound()) return s + ", which does not exist";
+    return s + ", which is a " + std::string(kind_name(t)) +
+           " (make handles with g.as<K>(id), which checks the kind)";
+  }
+
   template <class K> handle<K> add_impl(K payload, const task_fields& f) {
     if (f.duration < 0 || f.gap < 0)
       throw error("daydream: task \"" + std::string(f.name) + "\" has a negative duration or gap");
@@ -343,7 +363,7 @@ private:
     core_.layer[id] = core_.names.intern(f.layer);
     core_.ph[id] = f.phase;
     core_.iteration[id] = f.iteration;
-    return handle<K>{id};
+    return handle<K>::unchecked(id);
   }
   template <class K> detail::column<K>& payloads() {
     return boost::hana::at_c<kind_index<K>>(payloads_);
@@ -358,10 +378,10 @@ private:
   static decltype(auto) visit_impl(Self& self, task_id t, F& f) {
     using K = std::remove_cvref_t<decltype(boost::hana::at_c<I>(self.payloads_)[0])>;
     if constexpr (I + 1 == sizeof...(Kinds)) {
-      return f(handle<K>{t}, boost::hana::at_c<I>(self.payloads_)[self.core_.local[t]]);
+      return f(handle<K>::unchecked(t), boost::hana::at_c<I>(self.payloads_)[self.core_.local[t]]);
     } else {
       if (self.core_.kind[t] == I)
-        return f(handle<K>{t}, boost::hana::at_c<I>(self.payloads_)[self.core_.local[t]]);
+        return f(handle<K>::unchecked(t), boost::hana::at_c<I>(self.payloads_)[self.core_.local[t]]);
       return visit_impl<I + 1>(self, t, f);
     }
   }

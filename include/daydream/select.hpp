@@ -48,10 +48,12 @@ template <class Graph, class Kind> struct task_ref {
   /// Whether the task is of kind `K`.
   template <class K> bool is() const { return g->template is<K>(id); }
   /// The typed handle (views over one kind only).
-  daydream::handle<Kind> typed() const requires(!std::is_void_v<Kind>) { return {id}; }
+  daydream::handle<Kind> typed() const requires(!std::is_void_v<Kind>) {
+    return daydream::handle<Kind>::unchecked(id);
+  }
   /// The payload (views over one kind only).
   decltype(auto) payload() const requires(!std::is_void_v<Kind>) {
-    return g->payload(daydream::handle<Kind>{id});
+    return g->payload(daydream::handle<Kind>::unchecked(id));
   }
   /// The task's id: a task_ref works wherever an id does.
   operator task_id() const noexcept { return id; } // NOLINT: a ref is usable as an id

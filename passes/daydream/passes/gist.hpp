@@ -92,7 +92,7 @@ struct gist {
       const auto enc = static_cast<std::int64_t>(std::llround(double(b) * ratio));
       const time_ns d = rate.estimate(l.stash_bytes, bandwidth);
       const task_id last_fwd = l.forward_gpu.back(), first_bwd = l.backward_gpu.front();
-      const auto& model = g.payload(handle<gpu_kernel>{last_fwd});
+      const auto& model = g.payload(g.as<gpu_kernel>(last_fwd));
       const gpu_kernel k{.device = model.device, .stream = model.stream};
       const auto layer = g.layer(last_fwd);
 

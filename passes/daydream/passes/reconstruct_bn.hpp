@@ -135,7 +135,7 @@ private:
     std::unordered_map<name_id, bool> memo[3]; // bn by name, activation by name, by op
     name_id op_of(task_id k) const {
       auto call = launch_of(*g, k);
-      return call == no_task ? no_name : g->payload(handle<cpu_task>{call}).op;
+      return call == no_task ? no_name : g->payload(g->as<cpu_task>(call)).op;
     }
     bool test(int which, const std::regex& rx, name_id n) {
       auto [it, fresh] = memo[which].try_emplace(n, false);

@@ -122,7 +122,7 @@ struct vdnn {
       const time_ns d = static_cast<time_ns>(std::llround(double(b) / bandwidth * 1e9));
       const task_id f0 = l.forward_gpu.front(), fn = l.forward_gpu.back();
       const task_id b0 = l.backward_gpu.front(), t0 = trigger->backward_gpu.front();
-      const auto device = g.payload(handle<gpu_kernel>{f0}).device;
+      const auto device = g.payload(g.as<gpu_kernel>(f0)).device;
       const auto layer = g.layer(f0);
 
       const auto f0_call = launch_of(g, f0);
@@ -169,7 +169,7 @@ struct vdnn {
 private:
   /// The copy engine of one direction on one device, added on first use.
   static resource_id engine(graph& g, std::string_view dir, task_id kernel, double bandwidth) {
-    const auto device = g.payload(handle<gpu_kernel>{kernel}).device;
+    const auto device = g.payload(g.as<gpu_kernel>(kernel)).device;
     const auto stream = g.resource_of(kernel);
     const auto node = stream == no_resource ? 0 : g.resource_at(stream).node;
     const auto n = "vdnn " + std::string(dir) + " (node " + std::to_string(node) + ", device " +

@@ -41,7 +41,7 @@ inline std::vector<task_id> launched_by(const graph& g, task_id call) {
 /// layer, `t` included, in program order. Just `{t}` when `t` names no operator. Two
 /// back-to-back calls of the same operator in the same layer form one run.
 inline std::vector<task_id> operator_tasks(const graph& g, task_id t) {
-  const auto op = g.payload(handle<cpu_task>{t}).op;
+  const auto op = g.payload(g.as<cpu_task>(t)).op;
   if (op == no_name) return {t};
   auto same = [&](task_id u) {
     auto h = g.as<cpu_task>(u);
@@ -187,7 +187,7 @@ inline replacement_result replace_with_kernels(graph& g, const std::vector<task_
   const task_id first_launch = first_in_trace(g, launches);
   const time_ns launch = first_launch == no_task ? 0 : g.duration(first_launch);
   if (first_gpu != no_task) {
-    const auto& model = g.payload(handle<gpu_kernel>{first_gpu});
+    const auto& model = g.payload(g.as<gpu_kernel>(first_gpu));
     const gpu_kernel payload{.device = model.device, .stream = model.stream};
     for (auto& k : ks) {
       task_fields f = common;

@@ -24,7 +24,7 @@ namespace daydream::passes {
 inline std::uint64_t launch_tensor_bytes(const graph& g, task_id k) {
   auto call = launch_of(g, k);
   if (call == no_task) return 0;
-  const auto op = g.payload(handle<cpu_task>{call}).op;
+  const auto op = g.payload(g.as<cpu_task>(call)).op;
   for (int step = 0; call != no_task && step < 8; ++step) {
     auto h = g.as<cpu_task>(call);
     if (!h || (step > 0 && (op == no_name || g.payload(h).op != op))) break;

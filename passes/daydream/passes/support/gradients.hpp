@@ -184,10 +184,10 @@ inline gradient_set gradients_from_trace(const graph& g, double model_bytes = 0)
     }
     std::uint64_t bytes = 0;
     for (std::size_t i = 0; i <= end && bytes == 0; ++i)
-      if (detail::is_accumulate(g, run[i])) bytes = g.payload(handle<cpu_task>{run[i]}).tensor_bytes;
+      if (detail::is_accumulate(g, run[i])) bytes = g.payload(g.as<cpu_task>(run[i])).tensor_bytes;
     if (!has_op)
       for (std::size_t i = 0; i <= end && bytes == 0; ++i)
-        if (!detail::is_accumulate_wrapper(g, run[i])) bytes = g.payload(handle<cpu_task>{run[i]}).tensor_bytes;
+        if (!detail::is_accumulate_wrapper(g, run[i])) bytes = g.payload(g.as<cpu_task>(run[i])).tensor_bytes;
     runs.push_back({has_op ? *std::find_if(run.begin(), run.end(),
                                            [&](task_id x) { return detail::is_accumulate(g, x); })
                            : run.front(),

@@ -51,7 +51,7 @@ struct layer_instance {
 /// recorded no shapes.
 inline std::uint64_t stashed_bytes(const graph& g, const layer_instance& l) {
   std::uint64_t m = 0;
-  for (auto t : l.forward_cpu) m = std::max(m, g.payload(handle<cpu_task>{t}).tensor_bytes);
+  for (auto t : l.forward_cpu) m = std::max(m, g.payload(g.as<cpu_task>(t)).tensor_bytes);
   return m;
 }
 

@@ -86,8 +86,8 @@ struct cluster {
   /// | key | meaning | default |
   /// |---|---|---|
   /// | `workers` | workers in all | machines x workers_per_machine |
-  /// | `machines` | machines | workers / workers_per_machine, or workers |
-  /// | `workers_per_machine` | GPUs per machine | workers / machines, or 1 |
+  /// | `machines` | machines | workers / workers_per_machine, or workers / per_machine |
+  /// | `workers_per_machine` | GPUs per machine | workers / machines, or per_machine |
   /// | `bandwidth` | NIC bandwidth (`25Gbps`, `12.5GB/s`; a plain number is Gbit/s) | 25Gbps |
   /// | `latency` | NIC latency per message (`5us`; a plain number is us) | 5us |
   /// | `nvlink`, `nvlink_latency` | NVLink bandwidth and latency; no key: no NVLink | -, 1us |
@@ -95,8 +95,14 @@ struct cluster {
   /// | `ps` | parameter servers | one per machine |
   /// | `ps_bandwidth` | a server's NIC bandwidth | `bandwidth` |
   ///
-  /// Throws daydream::error if the worker counts disagree (`workers=16,machines=3`).
-  static cluster from_params(const pass_params& p) {
+  /// `per_machine` is the machine shape a pass assumes when only `workers=` is given:
+  /// 1 (one GPU per machine) for most passes; BlueConnect, whose point is the hierarchy,
+  /// uses 8 (`workers=16` is 2 machines x 8 GPUs; fewer workers than that share one
+  /// machine, and a count that does not divide into machines of 8 must say its shape).
+  ///
+  /// Throws daydream::usage_error if the worker counts disagree (`workers=16,machines=3`)
+  /// or a bandwidth is zero.
+  static cluster from_params(const pass_params& p, std::uint32_t per_machine = 1) {
     cluster c;
     const bool has_w = p.has("workers"), has_m = p.has("machines"),
                has_pm = p.has("workers_per_machine");
@@ -104,7 +110,7 @@ struct cluster {
     auto m = p.get_int("machines", 1);
     auto pm = p.get_int("workers_per_machine", 1);
     auto fail = [&](const std::string& why) {
-      throw error("daydream: pass '" + p.pass() + "': " + why);
+      throw usage_error("daydream: pass '" + p.pass() + "': " + why);
     };
     if (w < 1 || m < 1 || pm < 1) fail("workers, machines and workers_per_machine must be at least 1");
     if (has_w) {
@@ -119,8 +125,11 @@ struct cluster {
           fail("workers=" + std::to_string(w) + " does not divide into workers_per_machine=" + std::to_string(pm));
         m = w / pm;
       } else if (!has_m && !has_pm) {
-        m = w;
-        pm = 1;
+        pm = std::min<std::int64_t>(w, std::max<std::uint32_t>(per_machine, 1));
+        if (w % pm)
+          fail("workers=" + std::to_string(w) + " does not divide into machines of " + std::to_string(pm) +
+               " GPUs (this pass's default shape); give machines= or workers_per_machine=");
+        m = w / pm;
       }
     }
     c.machines = static_cast<std::uint32_t>(m);

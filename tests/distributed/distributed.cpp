@@ -6,8 +6,10 @@
 #include <daydream/passes/blueconnect.hpp>
 #include <daydream/passes/ddp.hpp>
 #include <daydream/passes/dgc.hpp>
-#include <daydream/passes/support/gradients.hpp>
 #include <daydream/passes/p3.hpp>
+#include <daydream/passes/support/data_parallel.hpp>
+#include <daydream/passes/support/gradients.hpp>
+#include <daydream/passes/support/registry.hpp>
 #include <daydream/passes/tensor_fusion.hpp>
 #include <daydream/passes/tensor_partition.hpp>
 #include <daydream/passes/tictac.hpp>
@@ -456,7 +458,7 @@ namespace {
 // AccumulateGrad of its 10 MB weight), the optimizer back on the main thread.
 struct traced_iteration {
   graph g;
-  task_id bwd_kernel = no_task, acc = no_task, sgd = no_task;
+  task_id bwd_kernel = no_task, acc = no_task, sgd = no_task, step = no_task, sgd_call = no_task;
 };
 
 traced_iteration make_traced(std::uint64_t grad_bytes) {
@@ -492,6 +494,8 @@ traced_iteration make_traced(std::uint64_t grad_bytes) {
   it.acc = op(autograd, "torch::autograd::AccumulateGrad", 5, phase::backward, 135, grad_bytes);
   auto step = op(main, "Optimizer.step#SGD.step", 10, phase::weight_update, 140);
   auto l3 = launch(main, 150, phase::weight_update);
+  it.step = step;
+  it.sgd_call = l3;
   it.sgd = kernel("sgd", 500, phase::weight_update, 3105);
   chain({linear, l1, step, l3}, dep_kind::cpu_order);
   chain({ev1, mm, l2, ev2, it.acc}, dep_kind::cpu_order);
@@ -546,6 +550,241 @@ TEST_CASE("a trace without sizes says so, and model_bytes can stand in") {
   CHECK(replay(spread.g).makespan == 3605 + ring_all_reduce_time(10e6, 4, nic25));
   REQUIRE(!rep2.notes.empty());
   CHECK(rep2.notes[0].find("spread evenly") != std::string::npos);
+}
+
+namespace {
+
+// make_traced as one rank of a DDP job records it: DDP's hook on the autograd thread
+// launches an NCCL all-reduce of the gradient on its own stream after the
+// AccumulateGrad; that stream waits for the gradient's kernel, the optimizer's stream
+// waits for the all-reduce. The recorded kernel takes `recorded` ns (on the early ranks
+// of a real job it also spins while the others catch up). With `cpu_blocks`, the main
+// thread synchronizes with the NCCL stream after launching the optimizer
+// (cudaStreamSynchronize), as a loss.item() or a clip_grad_norm_ does.
+struct traced_rank : traced_iteration {
+  task_id recorded = no_task, blocking = no_task;
+};
+
+traced_rank make_traced_rank(std::uint64_t grad_bytes, time_ns recorded, bool cpu_blocks) {
+  traced_rank it{make_traced(grad_bytes)};
+  auto& g = it.g;
+  auto nccl = g.add_resource({"stream 20", resource_kind::gpu_stream});
+  const auto autograd = g.resource_of(it.acc), main = g.resource_of(it.sgd_call);
+  auto call = g.add(cpu_task{.call = cpu_call::launch},
+                    {.name = "cudaLaunchKernel", .duration = 5, .resource = autograd, .trace_start = 140,
+                     .phase = phase::backward});
+  g.add_dependency(it.acc, call, dep_kind::cpu_order);
+  it.recorded = g.add(comm_task{.op = comm_op::all_reduce, .bytes = grad_bytes, .group_size = 8},
+                      {.name = "ncclKernel_AllReduce_RING_LL_Sum_float", .duration = recorded, .resource = nccl,
+                       .trace_start = 3105, .phase = phase::backward}).id;
+  g.add_dependency(call, it.recorded, dep_kind::launch);
+  g.add_dependency(it.bwd_kernel, it.recorded, dep_kind::sync);
+  g.add_dependency(it.recorded, it.sgd, dep_kind::sync);
+  if (cpu_blocks) {
+    it.blocking = g.add(cpu_task{.call = cpu_call::sync},
+                        {.name = "cudaStreamSynchronize", .duration = 10, .resource = main, .trace_start = 160,
+                         .phase = phase::weight_update}).id;
+    g.add_dependency(it.sgd_call, it.blocking, dep_kind::cpu_order);
+    g.add_dependency(it.recorded, it.blocking, dep_kind::sync);
+  }
+  return it;
+}
+
+task_id only_modelled_all_reduce(const graph& g) {
+  auto found = all_named(g, "all_reduce bucket 0");
+  REQUIRE(found.size() == 1);
+  return found[0];
+}
+
+} // namespace
+
+TEST_CASE("ddp on a rank of a DDP job replaces the recorded all-reduce instead of stacking on it") {
+  // The recorded all-reduce takes 2 ms; on NVLink at 10 TB/s between 2 GPUs the modelled
+  // one takes 2 x 1 us + 10 MB / 10 TB/s = 3 us. Kept, the recorded one would still hold
+  // the optimizer for 2 ms (5605 ns of iteration); replaced, the iteration is the
+  // trace's 3605 ns plus the modelled 3 us.
+  auto it = make_traced_rank(10'000'000, 2'000'000, false);
+  CHECK(replay(it.g).makespan == 3'105 + 2'000'000 + 500);
+  CHECK(dp::find_recorded_collectives(it.g).distributed());
+  auto rep = apply(it.g, dp::ddp::from_params(pass_params::parse("ddp", "workers=2,machines=1,nvlink=10000GB/s")));
+  CHECK(rep.applied);
+  CHECK(rep.workers == 2);
+  CHECK(!it.g.contains(it.recorded));
+  CHECK(!dp::find_recorded_collectives(it.g).distributed());
+  const time_ns modelled = 2 * 1'000 + 1'000;
+  CHECK(ring_all_reduce_time(10e6, 2, link_spec{10e12, 1'000}) == modelled);
+  auto r = replay(it.g);
+  CHECK(r.makespan == 3'605 + modelled);
+  CHECK(r.start[it.sgd] == r.end[only_modelled_all_reduce(it.g)]);
+  // The report says what it replaced.
+  bool said = false;
+  for (auto& n : rep.notes) said = said || n.find("already synchronizes gradients") != std::string::npos;
+  CHECK(said);
+}
+
+TEST_CASE("the CPU waits for a modelled all-reduce only where the trace shows it blocking") {
+  SUBCASE("a CPU synchronize on the recorded all-reduce now waits for the modelled one") {
+    auto it = make_traced_rank(10'000'000, 2'000'000, true);
+    apply(it.g, dp::ddp::from_params(pass_params::parse("ddp", "workers=2,machines=1,nvlink=10000GB/s")));
+    auto r = replay(it.g);
+    auto ar = only_modelled_all_reduce(it.g);
+    CHECK(it.g.has_dependency(ar, it.blocking));
+    CHECK(r.start[it.blocking] == r.end[ar]);
+    CHECK(r.end[ar] == 3'105 + 3'000);
+  }
+  SUBCASE("an optimizer without GPU work is not made to wait: NCCL's wait is a stream wait") {
+    // The optimizer's kernel was not linked to its launch (the reader then gives it phase
+    // other): the weight-update phase has CPU work only. Its CPU calls go on launching;
+    // the all-reduce only ends the iteration.
+    auto it = make_traced(10'000'000);
+    it.g.set_phase(it.sgd, phase::other);
+    const auto step = it.step;
+    const auto before = replay(it.g);
+    auto rep = apply(it.g, dp::ddp::from_params(pass_params::parse("ddp", "workers=4,bandwidth=25Gbps")));
+    auto r = replay(it.g);
+    CHECK(r.start[step] == before.start[step]);
+    CHECK(r.start[it.sgd] == before.start[it.sgd]);
+    CHECK(r.makespan == 3'105 + ring_all_reduce_time(10e6, 4, nic25));
+    bool said = false;
+    for (auto& n : rep.notes) said = said || n.find("no optimizer work on the GPU") != std::string::npos;
+    CHECK(said);
+  }
+}
+
+TEST_CASE("every distributed pass replaces recorded gradient synchronization and reports its workers") {
+  const dp::layer_bytes none{};
+  auto check = [](auto pass, const char* what) {
+    CAPTURE(what);
+    auto it = make_traced_rank(10'000'000, 2'000'000, true);
+    auto rep = apply(it.g, pass);
+    CHECK(rep.applied);
+    CHECK(rep.workers == 4);
+    CHECK(!dp::find_recorded_collectives(it.g).distributed());
+    // Nothing of the pass's own is mistaken for recorded communication.
+    std::size_t modelled = 0;
+    for (auto c : tasks<comm_task>(it.g)) {
+      CHECK(!dp::is_recorded_communication(it.g, c));
+      ++modelled;
+    }
+    CHECK(modelled > 0);
+  };
+  const std::string spec = "workers=4,bandwidth=25Gbps";
+  check(dp::ddp::from_params(pass_params::parse("ddp", spec)), "ddp");
+  check(dp::blueconnect::from_params(pass_params::parse("blueconnect", "machines=2,workers_per_machine=2")), "blueconnect");
+  check(dp::dgc::from_params(pass_params::parse("dgc", spec)), "dgc");
+  check(dp::tensor_fusion::from_params(pass_params::parse("tensor_fusion", spec)), "tensor_fusion");
+  check(dp::tensor_partition::from_params(pass_params::parse("tensor_partition", spec)), "tensor_partition");
+  check(dp::p3::from_params(pass_params::parse("p3", spec)), "p3");
+  check(dp::tictac::from_params(pass_params::parse("tictac", spec)), "tictac");
+}
+
+TEST_CASE("a distributed pass that changes nothing says so and why") {
+  SUBCASE("one worker on a single-GPU trace") {
+    auto it = make_traced(10'000'000);
+    auto rep = apply(it.g, dp::ddp::from_params(pass_params::parse("ddp", "workers=1")));
+    CHECK_FALSE(rep.applied);
+    CHECK(rep.reason.find("one worker") != std::string::npos);
+    CHECK(rep.workers == 1);
+    CHECK(replay(it.g).makespan == 3'605);
+  }
+  SUBCASE("no gradient sizes: a rank's recorded all-reduce is kept, not stripped") {
+    auto it = make_traced_rank(0, 2'000'000, false);
+    const auto before = replay(it.g).makespan;
+    for (auto* spec : {"ddp", "p3", "tictac", "dgc", "blueconnect", "tensor_fusion", "tensor_partition"}) {
+      CAPTURE(spec);
+      auto reg = passes::registry<graph>::of<dp::ddp, dp::p3, dp::tictac, dp::dgc, dp::blueconnect,
+                                             dp::tensor_fusion, dp::tensor_partition>();
+      auto h = it.g;
+      auto rep = reg.make(std::string(spec) + ":workers=4").run(h);
+      CHECK_FALSE(rep.applied);
+      CHECK(rep.reason.find("no gradient sizes") != std::string::npos);
+      CHECK(h.contains(it.recorded));
+      CHECK(replay(h).makespan == before);
+    }
+  }
+}
+
+TEST_CASE("the default what-if run leaves data-parallel scenarios out on a trace that is already distributed") {
+  auto reg = passes::registry<graph>::of<dp::ddp, dp::p3, dp::tictac, dp::dgc, dp::blueconnect, dp::tensor_fusion,
+                                         dp::tensor_partition>();
+  auto single = make_traced(10'000'000);
+  auto rank = make_traced_rank(10'000'000, 2'000'000, false);
+  for (auto& e : reg.entries()) {
+    CAPTURE(e.name);
+    CHECK(e.applicable(single.g));
+    CHECK(e.not_applicable_reason(single.g).empty());
+    CHECK_FALSE(e.applicable(rank.g));
+    const auto why = e.not_applicable_reason(rank.g);
+    CHECK(why.find("already data-parallel") != std::string::npos);
+    CHECK(why.find("8-worker job") != std::string::npos);
+  }
+  CHECK(reg.find("ddp")->not_applicable_reason(make_traced(0).g).find("no gradient sizes") != std::string::npos);
+}
+
+TEST_CASE("blueconnect's default machines hold 8 GPUs, so it differs from ddp") {
+  auto c = dp::blueconnect::from_params(pass_params::parse("blueconnect", "workers=16")).cluster;
+  CHECK(c.machines == 2);
+  CHECK(c.workers_per_machine == 8);
+  CHECK(dp::blueconnect::from_params(pass_params::parse("blueconnect", "workers=4")).cluster.machines == 1);
+  CHECK(dp::ddp::from_params(pass_params::parse("ddp", "workers=16")).cluster.machines == 16);
+  CHECK_THROWS_AS((void)dp::blueconnect::from_params(pass_params::parse("blueconnect", "workers=12")), usage_error);
+  CHECK(dp::blueconnect::from_params(pass_params::parse("blueconnect", "workers=12,machines=3"))
+            .cluster.workers_per_machine == 4);
+  // The default scenario: intra-machine stages exist, and the prediction is not ddp's.
+  auto scenario = pass_params::parse("blueconnect", std::string(dp::blueconnect::scenario_params));
+  auto it = make_gpu_iteration({"fc"});
+  auto bc = dp::blueconnect::from_params(scenario);
+  bc.sizes = {{"fc", 100'000'000}};
+  CHECK(bc.cluster.workers() == 16);
+  auto a = it;
+  apply(a.g, bc);
+  CHECK(all_named(a.g, "reduce_scatter intra bucket 0").size() == 1);
+  auto d = make_pass<dp::ddp>("workers=16,bandwidth=25Gbps", {{"fc", 100'000'000}});
+  auto b = it;
+  apply(b.g, d);
+  CHECK(replay(a.g).makespan != replay(b.g).makespan);
+}
+
+TEST_CASE("dgc checks the memory throughput it measures against physical bounds") {
+  // A trace whose only device copies are tiny: 4 bytes in 3 us reads as 2.7 MB/s, which
+  // would make compressing 10 MB take 30 s. It is out of bounds: the default is used.
+  auto it = make_gpu_iteration({"fc"});
+  auto copies = it.g.add_resource({"stream 9", resource_kind::gpu_stream});
+  it.g.add(memcpy_task{.direction = copy_kind::d2d, .bytes = 4},
+           {.name = "Memcpy DtoD", .duration = 3'000, .resource = copies});
+  it.g.add(memcpy_task{.direction = copy_kind::memset, .bytes = 4},
+           {.name = "Memset", .duration = 3'000, .resource = copies});
+  auto pass = make_pass<dp::dgc>("workers=4,bandwidth=25Gbps,latency=5us,ratio=0.001", {{"fc", 10'000'000}});
+  auto bounded = pass.memory_throughput(it.g);
+  CHECK_FALSE(bounded.derived);
+  CHECK(bounded.value == 500e9);
+  CHECK(bounded.note.find("nothing to measure") != std::string::npos);
+  // A large copy that stalled: 2 MB read and written in 1.5 s is 2.7 MB/s, below any GPU memory.
+  it.g.add(memcpy_task{.direction = copy_kind::d2d, .bytes = 2'000'000},
+           {.name = "Memcpy DtoD", .duration = 1'500'000'000, .resource = copies});
+  CHECK(dp::dgc::measured_throughput(it.g) == doctest::Approx(4e6 / 1.5));
+  CHECK_FALSE(pass.memory_throughput(it.g).derived);
+  auto rep = apply(it.g, pass);
+  auto r = replay(it.g);
+  CHECK(r.end[named(it.g, "dgc_compress")] == 163'000); // 8 passes over 10 MB at 500 GB/s
+  bool said = false;
+  for (auto& n : rep.notes) said = said || n.find("outside the physical range") != std::string::npos;
+  CHECK(said);
+
+  // A plausible measurement is used: a 100 MB device copy in 250 us is 800 GB/s.
+  auto fast = make_gpu_iteration({"fc"});
+  auto s2 = fast.g.add_resource({"stream 9", resource_kind::gpu_stream});
+  fast.g.add(memcpy_task{.direction = copy_kind::d2d, .bytes = 100'000'000},
+             {.name = "Memcpy DtoD", .duration = 250'000, .resource = s2});
+  auto measured = pass.memory_throughput(fast.g);
+  CHECK(measured.derived);
+  CHECK(measured.value == doctest::Approx(800e9));
+  // The fixed cost of a kernel taken from the trace is bounded too.
+  graph slow;
+  auto st = slow.add_resource({"stream 7", resource_kind::gpu_stream});
+  slow.add(gpu_kernel{}, {.name = "only_long_kernels", .duration = 5'000'000, .resource = st});
+  CHECK(dp::dgc::kernel_floor(slow).value == double(dp::dgc::default_kernel_floor));
+  CHECK(dp::dgc::kernel_floor(fast.g).value == 500.0); // the optimizer kernel, 500 ns
 }
 
 TEST_CASE("strip_communication removes recorded collectives and bridges their dependencies") {

@@ -4,8 +4,8 @@
 #include <daydream/collective.hpp>
 #include <daydream/daydream.hpp>
 #include <daydream/io/kineto.hpp>
-#include <daydream/passes/data_parallel.hpp>
 #include <daydream/passes/ddp.hpp>
+#include <daydream/passes/support/data_parallel.hpp>
 #include <daydream/passes/support/edit.hpp>
 #include <daydream/passes/support/gradients.hpp>
 

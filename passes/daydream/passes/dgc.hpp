@@ -3,24 +3,17 @@
 #ifndef DAYDREAM_PASSES_DGC_HPP
 #define DAYDREAM_PASSES_DGC_HPP
 
-#include <daydream/cluster.hpp>
-#include <daydream/collective.hpp>
-#include <daydream/graph.hpp>
 #include <daydream/insert.hpp>
-#include <daydream/kinds.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
-#include <daydream/resource.hpp>
-#include <daydream/passes/data_parallel.hpp>
+#include <daydream/passes/support/data_parallel.hpp>
 #include <daydream/passes/support/edit.hpp>
-#include <daydream/passes/support/format.hpp>
-#include <daydream/passes/support/gradients.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace daydream::passes {
@@ -46,14 +39,17 @@ using daydream::operator|;
 ///   kernel, scatters the p sparse vectors into a dense gradient: it writes n bytes and
 ///   reads p x c.
 /// The memory throughput is measured from comparable tasks of the trace: device copies
-/// and memsets with known bytes (bytes moved / time); if there are none, `mem_bandwidth`
-/// (default 500 GB/s). A kernel never takes less than the shortest GPU kernel of the
-/// trace (its fixed cost). The optimizer waits for the decompression. With one worker
-/// the graph is left unchanged.
+/// and memsets of at least 1 MiB (bytes moved / time). A measured value outside the
+/// physical range of GPU memory (20 GB/s .. 10 TB/s), or none at all, gives way to
+/// `mem_bandwidth` (default 500 GB/s), and the report says so. A kernel never takes less
+/// than the shortest GPU kernel of the trace (its fixed cost; at most 20 us, else 2 us).
+/// The optimizer's GPU kernels wait for the decompression. A trace's recorded
+/// all-reduces are replaced (run_data_parallel). With one worker the graph is left
+/// unchanged.
 ///
 ///     daydream::apply(g, daydream::passes::dgc::from_params(
 ///         daydream::pass_params::parse("dgc", "workers=16,bandwidth=10Gbps,ratio=0.001")));
-struct dgc {
+struct dgc : data_parallel_params, bucket_params {
   /// The name on the command line.
   static constexpr std::string_view name = "dgc";
   /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
@@ -64,147 +60,152 @@ struct dgc {
       "decompression kernels. params: cluster keys (workers=, bandwidth=, ...), ratio=0.001, "
       "compress_passes=8, mem_bandwidth=500GB/s, bucket_cap=25MiB, first_bucket=1MiB, model_bytes= (when the trace has no sizes)";
 
-  daydream::cluster cluster; ///< the cluster (cluster::from_params reads it)
-  double ratio = 0.001;                    ///< fraction of the gradient sent (99.9% sparsity)
-  double compress_passes = 8;              ///< memory passes over the gradient to compress it
-  double mem_bandwidth = 500e9;            ///< bytes/s, when the trace has nothing to measure
-  std::uint64_t bucket_cap = 25ull << 20;  ///< as ddp: DDP bucket_cap_mb = 25
-  std::uint64_t first_bucket = 1ull << 20; ///< as ddp: the first bucket, 1 MiB
-  layer_bytes sizes; ///< optional layer -> gradient bytes; empty: from the trace
-  double model_bytes = 0; ///< total gradient bytes to spread when the trace has no sizes
+  /// The physical range of a GPU's memory throughput: a value measured on the trace
+  /// outside it is not a memory throughput (copies too small to amortize their fixed
+  /// cost, a wrong byte count) and mem_bandwidth is used instead. 20 GB/s is below any
+  /// training GPU (embedded parts start at 25 GB/s), 10 TB/s above any shipping one.
+  static constexpr double min_memory_throughput = 20e9, max_memory_throughput = 10e12;
+  /// Copies and memsets smaller than this are left out of the measurement: their time is
+  /// mostly the fixed cost of a GPU operation, not moving bytes.
+  static constexpr std::uint64_t min_measured_bytes = 1ull << 20;
+  /// The longest fixed cost of a kernel taken from the trace (its shortest kernel): a
+  /// trace whose shortest kernel is longer has no small kernels to learn it from, and
+  /// `default_kernel_floor` is used.
+  static constexpr time_ns max_kernel_floor = 20'000, default_kernel_floor = 2'000;
 
-  /// Reads the cluster keys, `ratio`, `compress_passes`, `mem_bandwidth`, `bucket_cap`
-  /// and `first_bucket`.
+  double ratio = 0.001;         ///< fraction of the gradient sent (99.9% sparsity)
+  double compress_passes = 8;   ///< memory passes over the gradient to compress it
+  double mem_bandwidth = 500e9; ///< bytes/s, when the trace has nothing (plausible) to measure
+
+  /// Reads the cluster keys, `model_bytes`, `ratio`, `compress_passes`, `mem_bandwidth`,
+  /// `bucket_cap` and `first_bucket`.
   static dgc from_params(const pass_params& p) {
     dgc x;
-    x.cluster = cluster::from_params(p);
+    x.read_common(p);
+    x.read_buckets(p);
     x.ratio = p.get_double("ratio", x.ratio);
     x.compress_passes = p.get_double("compress_passes", x.compress_passes);
     x.mem_bandwidth = p.get_bandwidth("mem_bandwidth", x.mem_bandwidth);
-    x.bucket_cap = static_cast<std::uint64_t>(p.get_bytes("bucket_cap", double(x.bucket_cap)));
-    x.first_bucket = static_cast<std::uint64_t>(p.get_bytes("first_bucket", double(x.first_bucket)));
-    x.model_bytes = p.get_bytes("model_bytes", 0);
     p.finish();
-    if (!(x.ratio > 0 && x.ratio <= 1)) throw error("daydream: pass 'dgc': ratio must be in (0, 1]");
-    if (!(x.mem_bandwidth > 0)) throw error("daydream: pass 'dgc': mem_bandwidth must be positive");
+    if (!(x.ratio > 0 && x.ratio <= 1)) throw usage_error("daydream: pass 'dgc': ratio must be in (0, 1]");
+    if (!(x.mem_bandwidth > 0)) throw usage_error("daydream: pass 'dgc': mem_bandwidth must be positive");
     return x;
   }
 
-  /// Whether the pass can act on `g`: it needs backward work (gradients).
-  /// Runs by default only on traces with backward work and recorded gradient sizes.
-  static bool applicable(const graph& g) { return has_backward(g) && has_gradient_sizes(g); }
-
-  /// The device memory throughput (bytes/s) measured from `g`'s copies and memsets, or 0.
+  /// The device memory throughput (bytes/s) measured from `g`'s device copies and
+  /// memsets of at least min_measured_bytes (bytes moved / time: a copy reads and writes
+  /// its bytes, a memset writes them), or 0 when there are none. Not checked: see
+  /// memory_throughput.
   static double measured_throughput(const graph& g) {
     double bytes = 0, ns = 0;
-    g.for_each<memcpy_task>([&](handle<memcpy_task> h) {
-      auto& p = g.payload(h);
-      if (g.duration(h) <= 0 || p.bytes == 0) return;
-      if (p.direction == copy_kind::d2d) { bytes += 2.0 * double(p.bytes); ns += double(g.duration(h)); }
-      else if (p.direction == copy_kind::memset) { bytes += double(p.bytes); ns += double(g.duration(h)); }
+    auto sized = pred([](const auto& r) {
+      return r.duration() > 0 && r.payload().bytes >= min_measured_bytes &&
+             (r.payload().direction == copy_kind::d2d || r.payload().direction == copy_kind::memset);
     });
-    g.for_each<gpu_kernel>([&](handle<gpu_kernel> h) {
-      if (g.payload(h).bytes == 0 || g.duration(h) <= 0) return;
-      bytes += double(g.payload(h).bytes);
-      ns += double(g.duration(h));
-    });
+    for (auto m : tasks<memcpy_task>(g) | where(sized)) {
+      bytes += double(m.payload().bytes) * (m.payload().direction == copy_kind::d2d ? 2.0 : 1.0);
+      ns += double(m.duration());
+    }
+    for (auto k : tasks<gpu_kernel>(g) | where(pred([](const auto& r) {
+                    return r.duration() > 0 && r.payload().bytes >= min_measured_bytes;
+                  }))) {
+      bytes += double(k.payload().bytes);
+      ns += double(k.duration());
+    }
     return ns > 0 ? bytes / ns * 1e9 : 0;
   }
 
-  /// Applies the pass to `g` (use daydream::apply for a transaction) and reports what it
-  /// inserted; a graph without gradients or a one-worker cluster is left unchanged, with a note.
-  pass_report operator()(graph& g) const {
-    pass_report rep;
-    rep.pass = std::string(name);
-    auto gs = find_gradients(g, sizes, model_bytes);
-    report_gradients(rep, cluster, gs);
-    if (cluster.workers() <= 1) {
-      rep.note("one worker: nothing to exchange, graph unchanged");
-      return rep;
-    }
-    if (gs.grads.empty()) {
-      rep.note("no gradients found: nothing compressed");
-      return rep;
-    }
-    double throughput = measured_throughput(g);
-    if (throughput > 0) rep.add("memory throughput (from the trace's copies)", format_bytes(throughput) + "/s");
-    else {
-      throughput = mem_bandwidth;
-      rep.add("memory throughput (mem_bandwidth)", format_bytes(throughput) + "/s");
-      rep.note("no device copy or memset with bytes in the trace: compression kernels costed at mem_bandwidth");
-    }
-    time_ns floor = 0;
-    g.for_each<gpu_kernel>([&](handle<gpu_kernel> h) {
-      if (g.duration(h) > 0 && (floor == 0 || g.duration(h) < floor)) floor = g.duration(h);
-    });
-    auto kernel_time = [&](double bytes_moved) {
-      return std::max(floor, static_cast<time_ns>(std::llround(bytes_moved / throughput * 1e9)));
-    };
+  /// The memory throughput the compression kernels run at: measured_throughput when it
+  /// lies within [min_memory_throughput, max_memory_throughput], else mem_bandwidth, with
+  /// a note saying why.
+  bounded_value memory_throughput(const graph& g) const {
+    return bounded(measured_throughput(g), min_memory_throughput, max_memory_throughput, mem_bandwidth,
+                   "device memory throughput", format_rate);
+  }
 
-    auto link = collective_link(g, cluster);
-    const auto p = cluster.workers();
-    auto buckets = ddp_buckets(gs, bucket_cap, first_bucket);
-    std::size_t kernels = 0, without_update = 0;
-    double sent = 0, dense = 0;
-    const auto its = gs.iterations();
-    const auto entries_by_iteration = update_entries_by_iteration(g);
-    for (auto i : its) {
-      task_id prev = no_task;
-      std::vector<task_id> gathers;
-      std::vector<std::uint64_t> gathered;
-      std::size_t k = 0;
-      for (auto& b : buckets) {
-        if (b.iteration != i) continue;
-        const auto c = static_cast<std::uint64_t>(std::ceil(2.0 * ratio * double(b.bytes)));
-        // The compression kernel, after the bucket's last gradient on its stream.
-        const task_id last = gs.grads[b.members.back()].ready;
-        task_fields f{.name = "dgc_compress", .duration = kernel_time(compress_passes * double(b.bytes)),
-                      .layer = gs.grads[b.members.back()].layer, .phase = phase::backward, .iteration = i};
-        auto compress = add_after_gpu(g, f, last);
-        for (auto t : ready_tasks(gs, b))
-          if (t != last) g.add_dependency(t, compress, dep_kind::data);
-        ++kernels;
-        auto d = all_gather_time(double(p) * double(c), p, cluster.ring_link());
-        auto h = add_comm(g, comm_op::all_gather, "sparse all_gather bucket " + std::to_string(k++), c, p, d,
-                          link, {compress}, prev, i);
-        prev = h.id;
-        gathers.push_back(h.id);
-        gathered.push_back(b.bytes);
-        if (i == its.front()) { sent += double(c); dense += double(b.bytes); }
-      }
-      // Decompression before the optimizer step.
-      const auto& entries = of_iteration(entries_by_iteration, i);
-      task_id gpu_entry = no_task;
-      for (auto e : entries)
-        if (g.resource_of(e) != no_resource && g.resource_at(g.resource_of(e)).kind == resource_kind::gpu_stream) {
-          gpu_entry = e;
-          break;
-        }
-      std::vector<task_id> done;
-      for (std::size_t j = 0; j < gathers.size(); ++j) {
-        const double moved = double(gathered[j]) + double(p) * std::ceil(2.0 * ratio * double(gathered[j]));
-        task_fields f{.name = "dgc_decompress", .duration = kernel_time(moved),
-                      .phase = phase::weight_update, .iteration = i};
-        auto dk = gpu_entry != no_task ? add_before_gpu(g, f, gpu_entry) : g.add(gpu_kernel{}, f).id;
-        g.add_dependency(gathers[j], dk, dep_kind::comm);
-        done.push_back(dk);
-        ++kernels;
-      }
-      if (entries.empty()) ++without_update;
-      for (auto dk : done)
-        for (auto e : entries)
-          if (e != dk && !g.has_dependency(dk, e)) g.add_dependency(dk, e, dep_kind::data);
-    }
-    rep.add("buckets", std::to_string(buckets.size()));
-    rep.add("bytes sent per iteration", format_bytes(sent) + " instead of " + format_bytes(dense));
-    rep.add("compression kernels inserted", std::to_string(kernels));
-    if (without_update)
-      rep.note(std::to_string(without_update) +
-               " iteration(s) have no weight-update phase: decompression only ends the iteration");
-    return rep;
+  /// The shortest time a kernel takes (its fixed cost): the trace's shortest GPU kernel
+  /// when it is at most max_kernel_floor, else default_kernel_floor, with a note.
+  static bounded_value kernel_floor(const graph& g) {
+    time_ns shortest = 0;
+    for (auto k : tasks<gpu_kernel>(g) | where(pred([](const auto& r) { return r.duration() > 0; })))
+      if (shortest == 0 || k.duration() < shortest) shortest = k.duration();
+    return bounded(double(shortest), 1, double(max_kernel_floor), double(default_kernel_floor),
+                   "shortest kernel (the fixed cost of a kernel)",
+                   [](double ns) { return format_time(static_cast<time_ns>(ns)); });
+  }
+
+  /// Applies the pass to `g` (use daydream::apply for a transaction) and reports what it
+  /// inserted (run_data_parallel: recorded all-reduces are replaced, a graph without
+  /// gradients or a one-worker cluster is left unchanged and the report says why).
+  pass_report operator()(graph& g) const {
+    auto find = [&](const graph& h) { return find_gradients(h, sizes, model_bytes); };
+    return run_data_parallel(g, name, cluster, find, weight_update::waits, 1, [&](data_parallel_step& s) {
+      return insert(s);
+    });
   }
 
 private:
+  tasks_by_iteration insert(data_parallel_step& s) const {
+    auto& g = s.g;
+    const auto throughput = memory_throughput(g);
+    s.rep.add(throughput.derived ? "memory throughput (from the trace's copies)" : "memory throughput (mem_bandwidth)",
+              format_rate(throughput.value));
+    if (!throughput.derived) s.rep.note("compression kernels costed at mem_bandwidth: " + throughput.note);
+    const auto floor = kernel_floor(g);
+    if (!floor.derived) s.rep.note(floor.note);
+    auto kernel_time = [&](double bytes_moved) {
+      return std::max(static_cast<time_ns>(floor.value),
+                      static_cast<time_ns>(std::llround(bytes_moved / throughput.value * 1e9)));
+    };
+
+    auto link = collective_link(g, s.c);
+    const auto p = s.c.workers();
+    auto buckets = ddp_buckets(s.gs, bucket_cap, first_bucket);
+    std::size_t kernels = 0;
+    double sent = 0, dense = 0;
+    const auto its = s.gs.iterations();
+    tasks_by_iteration ends;
+    for (auto i : its) {
+      task_id prev = no_task;
+      std::vector<std::pair<task_id, std::uint64_t>> gathers; // all-gather, dense bytes
+      std::size_t k = 0;
+      for (auto* b : buckets_of(buckets, i)) {
+        const auto c = static_cast<std::uint64_t>(std::ceil(2.0 * ratio * double(b->bytes)));
+        // The compression kernel, after the bucket's last gradient on its stream.
+        const auto& last = s.gs.grads[b->members.back()];
+        task_fields f{.name = "dgc_compress", .duration = kernel_time(compress_passes * double(b->bytes)),
+                      .layer = last.layer, .phase = phase::backward, .iteration = i};
+        auto compress = add_after_gpu(g, f, last.ready);
+        for (auto t : ready_tasks(s.gs, *b))
+          if (t != last.ready) g.add_dependency(t, compress, dep_kind::data);
+        ++kernels;
+        auto d = all_gather_time(double(p) * double(c), p, s.c.ring_link());
+        prev = add_comm(g, comm_op::all_gather, "sparse all_gather bucket " + std::to_string(k++), c, p, d, link,
+                        {compress}, prev, i).id;
+        gathers.emplace_back(prev, b->bytes);
+        if (i == its.front()) { sent += double(c); dense += double(b->bytes); }
+      }
+      // Decompression before the optimizer step's first GPU task; the optimizer waits
+      // for it (run_data_parallel adds those waits).
+      task_id gpu_entry = no_task;
+      for (auto e : of_iteration(s.entries, i))
+        if (!g.is<cpu_task>(e)) { gpu_entry = e; break; }
+      for (auto& [gather, bytes] : gathers) {
+        const double moved = double(bytes) + double(p) * std::ceil(2.0 * ratio * double(bytes));
+        task_fields f{.name = "dgc_decompress", .duration = kernel_time(moved), .phase = phase::weight_update,
+                      .iteration = i};
+        auto dk = gpu_entry != no_task ? add_before_gpu(g, f, gpu_entry) : g.add(gpu_kernel{}, f).id;
+        g.add_dependency(gather, dk, dep_kind::comm);
+        ends[i].push_back(dk);
+        ++kernels;
+      }
+    }
+    s.rep.add("buckets", std::to_string(buckets.size()));
+    s.rep.add("bytes sent per iteration", format_bytes(sent) + " instead of " + format_bytes(dense));
+    s.rep.add("compression kernels inserted", std::to_string(kernels));
+    return ends;
+  }
+
   // A kernel on `after`'s stream right after it, launched right after `after`'s launch
   // call when it has one; unconstrained (after it) when `after` is not on a GPU stream.
   static task_id add_after_gpu(graph& g, task_fields f, task_id after) {

@@ -3,22 +3,13 @@
 #ifndef DAYDREAM_PASSES_TENSOR_FUSION_HPP
 #define DAYDREAM_PASSES_TENSOR_FUSION_HPP
 
-#include <daydream/cluster.hpp>
-#include <daydream/collective.hpp>
-#include <daydream/graph.hpp>
-#include <daydream/kinds.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
-#include <daydream/replay.hpp>
-#include <daydream/passes/data_parallel.hpp>
-#include <daydream/passes/support/format.hpp>
-#include <daydream/passes/support/gradients.hpp>
+#include <daydream/passes/support/data_parallel.hpp>
 
 #include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace daydream::passes {
@@ -39,13 +30,14 @@ using daydream::operator|;
 /// (several machines) or the GPU link (one machine), after a "horovod cycle" wait task
 /// that lasts from the buffer's last ready gradient to the cycle boundary, and after the
 /// previous buffer's all-reduce (one at a time, in order). The optimizer step waits for
-/// every buffer. Defaults are Horovod's since 0.21: 1 ms cycles, 128 MiB buffers. The
-/// copies into and out of the fusion buffer are not modelled. With one worker the graph
-/// is left unchanged.
+/// every buffer (a GPU stream wait). Defaults are Horovod's since 0.21: 1 ms cycles,
+/// 128 MiB buffers. The copies into and out of the fusion buffer are not modelled. A
+/// trace's recorded all-reduces are replaced (run_data_parallel). With one worker the
+/// graph is left unchanged.
 ///
 ///     daydream::apply(g, daydream::passes::tensor_fusion::from_params(daydream::pass_params::parse(
 ///         "tensor_fusion", "workers=8,cycle_time=5ms,threshold=64MiB")));
-struct tensor_fusion {
+struct tensor_fusion : data_parallel_params {
   /// The name on the command line.
   static constexpr std::string_view name = "tensor_fusion";
   /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
@@ -56,71 +48,61 @@ struct tensor_fusion {
       "a cap. params: cluster keys (workers=, bandwidth=, ...), cycle_time=1ms, threshold=128MiB, "
       "algorithm=ring, model_bytes= (when the trace has no sizes)";
 
-  daydream::cluster cluster; ///< the cluster (cluster::from_params reads it)
   time_ns cycle_time = 1'000'000;       ///< HOROVOD_CYCLE_TIME, 1 ms
   std::uint64_t threshold = 128ull << 20; ///< HOROVOD_FUSION_THRESHOLD, 128 MiB
   all_reduce_algorithm algorithm = all_reduce_algorithm::ring; ///< the collective's algorithm
-  layer_bytes sizes; ///< optional layer -> gradient bytes; empty: from the trace
-  double model_bytes = 0; ///< total gradient bytes to spread when the trace has no sizes
 
-  /// Reads the cluster keys, `cycle_time`, `threshold` and `algorithm`.
+  /// Reads the cluster keys, `model_bytes`, `cycle_time`, `threshold` and `algorithm`.
   static tensor_fusion from_params(const pass_params& p) {
     tensor_fusion x;
-    x.cluster = cluster::from_params(p);
+    x.read_common(p);
     x.cycle_time = static_cast<time_ns>(p.get_time_ns("cycle_time", double(x.cycle_time)));
     x.threshold = static_cast<std::uint64_t>(p.get_bytes("threshold", double(x.threshold)));
     x.algorithm = parse_all_reduce_algorithm(p.get_string("algorithm", "ring"));
-    x.model_bytes = p.get_bytes("model_bytes", 0);
     p.finish();
-    if (x.cycle_time <= 0) throw error("daydream: pass 'tensor_fusion': cycle_time must be positive");
+    if (x.cycle_time <= 0) throw usage_error("daydream: pass 'tensor_fusion': cycle_time must be positive");
     return x;
   }
 
-  /// Whether the pass can act on `g`: it needs backward work (gradients).
-  /// Runs by default only on traces with backward work and recorded gradient sizes.
-  static bool applicable(const graph& g) { return has_backward(g) && has_gradient_sizes(g); }
-
   /// Applies the pass to `g` (use daydream::apply for a transaction) and reports what it
-  /// inserted; a graph without gradients or a one-worker cluster is left unchanged, with a note.
+  /// inserted (run_data_parallel: recorded all-reduces are replaced, a graph without
+  /// gradients or a one-worker cluster is left unchanged and the report says why).
   pass_report operator()(graph& g) const {
-    pass_report rep;
-    rep.pass = std::string(name);
-    auto gs = find_gradients(g, sizes, model_bytes);
-    report_gradients(rep, cluster, gs);
-    if (cluster.workers() <= 1) {
-      rep.note("one worker: nothing to all-reduce, graph unchanged");
-      return rep;
-    }
-    if (gs.grads.empty()) {
-      rep.note("no gradients found: no all-reduce inserted");
-      return rep;
-    }
-    auto link = collective_link(g, cluster);
-    std::size_t buffers = 0, without_update = 0;
+    auto find = [&](const graph& h) { return find_gradients(h, sizes, model_bytes); };
+    return run_data_parallel(g, name, cluster, find, weight_update::waits, 1, [&](data_parallel_step& s) {
+      return insert(s);
+    });
+  }
+
+private:
+  // The first cycle boundary at or after `t`.
+  time_ns boundary_of(time_ns t) const { return (t + cycle_time - 1) / cycle_time * cycle_time; }
+
+  tasks_by_iteration insert(data_parallel_step& s) const {
+    auto& g = s.g;
+    auto link = collective_link(g, s.c);
+    std::size_t buffers = 0;
     time_ns waited = 0;
-    const auto entries = update_entries_by_iteration(g);
-    for (auto i : gs.iterations()) {
+    tasks_by_iteration ends;
+    for (auto i : s.gs.iterations()) {
       auto r = daydream::replay(g);
-      auto idx = gs.of_iteration(i);
-      std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
-        return r.end[gs.grads[a].ready] < r.end[gs.grads[b].ready];
-      });
-      std::vector<task_id> comms;
+      auto idx = s.gs.of_iteration(i);
+      auto ready_at = [&](std::size_t k) { return r.end[s.gs.grads[k].ready]; };
+      std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return ready_at(a) < ready_at(b); });
       task_id prev = no_task;
       for (std::size_t a = 0; a < idx.size();) {
-        const time_ns boundary = (r.end[gs.grads[idx[a]].ready] + cycle_time - 1) / cycle_time * cycle_time;
+        const time_ns boundary = boundary_of(ready_at(idx[a]));
         // One buffer: the following gradients of the same cycle while they fit.
         std::size_t b = a;
         std::uint64_t bytes = 0;
         time_ns last_ready = 0;
         std::vector<task_id> ready;
         while (b < idx.size()) {
-          const auto& gr = gs.grads[idx[b]];
-          const time_ns at = r.end[gr.ready];
-          if ((at + cycle_time - 1) / cycle_time * cycle_time != boundary) break;
+          const auto& gr = s.gs.grads[idx[b]];
+          if (boundary_of(ready_at(idx[b])) != boundary) break;
           if (b > a && bytes + gr.bytes > threshold) break;
           bytes += gr.bytes;
-          last_ready = std::max(last_ready, at);
+          last_ready = std::max(last_ready, ready_at(idx[b]));
           if (std::find(ready.begin(), ready.end(), gr.ready) == ready.end()) ready.push_back(gr.ready);
           ++b;
         }
@@ -130,24 +112,21 @@ struct tensor_fusion {
                                       .iteration = i});
         for (auto t : ready) g.add_dependency(t, wait.id, dep_kind::comm);
         waited += boundary - last_ready;
-        auto d = all_reduce_time(double(bytes), cluster, algorithm);
-        auto h = add_comm(g, comm_op::all_reduce, "fused all_reduce " + std::to_string(comms.size()), bytes,
-                          cluster.workers(), d, link, {wait.id}, prev, i);
-        prev = h.id;
-        comms.push_back(h.id);
+        auto d = all_reduce_time(double(bytes), s.c, algorithm);
+        prev = add_comm(g, comm_op::all_reduce, "fused all_reduce " + std::to_string(of_iteration(ends, i).size()),
+                        bytes, s.c.workers(), d, link, {wait.id}, prev, i).id;
+        ends[i].push_back(prev);
         ++buffers;
         a = b;
       }
-      if (wait_before_update(g, entries, i, comms) == 0) ++without_update;
+      // The next iteration's ready times depend on this one's optimizer waiting.
+      s.wait_now(i, of_iteration(ends, i));
     }
-    rep.add("fused buffers", std::to_string(buffers));
-    rep.add("time waiting for cycle boundaries", format_time(waited));
-    rep.add("cycle time", format_time(cycle_time));
-    rep.add("threshold", format_bytes(double(threshold)));
-    if (without_update)
-      rep.note(std::to_string(without_update) +
-               " iteration(s) have no weight-update phase: their all-reduces only end the iteration");
-    return rep;
+    s.rep.add("fused buffers", std::to_string(buffers));
+    s.rep.add("time waiting for cycle boundaries", format_time(waited));
+    s.rep.add("cycle time", format_time(cycle_time));
+    s.rep.add("threshold", format_bytes(double(threshold)));
+    return ends;
   }
 };
 

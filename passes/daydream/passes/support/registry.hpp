@@ -9,6 +9,7 @@
 #include <daydream/replay.hpp>
 #include <daydream/reschedule.hpp>
 
+#include <concepts>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -36,12 +37,18 @@ template <class Graph> struct pass_entry {
   /// distributed passes, whose defaults describe a single worker); empty for none.
   std::string_view scenario_params;
   std::function<erased_pass<Graph>(const pass_params&)> make;
+  /// Whether a default what-if run includes the pass on a graph.
   std::function<bool(const Graph&)> applicable;
+  /// Why a default run leaves the pass out on a graph ("" when applicable): the pass's
+  /// `static std::string not_applicable(const Graph&)` when it has one, else a generic
+  /// sentence when `applicable` says no.
+  std::function<std::string(const Graph&)> not_applicable_reason;
 };
 
 /// Makes a registry entry for a pass type with the members of the bundled-pass contract:
 /// `name`, `help`, `static Pass from_params(const pass_params&)`, optionally `static bool
-/// applicable(const Graph&)` and `scenario_params`, and a call operator returning void or
+/// applicable(const Graph&)`, `static std::string not_applicable(const Graph&)` (why not,
+/// "" when applicable) and `scenario_params`, and a call operator returning void or
 /// pass_report.
 template <class Pass, class Graph> pass_entry<Graph> entry_for() {
   static_assert(pass_for<Pass, Graph>, "daydream::passes::entry_for: not a pass over this graph type");
@@ -74,6 +81,12 @@ template <class Pass, class Graph> pass_entry<Graph> entry_for() {
   e.applicable = [](const Graph& g) {
     if constexpr (requires { Pass::applicable(g); }) return static_cast<bool>(Pass::applicable(g));
     else { (void)g; return true; }
+  };
+  e.not_applicable_reason = [applicable = e.applicable](const Graph& g) -> std::string {
+    if constexpr (requires { { Pass::not_applicable(g) } -> std::convertible_to<std::string>; })
+      return Pass::not_applicable(g);
+    else
+      return applicable(g) ? std::string{} : "the trace lacks what this pass needs";
   };
   return e;
 }

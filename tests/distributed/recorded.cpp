@@ -13,6 +13,7 @@
 #include <daydream/passes/tictac.hpp>
 
 #include <doctest/doctest.h>
+#include <support/corpus.hpp>
 
 #include <cmath>
 #include <string>
@@ -26,7 +27,7 @@ namespace {
 // NCCL all-reduces of the data-parallel MLP gradients (backward), all-to-all exchanges
 // of the model-parallel embeddings (SendRecv kernels, forward and backward), and a
 // cudaDeviceSynchronize that waits for the last all-reduce.
-const std::string dlrm = std::string(DAYDREAM_SOURCE_DIR) + "/examples/traces/dlrm_v100_rank0.json.gz";
+const std::string dlrm = daydream::testing::bundled("dlrm_v100_rank0.json.gz").string();
 
 std::size_t count(const graph& g, comm_op op, bool recorded) {
   std::size_t n = 0;
@@ -109,4 +110,44 @@ TEST_CASE("every distributed pass on the DLRM rank: no recorded all-reduce left,
     CHECK(predicted < 2 * baseline);
     CHECK(predicted > 0.5 * baseline);
   }
+}
+
+TEST_CASE("on every rank of a multi-GPU job in the corpus, ddp replaces or refuses, never stacks") {
+  std::size_t distributed = 0, replaced = 0, refused = 0, extra = 0;
+  for (auto& [file, name, bundled] : daydream::testing::corpus()) {
+    auto t = io::load_kineto(file.string());
+    const auto rec = dp::find_recorded_collectives(t.g);
+    if (!rec.distributed()) continue;
+    CAPTURE(name);
+    ++distributed;
+    extra += !bundled;
+    // Never in the default run.
+    CHECK_FALSE(dp::ddp::applicable(t.g));
+    CHECK_FALSE(dp::ddp::not_applicable(t.g).empty());
+    // Asked for: the recorded synchronization is replaced (its waits kept, without a
+    // cycle: apply would refuse one), or the pass refuses and keeps it.
+    auto h = t.g;
+    auto rep = apply(h, dp::ddp::from_params(pass_params::parse("ddp", "workers=8,machines=1,nvlink=100GB/s")));
+    const auto after = dp::find_recorded_collectives(h);
+    if (rep.applied) {
+      ++replaced;
+      CHECK_FALSE(after.distributed());
+      CHECK(after.other == rec.other);
+      CHECK(count(h, comm_op::all_reduce, false) > 0);
+      const auto it = t.default_iteration();
+      CHECK(iteration_time(h, replay(h), it) > 0);
+    } else {
+      ++refused;
+      CHECK(rep.reason.find("no gradient sizes") != std::string::npos);
+      CHECK(after.gradient_sync.size() == rec.gradient_sync.size());
+      CHECK(h.size() == t.g.size());
+    }
+  }
+  MESSAGE(distributed << " traces hold recorded gradient synchronization (" << extra << " of them extra): "
+                      << replaced << " replaced, " << refused << " refused");
+  // The bundled corpus holds DLRM (8 ranks), recommendation models (2 and 8 ranks), DDP
+  // on 16 A100s, a 128-rank job, an MI300 (RCCL) job and a compiled DDP without shapes.
+  CHECK(distributed - extra >= 10);
+  CHECK(replaced > 0);
+  CHECK(refused > 0);
 }

@@ -216,7 +216,10 @@ inline std::vector<recorded_waiter> strip_gradient_sync(graph& g, const recorded
       if (doomed.count(d.to) || d.kind == dep_kind::stream_order || d.kind == dep_kind::cpu_order ||
           d.kind == dep_kind::launch)
         continue;
-      waiters.push_back({d.to, g.iteration(c), d.kind});
+      if (std::none_of(waiters.begin(), waiters.end(), [&](const recorded_waiter& w) {
+            return w.task == d.to && w.iteration == g.iteration(c);
+          }))
+        waiters.push_back({d.to, g.iteration(c), d.kind});
     }
   daydream::remove(g, rec.gradient_sync);
   return waiters;
@@ -459,6 +462,21 @@ enum class weight_update : std::uint8_t {
   on_servers,  ///< parameter servers update the weights: the workers' optimizer step is removed
 };
 
+/// By task id: whether the task is reachable from `from` along dependencies (`from`
+/// itself included). A dependency into `from` from such a task would close a cycle.
+inline std::vector<bool> reachable_from(const graph& g, task_id from) {
+  std::vector<bool> seen(g.id_bound(), false);
+  std::vector<task_id> todo{from};
+  seen[from] = true;
+  while (!todo.empty()) {
+    const auto t = todo.back();
+    todo.pop_back();
+    for (auto d : g.successors(t))
+      if (!seen[d.to]) { seen[d.to] = true; todo.push_back(d.to); }
+  }
+  return seen;
+}
+
 /// Makes the optimizer step wait for `ends` the way NCCL makes it wait: a GPU stream
 /// wait, so each GPU task of `entries` (update_entries of one iteration) depends on every
 /// task of `ends` (dep_kind::comm), and CPU tasks never do (the CPU goes on launching).
@@ -515,8 +533,10 @@ struct data_parallel_step {
 ///    launches do not wait); an iteration whose optimizer has no GPU work is noted and
 ///    its synchronization only ends the iteration;
 /// 7. every task that waited for a removed recorded collective (a CPU synchronize, a
-///    stream wait) waits for the inserted synchronization of that iteration instead:
-///    the CPU blocks on communication only where the trace shows it blocking.
+///    stream wait) waits instead for the inserted synchronization of that iteration,
+///    except what itself comes after the waiter (the synchronization of gradients
+///    computed later): the CPU blocks on communication only where the trace shows it
+///    blocking.
 ///
 ///     return run_data_parallel(g, name, cluster, [&](const graph& h) { return find_gradients(h, sizes, model_bytes); },
 ///                              weight_update::waits, 1, [&](data_parallel_step& s) { ...; return ends; });
@@ -585,8 +605,16 @@ pass_report run_data_parallel(graph& g, std::string_view name, const cluster& c,
   std::size_t rewired = 0;
   for (auto& w : waiters) {
     if (!g.contains(w.task)) continue;
+    // A waiter in the middle of the backward pass waited for the synchronization of the
+    // gradients ready before it (NCCL runs in order), not for that of gradients it comes
+    // before: those ends are reachable from it and are left out.
+    std::vector<task_id> wait_for;
     for (auto t : of_iteration(ends, w.iteration))
-      if (t != w.task && !g.has_dependency(t, w.task)) { g.add_dependency(t, w.task, w.kind); ++rewired; }
+      if (t != w.task && !g.has_dependency(t, w.task)) wait_for.push_back(t);
+    if (wait_for.empty()) continue;
+    const auto after_waiter = reachable_from(g, w.task);
+    for (auto t : wait_for)
+      if (!after_waiter[t]) { g.add_dependency(t, w.task, w.kind); ++rewired; }
   }
   if (rewired) rep.add("waits on the recorded collectives moved to the modelled ones", std::to_string(rewired));
   return rep;

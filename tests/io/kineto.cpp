@@ -658,16 +658,82 @@ TEST_CASE("without step markers, optimizer steps delimit the iterations") {
   CHECK(iteration_time(t.g, r, 2) == 80'000);
 }
 
-TEST_CASE("a trace without iterations still loads and replays") {
-  auto t = dio::parse_kineto(trace({X("cpu_op", "aten::mm", 1, 1, "5", "40")}), "plain");
-  CHECK(t.iterations.empty());
-  CHECK(t.default_iteration() == -1);
-  CHECK(t.steady_state_iterations().empty());
-  CHECK(replay(t.g).makespan == 40'000);
-  CHECK(t.info.end - t.info.begin == 40'000);
+TEST_CASE("a trace without step markers or optimizer steps is one iteration, and says so") {
+  // CPU work, then GPU work that runs long after the CPU is done
+  auto t = dio::parse_kineto(trace({
+                                 X("cpu_op", "aten::mm", 1, 1, "5", "40"),
+                                 X("cuda_runtime", "cudaLaunchKernel", 1, 1, "10", "5", corr(1)),
+                                 X("kernel", "gemm", 0, 7, "15", "305", gpu(1)),
+                             }),
+                             "plain");
+  CHECK(t.info.iterations_from == dio::iteration_source::whole_trace);
+  REQUIRE(t.iterations.size() == 1);
+  CHECK(t.iterations[0].number == 0);
+  CHECK(t.iterations[0].marker == "whole trace (no step markers)");
+  CHECK(t.iterations[0].trace_begin == 5'000);
+  CHECK(t.iterations[0].trace_end == 320'000);
+  CHECK(t.default_iteration() == 0);
+  CHECK(t.steady_state_iterations() == std::vector<std::int32_t>{0});
+  CHECK(t.measured(0) == 315'000);
+  auto r = replay(t.g);
+  CHECK(iteration_time(t.g, r, 0) == 315'000);
+  t.g.for_each_task([&](task_id id) { CHECK(t.g.iteration(id) == 0); });
+  CHECK(t.g.phase_of(find(t.g, "aten::mm")) == phase::forward);
   auto e = dio::parse_kineto(trace({}), "empty events");
   CHECK(e.g.empty());
   CHECK(e.report.events == 0);
+  CHECK(e.iterations.empty());
+  CHECK(e.info.iterations_from == dio::iteration_source::none);
+}
+
+TEST_CASE("a single iteration is measured to the end of the GPU work it launched") {
+  // One optimizer step and no ProfilerStep: the CPU is done at 100 us, the kernels it
+  // launched run to 900 us. The trace's iteration must be the GPU's, as the replay's is.
+  const auto json = trace({
+      X("cpu_op", "aten::mm", 1, 1, "0", "20"),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "5", "5", corr(1)),
+      X("user_annotation", "Optimizer.step#SGD.step", 1, 1, "30", "70"),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "40", "5", corr(2)),
+      X("kernel", "gemm", 0, 7, "10", "700", gpu(1)),
+      X("kernel", "sgd", 0, 7, "710", "190", gpu(2)),
+  });
+  auto t = dio::parse_kineto(json, "one step");
+  CHECK(t.info.iterations_from == dio::iteration_source::optimizer_steps);
+  REQUIRE(t.iterations.size() == 1);
+  CHECK(t.iterations[0].trace_end == 100'000);
+  CHECK(t.iterations[0].work_end == 900'000);
+  CHECK(t.measured(1) == 900'000);
+  auto r = replay(t.g);
+  CHECK(iteration_time(t.g, r, 1) == 900'000);
+  // An inference trace with one ProfilerStep: the same
+  auto step = json;
+  step.replace(step.find("Optimizer.step#SGD.step"), 23, "ProfilerStep#3");
+  auto u = dio::parse_kineto(step, "one profiler step");
+  CHECK(u.info.iterations_from == dio::iteration_source::profiler_steps);
+  REQUIRE(u.iterations.size() == 1);
+  CHECK(u.iterations[0].number == 3);
+  CHECK(u.measured(3) == 900'000 - 30'000);
+  CHECK(iteration_time(u.g, replay(u.g), 3) == u.measured(3));
+}
+
+TEST_CASE("with several iterations, only the last one is measured past its marker") {
+  // Steps of 100 us; the GPU lags 150 us behind the CPU. Iterations before the last
+  // repeat with the marker's period (the replay's too); the last one runs to its GPU work.
+  auto t = dio::parse_kineto(trace({
+                                 X("user_annotation", "ProfilerStep#1", 1, 1, "0", "100"),
+                                 X("cuda_runtime", "cudaLaunchKernel", 1, 1, "10", "5", corr(1)),
+                                 X("user_annotation", "ProfilerStep#2", 1, 1, "100", "100"),
+                                 X("cuda_runtime", "cudaLaunchKernel", 1, 1, "110", "5", corr(2)),
+                                 X("kernel", "k1", 0, 7, "160", "100", gpu(1)),
+                                 X("kernel", "k2", 0, 7, "260", "100", gpu(2)),
+                             }),
+                             "lagging");
+  REQUIRE(t.iterations.size() == 2);
+  CHECK(t.measured(1) == 100'000);
+  CHECK(t.iterations[1].work_end == 360'000);
+  CHECK(t.measured(2) == 260'000);
+  auto r = replay(t.g);
+  CHECK(iteration_time(t.g, r, 2) == t.measured(2));
 }
 
 // ---------------------------------------------------------------------------------- errors

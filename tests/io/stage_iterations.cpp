@@ -57,10 +57,18 @@ TEST_CASE("iterations: without step markers, optimizer steps end iterations") {
   CHECK(w.kept.empty());
 }
 
-TEST_CASE("iterations: a trace with neither markers nor optimizer steps has none") {
+TEST_CASE("iterations: a trace with neither markers nor optimizer steps is one iteration, the whole trace") {
   auto t = decode(trace({X("cpu_op", "aten::mm", 1, 1, "0", "20")}));
   warning_log w;
   auto its = find_iterations(t->d, w);
-  CHECK(its.list.empty());
-  CHECK(its.at(10'000) == -1);
+  CHECK(its.source == io::iteration_source::whole_trace);
+  REQUIRE(its.list.size() == 1);
+  CHECK(its.list[0].number == 0);
+  CHECK(its.at(-5) == 0); // everything belongs to it (its bounds are the graph's span, set later)
+  CHECK(its.at(10'000) == 0);
+  auto none = decode(trace({}));
+  auto empty = find_iterations(none->d, w);
+  CHECK(empty.list.empty());
+  CHECK(empty.source == io::iteration_source::none);
+  CHECK(empty.at(0) == -1);
 }

@@ -79,12 +79,16 @@ struct ingest_report {
 
 /// One training (or inference) iteration of the trace: ProfilerStep#N's span; without
 /// step markers, from the first event after optimizer step k-1 ended to the first event
-/// after step k ended (the last one: to the end of its step).
+/// after step k ended (the last one: to the end of its step); with neither, the whole
+/// trace as iteration 0 (trace_info::iterations_from says which).
 struct iteration_info {
-  std::int32_t number = -1; ///< N of ProfilerStep#N, or k, the ordinal of the optimizer step
+  std::int32_t number = -1; ///< N of ProfilerStep#N, or k, the ordinal of the optimizer step; 0 for the whole trace
   time_ns trace_begin = 0;  ///< in the trace's clock (ns)
   time_ns trace_end = 0;
-  std::string marker;       ///< "ProfilerStep#12" or "Optimizer.step#SGD.step"
+  std::string marker;       ///< "ProfilerStep#12", "Optimizer.step#SGD.step" or "whole trace (no step markers)"
+  /// The latest trace end of the iteration's work: its CPU slices and the GPU operations
+  /// they launched, which may run long after the marker ended (at least trace_begin).
+  time_ns work_end = 0;
 };
 
 /// Where the trace came from.
@@ -107,6 +111,10 @@ struct trace_info {
   std::size_t kernels = 0, copies = 0, memsets = 0;
   /// CPU events of the trace (operators, annotations, Python frames, runtime calls).
   std::size_t cpu_events = 0;
+  /// What the iterations were found from. `whole_trace`: the trace has neither
+  /// ProfilerStep markers nor optimizer steps, so where a step ends cannot be told and
+  /// the whole trace is measured as one iteration; programs say so.
+  iteration_source iterations_from = iteration_source::none;
 };
 
 /// A loaded trace: the graph, the ingest report, the iterations and the trace metadata.
@@ -121,11 +129,18 @@ struct kineto_trace {
   std::vector<iteration_info> iterations; ///< in trace order
   trace_info info;                        ///< file and job metadata
 
-  /// The trace's own duration of iteration `iteration` (ProfilerStep#N's `dur`, or the
-  /// span of an optimizer-step iteration), -1 if there is no such iteration.
+  /// The trace's own duration of iteration `iteration`, -1 if there is no such
+  /// iteration: ProfilerStep#N's `dur`, or the span of an optimizer-step iteration; for
+  /// the last iteration of the trace (the only one of a one-step trace), up to the end
+  /// of its work when that is later (the GPU still running what it launched), as the
+  /// replay of the last iteration runs to the end of its tasks.
   time_ns measured(std::int32_t iteration) const {
-    for (auto& it : iterations)
-      if (it.number == iteration) return it.trace_end - it.trace_begin;
+    for (std::size_t k = 0; k < iterations.size(); ++k) {
+      auto& it = iterations[k];
+      if (it.number != iteration) continue;
+      const time_ns end = k + 1 == iterations.size() ? std::max(it.trace_end, it.work_end) : it.trace_end;
+      return end - it.trace_begin;
+    }
     return -1;
   }
 
@@ -219,7 +234,9 @@ inline kineto_trace ingest(const padded_buffer& file, std::string_view source, c
   t.report.warnings = std::move(b.warnings.kept);
   if (b.warnings.dropped)
     t.report.warnings.push_back("... and " + std::to_string(b.warnings.dropped) + " more warnings");
-  for (auto& it : b.iterations) t.iterations.push_back({it.number, it.begin, it.end, std::move(it.marker)});
+  for (auto& it : b.iterations)
+    t.iterations.push_back({it.number, it.begin, it.end, std::move(it.marker), std::max(it.begin, it.work_end)});
+  t.info.iterations_from = b.iterations_from;
   t.info.path = std::string(source);
   t.info.gpus = std::move(d.gpus);
   t.info.rank = d.rank;

@@ -33,6 +33,7 @@ struct build_output {
   std::size_t unlinked = 0;
   warning_log warnings;
   std::vector<iteration_rec> iterations;
+  io::iteration_source iterations_from = io::iteration_source::none;
   std::int64_t memory_at_start = -1; ///< device bytes allocated before the first [memory] event
   std::int64_t memory_peak = -1;     ///< the trace's largest device Total Allocated
   time_ns begin = 0, end = 0;        ///< first start and last end of the graph's tasks (trace clock)
@@ -56,6 +57,7 @@ inline void build_graph(decoded_trace& d, const build_settings& s, build_output&
   out.end = plan.mains.end;
   auto tasks = make_tasks(d, threads, links, flat, plan, iterations, g, out.warnings); // 13
   out.unlinked = tasks.unlinked;
+  set_work_ends(iterations, d, threads, tasks, plan.mains, g);                      // 13b
   auto edges = add_structural_edges(d, threads, links, flat, plan, tasks, s);       // 14
   auto syncs = add_sync_edges(d, threads, links, flat, plan, tasks, s, edges);      // 15
   set_durations_and_gaps(d, threads, links, plan, tasks, edges, s, g);               // 16
@@ -72,6 +74,11 @@ inline void build_graph(decoded_trace& d, const build_settings& s, build_output&
   if (syncs.cross_stream)
     out.warnings.add(std::to_string(syncs.cross_stream) + " cudaStreamWaitEvent calls became dependencies between streams");
   out.iterations = std::move(iterations.list);
+  out.iterations_from = iterations.source;
+  if (g.empty()) {
+    out.iterations.clear(); // nothing to measure
+    out.iterations_from = io::iteration_source::none;
+  }
 }
 
 } // namespace daydream::io::detail

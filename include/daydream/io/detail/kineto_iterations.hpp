@@ -13,6 +13,19 @@
 #include <string>
 #include <vector>
 
+namespace daydream::io {
+
+/// What a trace's iterations were found from.
+enum class iteration_source : std::uint8_t {
+  none,            ///< nothing: the trace has no events in the graph
+  profiler_steps,  ///< ProfilerStep#N markers (torch.profiler.schedule / prof.step())
+  optimizer_steps, ///< optimizer steps (`Optimizer.step#...`): no step markers
+  whole_trace,     ///< neither: the whole trace is one iteration, numbered 0; where one
+                   ///< training step ends cannot be told
+};
+
+} // namespace daydream::io
+
 namespace daydream::io::detail {
 
 //! @cond DAYDREAM_INTERNAL
@@ -22,6 +35,7 @@ struct iteration_rec {
   std::int32_t number = -1;
   time_ns begin = 0, end = 0;
   std::string marker;
+  time_ns work_end = 0; ///< latest trace end of its CPU slices and of the GPU work they launched
 };
 
 /// The iterations of a trace, in trace order, and the events that mark them.
@@ -29,9 +43,12 @@ struct iteration_table {
   std::vector<iteration_rec> list;
   std::vector<std::uint32_t> marker_events; ///< cpu events of the markers used
   std::vector<time_ns> begins;              ///< list[k].begin
+  iteration_source source = iteration_source::none;
 
-  /// The number of the iteration running at `t` (begin <= t < end), or -1.
+  /// The number of the iteration running at `t` (begin <= t < end), or -1; with the
+  /// whole trace as one iteration, that one.
   std::int32_t at(time_ns t) const {
+    if (source == iteration_source::whole_trace) return list.front().number;
     auto it = std::upper_bound(begins.begin(), begins.end(), t);
     if (it == begins.begin()) return -1;
     auto k = static_cast<std::size_t>(it - begins.begin()) - 1;
@@ -43,7 +60,9 @@ struct iteration_table {
 /// one overlapping the previous step is ignored with a warning); without them, optimizer
 /// steps end iterations: iteration k starts with the first event of the optimizer's
 /// thread after optimizer step k-1 ended (iteration 1: its first event) and lasts until
-/// iteration k+1 starts; the last one until its optimizer step ends.
+/// iteration k+1 starts; the last one until its optimizer step ends. Without either,
+/// a trace with CPU or GPU events is one iteration, numbered 0, whose bounds the
+/// builder sets to the span of the graph (iteration_source::whole_trace).
 inline iteration_table find_iterations(const decoded_trace& d, warning_log& warnings) {
   iteration_table out;
   auto& list = out.list;
@@ -66,6 +85,7 @@ inline iteration_table find_iterations(const decoded_trace& d, warning_log& warn
       list.push_back({m.n, m.ts, m.end, std::string(d.cpu[m.ev].name)});
       out.marker_events.push_back(m.ev);
     }
+    out.source = iteration_source::profiler_steps;
   } else {
     std::vector<mark> opt;
     for (std::uint32_t i = 0; i < d.cpu.size(); ++i) {
@@ -73,7 +93,15 @@ inline iteration_table find_iterations(const decoded_trace& d, warning_log& warn
       if ((e.cat == ecat::user_annotation || e.cat == ecat::cpu_op) && starts_with(e.name, "Optimizer.step"))
         opt.push_back({e.ts, e.ts + e.dur, 0, i});
     }
-    if (opt.empty()) return out;
+    if (opt.empty()) {
+      if (!d.cpu.empty() || !d.gpu.empty()) {
+        list.push_back({0, 0, 0, "whole trace (no step markers)"});
+        out.source = iteration_source::whole_trace;
+        out.begins.push_back(0);
+      }
+      return out;
+    }
+    out.source = iteration_source::optimizer_steps;
     std::sort(opt.begin(), opt.end(), [](auto& a, auto& b) { return a.ts < b.ts; });
     const auto thread = d.cpu[opt.front().ev].thread;
     std::vector<time_ns> starts;

@@ -248,6 +248,32 @@ inline task_map make_tasks(const decoded_trace& d, thread_table& tt, gpu_links& 
   return T;
 }
 
+/// Stage 13b: the latest trace end of each iteration's work: its CPU slices and the GPU
+/// ops they launched (which may run long after the iteration's marker ended). With the
+/// whole trace as one iteration, sets its bounds to `mains`' span.
+inline void set_work_ends(iteration_table& its, const decoded_trace& d, const thread_table& tt, const task_map& T,
+                          const main_threads& mains, const daydream::graph& g) {
+  if (its.source == iteration_source::whole_trace) {
+    its.list.front().begin = its.begins.front() = mains.begin;
+    its.list.front().end = mains.end;
+  }
+  auto index_of = [&](std::int32_t n) -> std::size_t {
+    for (std::size_t k = 0; k < its.list.size(); ++k)
+      if (its.list[k].number == n) return k;
+    return its.list.size();
+  };
+  for (auto& it : its.list) it.work_end = it.begin;
+  auto extend = [&](std::int32_t n, time_ns end) {
+    if (n < 0) return;
+    auto k = index_of(n);
+    if (k < its.list.size()) its.list[k].work_end = std::max(its.list[k].work_end, end);
+  };
+  for (auto& th : tt.threads)
+    for (auto& s : th.slices) extend(s.iteration, s.end);
+  for (std::uint32_t o = 0; o < d.gpu.size(); ++o)
+    if (T.gpu_task[o] != no_task) extend(g.iteration(T.gpu_task[o]), d.gpu[o].ts + d.gpu[o].dur);
+}
+
 //! @endcond
 
 } // namespace daydream::io::detail

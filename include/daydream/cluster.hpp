@@ -60,6 +60,10 @@ struct cluster {
   std::uint32_t parameter_servers = 0;   ///< 0: one server per machine, colocated
   double server_bandwidth = 0;           ///< bytes/s of a server's NIC; 0: network.bandwidth
 
+  /// GPUs per machine assumed when `nvlink=` is given without a machine shape (an
+  /// NVLink server: DGX-1, DGX A100, HGX H100 all hold 8).
+  static constexpr std::uint32_t nvlink_machine_size = 8;
+
   /// Every worker of the cluster.
   constexpr std::uint32_t workers() const noexcept { return machines * workers_per_machine; }
   /// The link between two GPUs of one machine: NVLink if present, else PCIe.
@@ -99,6 +103,9 @@ struct cluster {
   /// 1 (one GPU per machine) for most passes; BlueConnect, whose point is the hierarchy,
   /// uses 8 (`workers=16` is 2 machines x 8 GPUs; fewer workers than that share one
   /// machine, and a count that does not divide into machines of 8 must say its shape).
+  /// Giving `nvlink=` without a shape also means machines of nvlink_machine_size GPUs:
+  /// NVLink joins the GPUs of one machine, so `ddp:workers=2,nvlink=300GB/s` is two GPUs
+  /// of one machine, not two machines whose NVLink would go unused.
   ///
   /// Throws daydream::usage_error if the worker counts disagree (`workers=16,machines=3`)
   /// or a bandwidth is zero.
@@ -125,6 +132,8 @@ struct cluster {
           fail("workers=" + std::to_string(w) + " does not divide into workers_per_machine=" + std::to_string(pm));
         m = w / pm;
       } else if (!has_m && !has_pm) {
+        // NVLink joins the GPUs of a machine: asking for it asks for machines of several.
+        if (p.has("nvlink")) per_machine = std::max<std::uint32_t>(per_machine, nvlink_machine_size);
         pm = std::min<std::int64_t>(w, std::max<std::uint32_t>(per_machine, 1));
         if (w % pm)
           fail("workers=" + std::to_string(w) + " does not divide into machines of " + std::to_string(pm) +

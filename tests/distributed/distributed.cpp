@@ -107,6 +107,15 @@ TEST_CASE("cluster parameters are read the same way for every pass, with units")
   // The ring is paced by its slowest link: the NIC.
   CHECK(d.ring_link().bandwidth == doctest::Approx(12.5e9));
 
+  // NVLink without a shape: machines of 8 GPUs, so the NVLink is used.
+  auto n = make_cluster("workers=2,nvlink=10000GB/s");
+  CHECK(n.machines == 1);
+  CHECK(n.workers_per_machine == 2);
+  CHECK(n.ring_link().bandwidth == doctest::Approx(10e12));
+  CHECK(make_cluster("workers=16,nvlink=300GB/s").machines == 2);
+  CHECK_THROWS_AS(make_cluster("workers=12,nvlink=300GB/s"), usage_error);
+  CHECK(make_cluster("workers=12,machines=12,nvlink=300GB/s").workers_per_machine == 1);
+
   auto e = make_cluster("machines=4,workers_per_machine=2");
   CHECK(e.workers() == 8);
   CHECK(e.servers() == 4);

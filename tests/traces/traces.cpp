@@ -80,7 +80,10 @@ TEST_CASE("the bundled corpus is all there, and the run says how many traces it 
 
 TEST_CASE("every real trace loads, accounts for every event and has an acyclic graph") {
   std::size_t n = 0;
-  for (auto& [f, name, bundled] : testing::corpus()) {
+  for (auto& trace : testing::corpus()) {
+    // plain references, not structured bindings: CAPTURE's lambda captures them
+    const auto& f = trace.file;
+    const auto& name = trace.name;
     CAPTURE(name);
     auto& t = load(f);
     CHECK(t.report.events > 0);
@@ -97,7 +100,11 @@ TEST_CASE("every real trace loads, accounts for every event and has an acyclic g
 
 TEST_CASE("the unmodified graph replays every steady-state iteration within 2% of the trace") {
   std::size_t checked = 0, bundled_checked = 0, traces = 0;
-  for (auto& [f, name, bundled] : testing::corpus()) {
+  for (auto& trace : testing::corpus()) {
+    // plain references, not structured bindings: CAPTURE's lambda captures them
+    const auto& f = trace.file;
+    const auto& name = trace.name;
+    const bool bundled = trace.bundled;
     auto& t = load(f);
     auto r = replay(t.g);
     auto rows = tests::accuracy(t, r);
@@ -134,7 +141,10 @@ TEST_CASE("the unmodified graph replays every steady-state iteration within 2% o
 TEST_CASE("the replay's peak memory plus what was allocated before equals the trace's peak") {
   // Every trace with device [memory] events that carry "Total Allocated".
   std::size_t n = 0;
-  for (auto& [f, name, bundled] : testing::corpus()) {
+  for (auto& trace : testing::corpus()) {
+    // plain references, not structured bindings: CAPTURE's lambda captures them
+    const auto& f = trace.file;
+    const auto& name = trace.name;
     auto& t = load(f);
     if (t.info.memory_peak <= 0) continue;
     CAPTURE(name);

@@ -17,6 +17,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <algorithm>
 #include <vector>
 
 #include <unistd.h> // getpid, for a private temporary directory
@@ -339,6 +340,23 @@ TEST_CASE("hostile: a JSON array cut inside an event, or of non-objects, is refu
   CHECK(error_after_path("array_with_string.json") == "event #1: is a string, not an object");
 }
 
+TEST_CASE("hostile: thread ids above INT64_MAX and string thread ids are kept as the trace writes them") {
+  auto t = dio::load_kineto(input("tid_unsigned_and_string.json"));
+  CHECK(t.report.in_graph == 3);
+  check_accounting(t);
+  std::vector<std::string> names;
+  for (std::size_t r = 0; r < t.g.resource_count(); ++r) names.push_back(t.g.resource_at(resource_id(r)).name);
+  auto named = [&](std::string_view prefix) {
+    for (auto& n : names)
+      if (n.rfind(prefix, 0) == 0) return true;
+    return false;
+  };
+  CHECK(named("thread 18446744071562067968 (pid 4242"));
+  CHECK(named("thread 4026531840 (pid 4242"));
+  CHECK(named("thread 9223372036854775807 (pid 4242"));
+  for (auto& n : names) CHECK(n.find("thread -") == std::string::npos);
+}
+
 TEST_CASE("hostile: unknown categories and phases are counted by reason") {
   auto t = dio::load_kineto(input("unknown_categories.json"));
   CHECK(t.report.events == 8);
@@ -449,7 +467,7 @@ TEST_CASE("hostile: every committed input gives a trace or an error naming the f
       ++refused;
     }
   }
-  CHECK(loaded == 10);  // two array-form traces among them
+  CHECK(loaded == 11);  // two array-form traces among them
   CHECK(refused == 32);
 }
 

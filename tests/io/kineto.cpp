@@ -865,3 +865,13 @@ TEST_CASE("keep_iterations keeps a range of iterations and bridges the rest") {
                        daydream::error);
   CHECK_THROWS_AS(dio::keep_iterations(all, 2, 1), daydream::error);
 }
+
+TEST_CASE("thread ids are named as the trace writes them: a legacy trace's string tids") {
+  // Legacy Kineto writes "pid": "25738", "tid": "25772" as strings.
+  const std::filesystem::path f =
+      DAYDREAM_SOURCE_DIR "/tests/data/kineto_resnet50_v100_legacy/num_workers_0.steps5-8.json.gz";
+  REQUIRE_MESSAGE(std::filesystem::exists(f), "missing bundled trace " << f.string());
+  auto t = dio::load_kineto(f);
+  CHECK(t.g.find_resource("thread 25738 (pid 25738, main)") != no_resource);
+  CHECK(t.g.find_resource("thread 25772 (pid 25738)") != no_resource);
+}

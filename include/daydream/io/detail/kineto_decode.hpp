@@ -174,6 +174,10 @@ struct decoded_trace {
   std::vector<sync_event> syncs;
   std::vector<op_meta> metas;
   std::vector<pidtid> threads;          ///< CPU threads, by first appearance
+  /// Per thread: its `pid` and `tid` as the trace writes them (a number's digits or a
+  /// string's contents; "0" when absent), for names shown to people.
+  struct thread_label { std::string_view pid, tid; };
+  std::vector<thread_label> thread_labels;
   std::size_t events = 0;               ///< elements of traceEvents
   std::map<std::string, std::size_t> ignored; ///< events not kept, by reason
   std::vector<std::string> gpus;        ///< deviceProperties names
@@ -257,6 +261,7 @@ struct decode_failure {
 struct id_value {
   std::int64_t num = 0;
   std::string_view str;
+  std::string_view text; ///< as the trace writes it (a number's digits, a string's contents)
   bool is_string = false;
   bool present = false;
 };
@@ -469,10 +474,18 @@ private:
     if (auto err = v.type().get(t)) syntax(err, &doc);
     out.present = true;
     if (t == json_type::number) {
-      if (!parse_integer_text(v.raw_json_token(), out.num))
-        fail_event(std::string("field '") + field + "' is not an integer (" + std::string(trim(v.raw_json_token())) + ")");
+      out.text = trim(v.raw_json_token());
+      if (!parse_integer_text(out.text, out.num)) {
+        // an id above INT64_MAX (an unsigned pthread id): kept by its bits, named as written
+        std::uint64_t u = 0;
+        auto [p, ec] = std::from_chars(out.text.data(), out.text.data() + out.text.size(), u);
+        if (ec != std::errc() || p != out.text.data() + out.text.size())
+          fail_event(std::string("field '") + field + "' is not an integer (" + std::string(out.text) + ")");
+        out.num = static_cast<std::int64_t>(u);
+      }
     } else if (t == json_type::string) {
       if (auto err = v.get_string().get(out.str)) syntax(err, &doc);
+      out.text = out.str;
       out.is_string = true;
     } else {
       fail_event(std::string("field '") + field + "' must be a number or a string, not " + std::string(type_name(t)));
@@ -617,7 +630,10 @@ private:
     pidtid k{id_of(e.pid), id_of(e.tid)};
     if (have_last_ && k == last_key_) return last_thread_;
     auto [it, fresh] = thread_index_.try_emplace(k, static_cast<std::uint32_t>(out_.threads.size()));
-    if (fresh) out_.threads.push_back(k);
+    if (fresh) {
+      out_.threads.push_back(k);
+      out_.thread_labels.push_back({e.pid.present ? e.pid.text : "0", e.tid.present ? e.tid.text : "0"});
+    }
     have_last_ = true;
     last_key_ = k;
     last_thread_ = it->second;

@@ -54,11 +54,6 @@ struct task_map {
   }
 };
 
-/// A thread or process id as the resource name shows it (string ids: "s<k>").
-inline std::string tid_text(std::int64_t v) {
-  if (v <= std::numeric_limits<std::int64_t>::min() / 4) return "s" + std::to_string(v - std::numeric_limits<std::int64_t>::min() / 2);
-  return std::to_string(v);
-}
 
 /// Sets the operation, size and group of a collective from the metadata of its kernel,
 /// or of the annotations around its launch (nccl:*, record_param_comms, c10d::*).
@@ -160,9 +155,12 @@ inline task_map make_tasks(const decoded_trace& d, thread_table& tt, gpu_links& 
   for (auto& th : tt.threads) n += th.slices.size();
   g.reserve(n);
   const std::int32_t node = d.rank >= 0 ? d.rank : 0;
-  for (auto& th : tt.threads) {
+  for (std::uint32_t t = 0; t < tt.threads.size(); ++t) {
+    auto& th = tt.threads[t];
     if (th.slices.empty()) continue;
-    std::string name = "thread " + tid_text(th.key.tid) + " (pid " + tid_text(th.key.pid);
+    // ids as the trace writes them (large unsigned numbers, strings)
+    auto& label = d.thread_labels[t];
+    std::string name = "thread " + std::string(label.tid) + " (pid " + std::string(label.pid);
     name += th.is_main ? ", main)" : th.backward ? ", backward)" : ")";
     th.res = g.add_resource({name, resource_kind::cpu_thread, sharing::exclusive, node, -1, 0});
   }

@@ -696,6 +696,18 @@ TEST_CASE("a distributed pass that changes nothing says so and why") {
     CHECK(rep.workers == 1);
     CHECK(replay(it.g).makespan == 3'605);
   }
+  SUBCASE("one worker on a rank of a job: its all-reduce goes, nothing replaces it, and it says so") {
+    auto it = make_traced_rank(10'000'000, 2'000'000, true);
+    auto rep = apply(it.g, dp::ddp::from_params(pass_params::parse("ddp", "workers=1")));
+    CHECK(rep.applied);
+    CHECK(rep.workers == 1);
+    CHECK(!it.g.contains(it.recorded));
+    CHECK(tasks<comm_task>(it.g).begin() == tasks<comm_task>(it.g).end());
+    CHECK(replay(it.g).makespan == 3'605);
+    bool said = false;
+    for (auto& n : rep.notes) said = said || n.find("nothing replaces it") != std::string::npos;
+    CHECK(said);
+  }
   SUBCASE("no gradient sizes: a rank's recorded all-reduce is kept, not stripped") {
     auto it = make_traced_rank(0, 2'000'000, false);
     const auto before = replay(it.g).makespan;

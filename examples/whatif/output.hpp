@@ -1,4 +1,4 @@
-// Defines the outputs of daydream-whatif: the table, the JSON object, the critical path and the HTML report.
+// Defines the outputs of the what-if program: the table, the JSON object, the critical path and the timeline.
 // SPDX-License-Identifier: MIT
 #ifndef DAYDREAM_EXAMPLES_WHATIF_OUTPUT_HPP
 #define DAYDREAM_EXAMPLES_WHATIF_OUTPUT_HPP
@@ -13,26 +13,42 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace whatif {
+
+/// A bundled pass the default run left out, and why.
+struct skipped_pass {
+  std::string name;
+  std::string reason;
+};
 
 /// Everything one run of the program computed.
 struct analysis {
   const daydream::io::kineto_trace* trace = nullptr;
   std::string trace_name;
-  std::int32_t iteration = -1;
-  time_ns measured = -1;
+  std::vector<std::int32_t> iterations; ///< the analysed iterations, in order
+  std::int32_t iteration = -1;          ///< the one whose baseline time is the median: breakdowns use it
+  bool whole_trace = false;             ///< no iterations in the trace: all of it is analysed as one
+  std::vector<time_ns> measured;        ///< the trace's own time of each analysed iteration (-1: unknown)
   scenario base;
   std::vector<scenario> scenarios;
-  std::vector<std::string> not_applicable; ///< bundled passes left out of the default run
-  std::string memory_model;                ///< where peak memory comes from
+  std::vector<skipped_pass> not_applicable; ///< bundled passes left out of the default run
+  memory_model memory;
+  std::optional<std::int64_t> batch;    ///< samples per worker and step (--batch)
+  std::vector<std::string> warnings;    ///< shown first in every output
 };
 
 inline std::string ms(time_ns t) { return fmt::format("{:.3f} ms", double(t) / 1e6); }
 inline double us(time_ns t) { return double(t) / 1e3; }
+inline double share(time_ns part, time_ns whole) { return whole > 0 ? 100.0 * double(part) / double(whole) : 0.0; }
 
 inline std::string bytes_str(std::int64_t b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -42,43 +58,299 @@ inline std::string bytes_str(std::int64_t b) {
   return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.2f} {}", v, units[u]);
 }
 
-inline double speedup(const analysis& a, const scenario& s) {
-  return s.predicted > 0 ? double(a.base.predicted) / double(s.predicted) : 0.0;
+/// The trace's name for iteration `i`: "ProfilerStep#104", or "iteration 3 (Optimizer.step#SGD.step)".
+inline std::string iteration_name(const analysis& a, std::int32_t i) {
+  if (a.whole_trace) return "the whole trace";
+  for (auto& it : a.trace->iterations)
+    if (it.number == i) {
+      if (it.marker.rfind("ProfilerStep#", 0) == 0) return it.marker;
+      return it.marker.empty() ? fmt::format("iteration {}", i) : fmt::format("iteration {} ({})", i, it.marker);
+    }
+  return fmt::format("iteration {}", i);
+}
+
+/// One line saying which iterations were analysed, as the trace names them.
+inline std::string iterations_line(const analysis& a) {
+  const auto total = a.trace->iterations.size();
+  if (a.whole_trace)
+    return "no iteration markers (ProfilerStep#N) or optimizer steps in the trace: the whole trace is analysed "
+           "as one iteration";
+  auto in_trace = fmt::format("{} iteration{} in the trace", total, total == 1 ? "" : "s");
+  if (a.iterations.size() == 1) return fmt::format("{}, {}", iteration_name(a, a.iterations.front()), in_trace);
+  return fmt::format("{} to {} ({} steady-state iterations; median {}), {}", iteration_name(a, a.iterations.front()),
+                     iteration_name(a, a.iterations.back()), a.iterations.size(), iteration_name(a, a.iteration),
+                     in_trace);
+}
+
+/// (max - min) / median of the analysed iterations, in percent; 0 for one iteration.
+inline double spread(const std::vector<time_ns>& v) {
+  auto [lo, hi] = extremes(v);
+  auto m = median(v);
+  return m > 0 ? 100.0 * double(hi - lo) / double(m) : 0.0;
+}
+
+/// Workers of the traced job (its world size; 1 for a single-GPU trace).
+inline std::int32_t trace_workers(const analysis& a) { return std::max<std::int32_t>(1, a.trace->info.world_size); }
+
+/// Throughput of a scenario: steps per second, samples per second, and how it scales.
+struct throughput {
+  std::int32_t workers = 1;
+  double steps_per_s = 0;
+  std::optional<double> samples_per_s;       ///< with a known batch
+  double vs_baseline = 0;                    ///< throughput / the baseline's throughput
+  std::optional<double> vs_one_gpu;          ///< throughput / one GPU's (the baseline of a one-GPU trace)
+  std::optional<double> scaling_efficiency;  ///< vs_one_gpu / workers, for data-parallel scenarios
+};
+
+inline throughput throughput_of(const analysis& a, const scenario& s) {
+  throughput t;
+  const auto base_workers = trace_workers(a);
+  t.workers = s.workers() > 0 ? s.workers() : base_workers;
+  if (s.predicted <= 0 || a.base.predicted <= 0) return t;
+  t.steps_per_s = 1e9 / double(s.predicted);
+  if (a.batch) t.samples_per_s = t.steps_per_s * double(*a.batch) * t.workers;
+  t.vs_baseline = double(t.workers) * double(a.base.predicted) / (double(base_workers) * double(s.predicted));
+  if (base_workers == 1) {
+    t.vs_one_gpu = t.vs_baseline;
+    if (s.workers() > 0) t.scaling_efficiency = *t.vs_one_gpu / t.workers;
+  }
+  return t;
+}
+
+/// The speedup shown for a scenario: training throughput relative to the baseline (for a
+/// one-GPU scenario simply baseline time / predicted time).
+inline double speedup(const analysis& a, const scenario& s) { return throughput_of(a, s).vs_baseline; }
+
+/// One line saying what bounds an iteration, from its breakdown.
+inline std::string explain_bound(const graph& g, const daydream::iteration_breakdown& b) {
+  using daydream::resource_kind;
+  if (b.duration <= 0) return "nothing ran in the iteration";
+  auto busy_of = [&](daydream::resource_id r) {
+    for (auto& [res, t] : b.busy)
+      if (res == r) return t;
+    return time_ns(0);
+  };
+  auto top_resource = [&](std::initializer_list<resource_kind> kinds) -> std::string {
+    for (auto& [res, t] : b.critical_by_resource) {
+      auto k = g.resource_at(res).kind;
+      if (std::find(kinds.begin(), kinds.end(), k) != kinds.end())
+        return fmt::format("{} busy {:.0f}%", g.resource_at(res).name, share(busy_of(res), b.duration));
+    }
+    return "";
+  };
+  auto with = [](std::string head, std::string res, std::string tail) {
+    return res.empty() ? head + ": " + tail : head + ": " + res + "; " + tail;
+  };
+  const double on_path = share(b.critical[static_cast<int>(b.bound)], b.duration);
+  switch (b.bound) {
+  case daydream::bound_by::gpu:
+    return with("GPU-bound", top_resource({resource_kind::gpu_stream}),
+                fmt::format("GPU kernels hold {:.0f}% of the critical path", on_path));
+  case daydream::bound_by::cpu:
+    if (2 * b.critical_launch >= b.critical[0])
+      return with("CPU launch-bound", top_resource({resource_kind::cpu_thread}),
+                  fmt::format("kernel launch calls hold {:.0f}% of the critical path, the GPUs are busy {:.0f}%",
+                              share(b.critical_launch, b.duration), share(b.gpu_busy, b.duration)));
+    return with("CPU-bound", top_resource({resource_kind::cpu_thread}),
+                fmt::format("CPU work holds {:.0f}% of the critical path, the GPUs are busy {:.0f}%", on_path,
+                            share(b.gpu_busy, b.duration)));
+  case daydream::bound_by::communication:
+    return with("communication-bound", top_resource({resource_kind::link, resource_kind::gpu_stream, resource_kind::other}),
+                fmt::format("communication holds {:.0f}% of the critical path ({:.0f}% of communication time "
+                            "overlaps GPU computation)",
+                            on_path, share(b.comm_overlapped, b.comm_busy)));
+  case daydream::bound_by::memory_copies:
+    return with("copy-bound", top_resource({resource_kind::copy_engine, resource_kind::gpu_stream}),
+                fmt::format("memory copies hold {:.0f}% of the critical path", on_path));
+  case daydream::bound_by::idle:
+    return fmt::format("latency-bound: {:.0f}% of the critical path is idle time between tasks (waits for "
+                       "synchronization, data loading or launch latency), the GPUs are busy {:.0f}%",
+                       on_path, share(b.gpu_busy, b.duration));
+  }
+  return "";
+}
+
+/// The breakdown of the representative iteration in scenario `s`.
+inline daydream::iteration_breakdown breakdown_of(const analysis& a, const scenario& s) {
+  return daydream::breakdown(s.g, s.r, a.iteration);
+}
+
+/// What a scenario's row says instead of a speedup when it has none: empty if it has one.
+inline std::string no_result(const scenario& s) {
+  if (!s.error.empty()) return "refused: " + s.error;
+  if (!s.applied()) return "no change: " + s.reason();
+  return "";
+}
+
+/// Per-iteration speedups vary by more than 10% of their median: the warning, or "".
+inline std::string iteration_warning(const analysis& a, const scenario& s) {
+  if (a.iterations.size() < 2 || !s.error.empty()) return "";
+  std::vector<double> sp;
+  for (std::size_t k = 0; k < a.iterations.size(); ++k)
+    if (a.base.per_iteration[k] > 0 && s.per_iteration[k] > 0)
+      sp.push_back(double(a.base.per_iteration[k]) / double(s.per_iteration[k]));
+  if (sp.size() < 2) return "";
+  auto [lo, hi] = std::minmax_element(sp.begin(), sp.end());
+  auto sorted = sp;
+  std::sort(sorted.begin(), sorted.end());
+  const double med = sorted[(sorted.size() - 1) / 2];
+  if (med <= 0 || (*hi - *lo) / med <= 0.10) return "";
+  return fmt::format("{}: the speedup differs between iterations, from {:.2f}x ({}) to {:.2f}x ({}); the median "
+                     "is shown",
+                     s.name, *lo, iteration_name(a, a.iterations[std::size_t(lo - sp.begin())]), *hi,
+                     iteration_name(a, a.iterations[std::size_t(hi - sp.begin())]));
+}
+
+/// Warnings about the iterations: measured or replayed times that differ by more than 10%,
+/// and scenarios whose speedup does.
+inline std::vector<std::string> spread_warnings(const analysis& a) {
+  std::vector<std::string> out;
+  if (a.iterations.size() < 2) return out;
+  auto line = [&](const std::vector<time_ns>& v) {
+    auto [lo, hi] = extremes(v);
+    return fmt::format("{:.0f}% ({} to {})", spread(v), ms(lo), ms(hi));
+  };
+  const bool measured = spread(a.measured) > 10.0, replayed = spread(a.base.per_iteration) > 10.0;
+  if (measured || replayed)
+    out.push_back(fmt::format("the {} analysed iterations differ by more than 10%:{}{}; medians are shown, and "
+                              "--iteration N analyses one",
+                              a.iterations.size(), measured ? " measured " + line(a.measured) : std::string(),
+                              replayed ? std::string(measured ? "," : "") + " replayed " + line(a.base.per_iteration)
+                                       : std::string()));
+  for (auto& s : a.scenarios)
+    if (auto w = iteration_warning(a, s); !w.empty()) out.push_back(w);
+  return out;
+}
+
+inline std::string memory_label(const analysis& a) {
+  switch (a.memory.from) {
+  case memory_model::source::trace:
+    return fmt::format("the trace's [memory] events, starting from the {} allocated before the first one "
+                       "(weights, optimizer state)",
+                       bytes_str(a.memory.initial));
+  case memory_model::source::estimate:
+    return "an estimate from recorded tensor shapes: activations only (the trace has no [memory] events; "
+           "weights, gradients and optimizer state are not included)";
+  case memory_model::source::none: break;
+  }
+  return "not predicted: the trace has no [memory] events (record with profile_memory=True) and no tensor "
+         "shapes (record_shapes=True)";
+}
+
+inline std::string_view memory_source_key(const analysis& a) {
+  switch (a.memory.from) {
+  case memory_model::source::trace: return "trace";
+  case memory_model::source::estimate: return "estimate";
+  case memory_model::source::none: break;
+  }
+  return "none";
+}
+
+inline void write_throughput(daydream::io::json_writer& w, const analysis& a, const scenario& s) {
+  auto t = throughput_of(a, s);
+  w.key("throughput").begin_object();
+  w.field("workers", t.workers).field("steps_per_s", t.steps_per_s);
+  w.key("samples_per_s");
+  if (t.samples_per_s) w.value(*t.samples_per_s); else w.null();
+  w.key("vs_one_gpu");
+  if (t.vs_one_gpu) w.value(*t.vs_one_gpu); else w.null();
+  w.key("scaling_efficiency");
+  if (t.scaling_efficiency) w.value(*t.scaling_efficiency); else w.null();
+  w.end_object();
+}
+
+inline void write_times(daydream::io::json_writer& w, const analysis& a, const scenario& s) {
+  w.key("per_iteration_us").begin_array();
+  for (auto t : s.per_iteration)
+    if (t >= 0) w.value(us(t)); else w.null();
+  w.end_array();
+  auto [lo, hi] = extremes(s.per_iteration);
+  w.key("spread_us").begin_object().field("min", us(lo)).field("max", us(hi)).end_object();
+  (void)a;
 }
 
 /// The JSON object of `--json` (schema in docs/getting-started.md).
 inline std::string to_json(const analysis& a) {
   daydream::io::json_writer w(true);
+  const auto& tr = *a.trace;
   w.begin_object();
   w.field("trace", a.trace_name);
   w.field("iteration", a.iteration);
+  w.field("iteration_name", iteration_name(a, a.iteration));
+  w.field("iterations_in_trace", tr.iterations.size());
+  w.key("iterations").begin_array();
+  for (std::size_t k = 0; k < a.iterations.size(); ++k) {
+    w.begin_object().field("iteration", a.iterations[k]).field("name", iteration_name(a, a.iterations[k]));
+    w.key("measured_us");
+    if (a.measured[k] > 0) w.value(us(a.measured[k])); else w.null();
+    w.key("baseline_us");
+    if (a.base.per_iteration[k] >= 0) w.value(us(a.base.per_iteration[k])); else w.null();
+    w.end_object();
+  }
+  w.end_array();
+  w.key("warnings").begin_array();
+  for (auto& s : a.warnings) w.value(s);
+  w.end_array();
   w.key("measured_us");
-  if (a.measured > 0) w.value(us(a.measured)); else w.null();
+  auto mm = median(a.measured);
+  if (mm > 0) w.value(us(mm)); else w.null();
   w.field("baseline_us", us(a.base.predicted));
-  w.field("memory_model", a.memory_model);
+  write_times(w, a, a.base);
+  auto bb = breakdown_of(a, a.base);
+  w.field("bound", explain_bound(a.base.g, bb));
+  w.field("memory_model", memory_label(a));
+  w.key("memory").begin_object();
+  w.field("source", memory_source_key(a));
+  w.key("initial_allocated_bytes");
+  if (a.memory.from == memory_model::source::trace) w.value(a.memory.initial); else w.null();
+  w.key("trace_peak_bytes");
+  if (tr.info.memory_peak >= 0) w.value(tr.info.memory_peak); else w.null();
+  w.end_object();
   w.key("baseline_peak_memory_bytes");
   if (a.base.peak_memory) w.value(*a.base.peak_memory); else w.null();
+  w.key("batch");
+  if (a.batch) w.value(*a.batch); else w.null();
+  w.field("workers", trace_workers(a));
   w.key("not_applicable").begin_array();
-  for (auto& n : a.not_applicable) w.value(n);
+  for (auto& n : a.not_applicable) w.value(n.name);
   w.end_array();
+  w.key("not_applicable_reasons").begin_object();
+  for (auto& n : a.not_applicable) w.field(n.name, n.reason);
+  w.end_object();
   w.key("scenarios").begin_array();
   for (auto& s : a.scenarios) {
+    const bool ok = s.error.empty();
     w.begin_object();
     w.field("name", s.name);
     w.key("passes").begin_array();
     for (auto& p : s.passes) w.value(p);
     w.end_array();
+    w.field("applied", ok && s.applied());
+    w.key("reason");
+    if (!ok) w.value(s.error);
+    else if (!s.applied()) w.value(s.reason());
+    else w.null();
     w.key("predicted_us");
-    if (s.error.empty()) w.value(us(s.predicted)); else w.null();
+    if (ok) w.value(us(s.predicted)); else w.null();
     w.key("speedup");
-    if (s.error.empty()) w.value(speedup(a, s)); else w.null();
+    if (ok) w.value(speedup(a, s)); else w.null();
+    w.key("iteration_speedup");
+    if (ok) w.value(double(a.base.predicted) / double(s.predicted)); else w.null();
+    if (ok) {
+      write_times(w, a, s);
+      write_throughput(w, a, s);
+      w.field("bound", explain_bound(s.g, breakdown_of(a, s)));
+    }
     w.key("peak_memory_bytes");
-    if (s.peak_memory && s.error.empty()) w.value(*s.peak_memory); else w.null();
-    if (!s.error.empty()) w.field("error", s.error);
+    if (s.peak_memory && ok) w.value(*s.peak_memory); else w.null();
+    if (!ok) w.field("error", s.error);
     if (!s.reports.empty()) {
       w.key("reports").begin_array();
       for (auto& rep : s.reports) {
-        w.begin_object().field("pass", rep.pass);
+        w.begin_object().field("pass", rep.pass).field("applied", rep.applied);
+        w.key("reason");
+        if (rep.applied) w.null(); else w.value(rep.reason);
+        w.field("workers", rep.workers);
         w.key("items").begin_object();
         for (auto& [k, v] : rep.items) w.field(k, v);
         w.end_object();
@@ -91,7 +363,7 @@ inline std::string to_json(const analysis& a) {
     w.end_object();
   }
   w.end_array();
-  auto& rep = a.trace->report;
+  auto& rep = tr.report;
   w.key("ingest").begin_object();
   w.field("events", rep.events).field("in_graph", rep.in_graph);
   w.key("ignored").begin_object();
@@ -103,55 +375,87 @@ inline std::string to_json(const analysis& a) {
   return w.take() + "\n";
 }
 
+/// The throughput line of a data-parallel scenario ("16 workers: ..."), or "".
+inline std::string throughput_line(const analysis& a, const scenario& s) {
+  if (s.workers() == 0 || !s.error.empty() || s.predicted <= 0) return "";
+  auto t = throughput_of(a, s);
+  std::string line = fmt::format("{} workers: {:.2f} steps/s", t.workers, t.steps_per_s);
+  if (t.samples_per_s) line += fmt::format(", {:.1f} samples/s (batch {} per worker)", *t.samples_per_s, *a.batch);
+  else line += " (give --batch N for samples/s)";
+  if (t.vs_one_gpu)
+    line += fmt::format("; {:.2f}x the throughput of one GPU, scaling efficiency {:.0f}%", *t.vs_one_gpu,
+                        100.0 * *t.scaling_efficiency);
+  else
+    line += fmt::format("; {:.2f}x the traced job's throughput ({} workers; no one-GPU time to compare with)",
+                        t.vs_baseline, trace_workers(a));
+  return line;
+}
+
 /// The human-readable answer.
 inline void print_table(std::FILE* out, const analysis& a) {
   const auto& t = *a.trace;
-  fmt::print(out, "daydream-whatif: {}\n", a.trace_name);
+  fmt::print(out, "daydream whatif: {}\n", a.trace_name);
+  for (auto& wmsg : a.warnings) fmt::print(out, "  WARNING: {}\n", wmsg);
   if (!t.info.gpus.empty()) fmt::print(out, "  GPU: {}", t.info.gpus.front());
   if (t.info.world_size > 0) fmt::print(out, "  rank {} of {}", t.info.rank, t.info.world_size);
-  fmt::print(out, "\n  iteration {} of {}; {} tasks, {} dependencies; {} of {} events in the graph, the rest accounted for by reason\n\n",
-             a.iteration, t.iterations.size(), t.g.size(), t.g.dependency_count(), t.report.in_graph, t.report.events);
+  fmt::print(out, "\n  {}\n  {} tasks, {} dependencies; {} of {} events in the graph, the rest accounted for by reason\n\n",
+             iterations_line(a), t.g.size(), t.g.dependency_count(), t.report.in_graph, t.report.events);
 
   std::size_t w = 20;
   for (auto& s : a.scenarios) w = std::max(w, s.name.size());
-  fmt::print(out, "  {:<{}} {:>14} {:>9} {:>13}\n", "scenario", w, "iteration", "speedup", "peak memory");
-  if (a.measured > 0) fmt::print(out, "  {:<{}} {:>14}\n", "measured (trace)", w, ms(a.measured));
+  const bool many = a.iterations.size() > 1;
+  fmt::print(out, "  {:<{}} {:>14} {:>8} {:>9} {:>13}\n", "scenario", w, many ? "iteration*" : "iteration",
+             many ? "spread" : "", "speedup", "peak memory");
+  auto spread_str = [&](const std::vector<time_ns>& v) { return many ? fmt::format("{:.1f}%", spread(v)) : ""; };
+  if (median(a.measured) > 0)
+    fmt::print(out, "  {:<{}} {:>14} {:>8}\n", "measured (trace)", w, ms(median(a.measured)), spread_str(a.measured));
   auto mem = [](const scenario& s) { return s.peak_memory ? bytes_str(*s.peak_memory) : std::string("n/a"); };
-  fmt::print(out, "  {:<{}} {:>14} {:>9} {:>13}\n", "baseline (replay)", w, ms(a.base.predicted), "1.00x", mem(a.base));
+  fmt::print(out, "  {:<{}} {:>14} {:>8} {:>9} {:>13}\n", "baseline (replay)", w, ms(a.base.predicted),
+             spread_str(a.base.per_iteration), "1.00x", mem(a.base));
+  fmt::print(out, "  {:<{}}   {}\n", "", w, explain_bound(a.base.g, breakdown_of(a, a.base)));
   for (auto& s : a.scenarios) {
-    if (!s.error.empty()) { fmt::print(out, "  {:<{}} refused: {}\n", s.name, w, s.error); continue; }
-    fmt::print(out, "  {:<{}} {:>14} {:>8.2f}x {:>13}\n", s.name, w, ms(s.predicted), speedup(a, s), mem(s));
+    auto nr = no_result(s);
+    if (!s.error.empty()) { fmt::print(out, "  {:<{}} {}\n", s.name, w, nr); continue; }
+    if (!nr.empty()) {
+      fmt::print(out, "  {:<{}} {:>14} {:>8} {:>9} {:>13}\n", s.name, w, ms(s.predicted), spread_str(s.per_iteration),
+                 "-", mem(s));
+      fmt::print(out, "  {:<{}}   {}\n", "", w, nr);
+      continue;
+    }
+    fmt::print(out, "  {:<{}} {:>14} {:>8} {:>8.2f}x {:>13}\n", s.name, w, ms(s.predicted),
+               spread_str(s.per_iteration), speedup(a, s), mem(s));
+    if (auto tl = throughput_line(a, s); !tl.empty()) fmt::print(out, "  {:<{}}   {}\n", "", w, tl);
+    fmt::print(out, "  {:<{}}   {}\n", "", w, explain_bound(s.g, breakdown_of(a, s)));
   }
+  if (many)
+    fmt::print(out, "  * the median of the {} analysed iterations; spread: (slowest - fastest) / median\n",
+               a.iterations.size());
   if (!a.not_applicable.empty()) {
-    std::string names;
-    for (auto& n : a.not_applicable) names += (names.empty() ? "" : ", ") + n;
-    fmt::print(out, "  not applicable to this trace: {}\n"
-                    "    (e.g. no backward pass, no recorded tensor shapes; run one with --pass NAME to see why,\n"
-                    "     or give the distributed passes a model size: --pass 'ddp:workers=16,model_bytes=100MB')\n",
-               names);
+    fmt::print(out, "  not applicable to this trace:\n");
+    for (auto& n : a.not_applicable) fmt::print(out, "    {}: {}\n", n.name, n.reason);
   }
-  fmt::print(out, "  peak memory from: {}\n", a.memory_model);
-  if (a.measured > 0)
-    fmt::print(out, "\n  replay error vs measured: {:+.2f}%\n",
-               100.0 * double(a.base.predicted - a.measured) / double(a.measured));
+  fmt::print(out, "  peak memory: {}\n", memory_label(a));
+  if (t.info.memory_peak >= 0) fmt::print(out, "    the trace's own peak: {}\n", bytes_str(t.info.memory_peak));
+  if (median(a.measured) > 0) {
+    fmt::print(out, "\n  replay error vs measured: {:+.2f}%", share(a.base.predicted - median(a.measured), median(a.measured)));
+    if (many) fmt::print(out, " (medians)");
+    fmt::print(out, "\n");
+  }
 
-  auto b = daydream::breakdown(a.base.g, a.base.r, a.iteration);
-  fmt::print(out, "\n  baseline breakdown of iteration {}:\n", a.iteration);
-  fmt::print(out, "    {:<14} {:>12} {:>12}\n", "phase", "CPU", "GPU");
+  auto b = breakdown_of(a, a.base);
+  fmt::print(out, "\n  baseline breakdown of {} ({}): busy time per phase\n", iteration_name(a, a.iteration), ms(b.duration));
+  fmt::print(out, "    {:<14} {:>12} {:>12} {:>14}\n", "phase", "CPU", "GPU", "communication");
   for (int p = 0; p < 4; ++p)
-    if (b.cpu_by_phase[p] || b.gpu_by_phase[p])
-      fmt::print(out, "    {:<14} {:>12} {:>12}\n", daydream::to_string(daydream::phase(p)),
-                 ms(b.cpu_by_phase[p]), ms(b.gpu_by_phase[p]));
-  time_ns cp = 0;
-  for (auto x : b.critical) cp += x;
+    if (b.cpu_by_phase[p] || b.gpu_by_phase[p] || b.comm_by_phase[p])
+      fmt::print(out, "    {:<14} {:>12} {:>12} {:>14}\n", daydream::to_string(daydream::phase(p)),
+                 ms(b.cpu_by_phase[p]), ms(b.gpu_by_phase[p]), ms(b.comm_by_phase[p]));
   const char* kinds[] = {"CPU", "GPU kernels", "communication", "memory copies", "idle"};
-  fmt::print(out, "    bound by: {}  (critical path:", daydream::to_string(b.bound));
+  fmt::print(out, "    critical path:");
   for (int k = 0; k < 5; ++k)
-    if (b.critical[k]) fmt::print(out, " {} {:.0f}%", kinds[k], cp ? 100.0 * double(b.critical[k]) / double(cp) : 0.0);
-  fmt::print(out, ")\n    busiest resources:");
+    if (b.critical[k]) fmt::print(out, " {} {:.1f}%", kinds[k], share(b.critical[k], b.duration));
+  fmt::print(out, "\n    busiest resources:");
   for (std::size_t i = 0; i < b.busy.size() && i < 4; ++i)
-    fmt::print(out, " {} {:.0f}%{}", a.base.g.resource_at(b.busy[i].first).name,
-               b.duration > 0 ? 100.0 * double(b.busy[i].second) / double(b.duration) : 0.0,
+    fmt::print(out, " {} {:.0f}%{}", a.base.g.resource_at(b.busy[i].first).name, share(b.busy[i].second, b.duration),
                i + 1 < std::min<std::size_t>(4, b.busy.size()) ? "," : "");
   fmt::print(out, "\n");
 
@@ -164,34 +468,59 @@ inline void print_table(std::FILE* out, const analysis& a) {
     }
 }
 
-/// `--critical-path`: the baseline's critical path of the iteration, by layer and phase.
-inline void print_critical_path(std::FILE* out, const analysis& a, std::size_t rows = 20) {
-  auto b = daydream::breakdown(a.base.g, a.base.r, a.iteration);
-  auto path = daydream::iteration_critical_path(a.base.g, a.base.r, a.iteration);
-  time_ns total = 0;
-  for (auto& [k, d] : b.critical_by_layer) total += d;
-  fmt::print(out, "\ncritical path of iteration {} ({} tasks, {} of work), by layer and phase:\n",
-             a.iteration, path.size(), ms(total));
-  fmt::print(out, "  {:<48} {:<14} {:>12} {:>7}\n", "layer", "phase", "time", "share");
-  for (std::size_t i = 0; i < b.critical_by_layer.size() && i < rows; ++i) {
-    auto& [k, d] = b.critical_by_layer[i];
-    auto layer = k.first.empty() ? std::string("(no layer)") : k.first;
-    if (layer.size() > 47) layer = layer.substr(0, 44) + "...";
-    fmt::print(out, "  {:<48} {:<14} {:>12} {:>6.1f}%\n", layer, daydream::to_string(k.second), ms(d),
-               total ? 100.0 * double(d) / double(total) : 0.0);
+/// One row of the critical-path summary: a kind of layer in one phase.
+struct critical_group {
+  std::string layer;        ///< layer_kind of its layers ("(no layer)" for none)
+  daydream::phase ph{};
+  time_ns time = 0;
+  std::size_t instances = 0; ///< distinct layers
+};
+
+/// The critical path of the representative iteration summarized by layer kind and phase,
+/// largest first. With idle time (`b.critical[4]`) the rows add up to the iteration.
+inline std::vector<critical_group> critical_groups(const daydream::iteration_breakdown& b) {
+  std::map<std::pair<std::string, daydream::phase>, critical_group> m;
+  for (auto& [k, d] : b.critical_by_layer) {
+    std::string kind = k.first.empty() ? std::string("(no layer)") : std::string(daydream::layer_kind(k.first));
+    auto& gr = m[{kind, k.second}];
+    gr.layer = kind;
+    gr.ph = k.second;
+    gr.time += d;
+    ++gr.instances;
   }
-  if (b.critical_by_layer.size() > rows)
-    fmt::print(out, "  ... {} more layer/phase pairs\n", b.critical_by_layer.size() - rows);
-  std::size_t edges[daydream::dep_kind_count] = {};
-  std::size_t waits = 0;
-  for (auto& st : path) {
-    if (st.why == daydream::binding::dependency) ++edges[static_cast<int>(st.edge)];
-    if (st.why == daydream::binding::resource) ++waits;
+  std::vector<critical_group> out;
+  for (auto& [k, gr] : m) out.push_back(gr);
+  std::stable_sort(out.begin(), out.end(), [](auto& x, auto& y) { return x.time > y.time; });
+  return out;
+}
+
+/// `--critical-path`: the baseline's critical path of the representative iteration, by
+/// kind of work, then by layer kind and phase (top `rows`, the rest summed).
+inline void print_critical_path(std::FILE* out, const analysis& a, std::size_t rows = 15) {
+  auto b = breakdown_of(a, a.base);
+  fmt::print(out, "\ncritical path of {} in the baseline ({}, {} tasks)\n", iteration_name(a, a.iteration),
+             ms(b.duration), b.critical_tasks);
+  const char* kinds[] = {"CPU", "GPU kernels", "communication", "memory copies", "idle between tasks"};
+  fmt::print(out, "  by kind of work:");
+  for (int k = 0; k < 5; ++k)
+    if (b.critical[k]) fmt::print(out, " {} {:.1f}%", kinds[k], share(b.critical[k], b.duration));
+  fmt::print(out, "\n  by layer and phase (the instances of a layer together), share of the iteration:\n");
+  fmt::print(out, "    {:<40} {:<14} {:>9} {:>12} {:>7}\n", "layer", "phase", "instances", "time", "share");
+  auto groups = critical_groups(b);
+  time_ns rest = 0;
+  std::size_t rest_n = 0;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    if (i >= rows) { rest += groups[i].time; ++rest_n; continue; }
+    auto& gr = groups[i];
+    fmt::print(out, "    {:<40} {:<14} {:>9} {:>12} {:>6.1f}%\n", gr.layer, daydream::to_string(gr.ph), gr.instances,
+               ms(gr.time), share(gr.time, b.duration));
   }
-  fmt::print(out, "  steps:");
-  for (int k = 0; k < daydream::dep_kind_count; ++k)
-    if (edges[k]) fmt::print(out, " {} {}", edges[k], daydream::to_string(daydream::dep_kind(k)));
-  fmt::print(out, " {} resource-wait\n", waits);
+  if (rest_n) fmt::print(out, "    {:<40} {:<14} {:>9} {:>12} {:>6.1f}%\n", fmt::format("({} more layer/phase groups)", rest_n),
+                         "", "", ms(rest), share(rest, b.duration));
+  if (b.critical[4])
+    fmt::print(out, "    {:<40} {:<14} {:>9} {:>12} {:>6.1f}%\n", "(idle between tasks)", "", "", ms(b.critical[4]),
+               share(b.critical[4], b.duration));
+  fmt::print(out, "    {:<40} {:<14} {:>9} {:>12} {:>6.1f}%\n", "total", "", "", ms(b.duration), 100.0);
 }
 
 /// `--timeline FILE`: baseline and every scenario side by side.
@@ -201,110 +530,6 @@ inline void write_timeline(const std::string& path, const analysis& a) {
   for (auto& s : a.scenarios)
     if (s.error.empty()) ct.add(s.name, s.g, s.r);
   ct.save(path);
-}
-
-inline std::string html_escape(std::string_view s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-    case '<': o += "&lt;"; break;
-    case '>': o += "&gt;"; break;
-    case '&': o += "&amp;"; break;
-    case '"': o += "&quot;"; break;
-    default: o.push_back(c);
-    }
-  }
-  return o;
-}
-
-/// `--report FILE`: one self-contained HTML page (inline SVG, no scripts, no network).
-inline std::string html_report(const analysis& a) {
-  std::string h;
-  auto out = std::back_inserter(h);
-  fmt::format_to(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                      "<title>daydream what-if: {}</title>\n<style>"
-                      "body{{font-family:sans-serif;margin:2em;color:#222}}table{{border-collapse:collapse}}"
-                      "td,th{{padding:4px 10px;border-bottom:1px solid #ddd;text-align:right}}"
-                      "td:first-child,th:first-child{{text-align:left}}.bad{{color:#a00}}"
-                      "</style></head><body>\n<h1>daydream what-if</h1>\n<p>Trace <code>{}</code>, iteration {}.</p>\n",
-                 html_escape(a.trace_name), html_escape(a.trace_name), a.iteration);
-  // Scenario table.
-  fmt::format_to(out, "<h2>Scenarios</h2>\n<table><tr><th>scenario</th><th>iteration time</th>"
-                      "<th>speedup</th><th>peak memory</th></tr>\n");
-  auto row = [&](std::string_view name, time_ns t, std::string sp, std::string mem) {
-    fmt::format_to(out, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", html_escape(name), ms(t), sp, mem);
-  };
-  auto mem = [](const scenario& s) { return s.peak_memory ? bytes_str(*s.peak_memory) : std::string("n/a"); };
-  if (a.measured > 0) row("measured (trace)", a.measured, "", "");
-  row("baseline (replay)", a.base.predicted, "1.00x", mem(a.base));
-  for (auto& s : a.scenarios) {
-    if (!s.error.empty())
-      fmt::format_to(out, "<tr><td>{}</td><td class=\"bad\" colspan=\"3\">refused: {}</td></tr>\n",
-                     html_escape(s.name), html_escape(s.error));
-    else row(s.name, s.predicted, fmt::format("{:.2f}x", speedup(a, s)), mem(s));
-  }
-  fmt::format_to(out, "</table>\n");
-
-  // Bar chart of predicted iteration times.
-  std::vector<std::pair<std::string, time_ns>> bars;
-  if (a.measured > 0) bars.push_back({"measured", a.measured});
-  bars.push_back({"baseline", a.base.predicted});
-  for (auto& s : a.scenarios)
-    if (s.error.empty()) bars.push_back({s.name, s.predicted});
-  time_ns mx = 1;
-  for (auto& [n, t] : bars) mx = std::max(mx, t);
-  const int bar_h = 22, label_w = 240, chart_w = 460;
-  fmt::format_to(out, "<h2>Predicted iteration time</h2>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
-                      "width=\"{}\" height=\"{}\" role=\"img\">\n", label_w + chart_w + 120, int(bars.size()) * (bar_h + 6) + 10);
-  for (std::size_t i = 0; i < bars.size(); ++i) {
-    int y = 5 + int(i) * (bar_h + 6);
-    int w = int(double(chart_w) * double(bars[i].second) / double(mx));
-    fmt::format_to(out, "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"13\">{}</text>"
-                        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>"
-                        "<text x=\"{}\" y=\"{}\" font-size=\"12\">{}</text>\n",
-                   label_w - 8, y + 15, html_escape(bars[i].first), label_w, y, std::max(w, 1), bar_h,
-                   i == 0 ? "#888" : "#3a7bd5", label_w + w + 6, y + 15, ms(bars[i].second));
-  }
-  fmt::format_to(out, "</svg>\n");
-
-  // Per-phase breakdown: stacked bars of GPU time per phase, per scenario.
-  const char* colors[] = {"#4caf50", "#ff9800", "#9c27b0", "#9e9e9e"};
-  std::vector<std::pair<std::string, daydream::iteration_breakdown>> bds;
-  bds.push_back({"baseline", daydream::breakdown(a.base.g, a.base.r, a.iteration)});
-  for (auto& s : a.scenarios)
-    if (s.error.empty()) bds.push_back({s.name, daydream::breakdown(s.g, s.r, a.iteration)});
-  time_ns mx2 = 1;
-  for (auto& [n, b] : bds) {
-    time_ns sum = 0;
-    for (auto x : b.gpu_by_phase) sum += x;
-    mx2 = std::max(mx2, sum);
-  }
-  fmt::format_to(out, "<h2>GPU time per phase</h2>\n<p>");
-  for (int p = 0; p < 4; ++p)
-    fmt::format_to(out, "<span style=\"color:{}\">&#9632;</span> {} &nbsp; ", colors[p], daydream::to_string(daydream::phase(p)));
-  fmt::format_to(out, "</p>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\">\n",
-                 label_w + chart_w + 120, int(bds.size()) * (bar_h + 6) + 10);
-  for (std::size_t i = 0; i < bds.size(); ++i) {
-    int y = 5 + int(i) * (bar_h + 6), x = label_w;
-    fmt::format_to(out, "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"13\">{}</text>", label_w - 8, y + 15,
-                   html_escape(bds[i].first));
-    time_ns sum = 0;
-    for (int p = 0; p < 4; ++p) {
-      auto v = bds[i].second.gpu_by_phase[p];
-      sum += v;
-      int w = int(double(chart_w) * double(v) / double(mx2));
-      if (w > 0)
-        fmt::format_to(out, "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}: {}</title></rect>",
-                       x, y, w, bar_h, colors[p], daydream::to_string(daydream::phase(p)), ms(v));
-      x += w;
-    }
-    fmt::format_to(out, "<text x=\"{}\" y=\"{}\" font-size=\"12\">{}</text>\n", x + 6, y + 15, ms(sum));
-  }
-  fmt::format_to(out, "</svg>\n");
-  auto b = daydream::breakdown(a.base.g, a.base.r, a.iteration);
-  fmt::format_to(out, "<p>The baseline iteration is bound by <b>{}</b>.</p>\n</body></html>\n",
-                 daydream::to_string(b.bound));
-  return h;
 }
 
 } // namespace whatif

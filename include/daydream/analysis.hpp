@@ -1,4 +1,4 @@
-// Defines breakdowns of a replay: time per phase, per resource, per kind, and the critical path of one iteration.
+// Defines breakdowns of a replay: busy time per phase and resource, and the critical path of one iteration.
 // SPDX-License-Identifier: MIT
 #ifndef DAYDREAM_ANALYSIS_HPP
 #define DAYDREAM_ANALYSIS_HPP
@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -33,74 +34,223 @@ inline constexpr std::string_view to_string(bound_by b) noexcept {
   return "?";
 }
 
-/// The critical path of one iteration: the chain of tasks that ends with the iteration's
-/// last-finishing task, followed back while it stays inside the iteration.
+/// The span of iteration `i` in a replay (see iteration_spans), or nothing if `g` has no
+/// task of that iteration.
+template <class Graph>
+std::optional<iteration_span> span_of(const Graph& g, const replay_result& r, std::int32_t i) {
+  for (auto& s : iteration_spans(g, r))
+    if (s.iteration == i) return s;
+  return std::nullopt;
+}
+
+/// The length of the union of the intervals `v` (half-open, [first, second)) clipped to
+/// [lo, hi): the time during which at least one of them runs. Sorts `v`.
+inline time_ns union_length(std::vector<std::pair<time_ns, time_ns>>& v, time_ns lo, time_ns hi) {
+  std::sort(v.begin(), v.end());
+  time_ns total = 0, cur_b = 0, cur_e = 0;
+  bool open = false;
+  for (auto [b, e] : v) {
+    b = std::max(b, lo);
+    e = std::min(e, hi);
+    if (e <= b) continue;
+    if (open && b <= cur_e) { cur_e = std::max(cur_e, e); continue; }
+    if (open) total += cur_e - cur_b;
+    cur_b = b;
+    cur_e = e;
+    open = true;
+  }
+  if (open) total += cur_e - cur_b;
+  return total;
+}
+
+/// The critical path of one iteration: the chain of tasks that decides when the iteration
+/// ends, followed back (through replay_result::pred) until it leaves the iteration's span.
+///
+/// The span is the one iteration_time measures: from the iteration's first task to the
+/// first task of the next iteration (or, for the last iteration, to its last task's end).
+/// The chain starts at the task that let the next iteration's first task start (for the
+/// last iteration: at the iteration's last-ending task) and may pass through tasks of other
+/// iterations that run inside the span; its first task may have started before the span
+/// (breakdown clips it). Every task of the chain ends after the span's begin and no later
+/// than its end. First task first; empty if `g` has no task of the iteration.
 template <class Graph>
 std::vector<critical_step> iteration_critical_path(const Graph& g, const replay_result& r,
                                                    std::int32_t iteration) {
-  task_id last = no_task;
-  g.for_each_task([&](task_id t) {
-    if (g.iteration(t) == iteration && r.end[t] >= 0 && (last == no_task || r.end[t] > r.end[last]))
-      last = t;
-  });
   std::vector<critical_step> path;
-  for (auto t = last; t != no_task && g.iteration(t) == iteration; t = r.pred[t])
+  auto spans = iteration_spans(g, r);
+  auto it = std::find_if(spans.begin(), spans.end(), [&](auto& s) { return s.iteration == iteration; });
+  if (it == spans.end()) return path;
+  const auto span = *it;
+  const bool has_next = it + 1 != spans.end() && (it + 1)->iteration == iteration + 1;
+  task_id last = no_task;
+  if (has_next) {
+    task_id first_next = no_task;
+    g.for_each_task([&](task_id t) {
+      if (first_next == no_task && g.iteration(t) == iteration + 1 && r.start[t] == span.end) first_next = t;
+    });
+    if (first_next != no_task) last = r.pred[first_next];
+  } else {
+    g.for_each_task([&](task_id t) {
+      if (g.iteration(t) == iteration && r.end[t] >= 0 && (last == no_task || r.end[t] > r.end[last]))
+        last = t;
+    });
+  }
+  for (auto t = last; t != no_task && r.end[t] > span.begin; t = r.pred[t])
     path.push_back({t, r.why[t], r.edge[t]});
   std::reverse(path.begin(), path.end());
   return path;
 }
 
-/// Where the time of one iteration goes.
+/// The kind of work a task is, for breakdowns: CPU, GPU kernel, communication, copy.
+enum class work_kind : std::uint8_t { cpu, gpu_kernel, communication, memory_copy };
+
+/// The work_kind of task `t`.
+template <class Graph> work_kind work_kind_of(const Graph& g, task_id t) {
+  if (g.template is<cpu_task>(t)) return work_kind::cpu;
+  if (g.template is<comm_task>(t)) return work_kind::communication;
+  if (g.template is<memcpy_task>(t)) return work_kind::memory_copy;
+  return work_kind::gpu_kernel;
+}
+
+/// A layer's name without its instance number: "Linear" for "Linear_3", "aten::conv2d"
+/// for "aten::conv2d#7" (layers are numbered per iteration, docs/ingest.md); other names
+/// are returned whole. Critical-path summaries group by it.
+inline std::string_view layer_kind(std::string_view layer) noexcept {
+  auto end = layer.size();
+  while (end > 0 && layer[end - 1] >= '0' && layer[end - 1] <= '9') --end;
+  if (end == layer.size() || end < 2) return layer;
+  if (layer[end - 1] == '#' || layer[end - 1] == '_') return layer.substr(0, end - 1);
+  return layer;
+}
+
+/// Where the time of one iteration goes. Every figure lies within the iteration's span
+/// (busy times are unions of intervals clipped to it, so none exceeds `duration`), and the
+/// critical path's parts add up to `duration` exactly.
 struct iteration_breakdown {
   std::int32_t iteration = 0;
-  time_ns duration = 0;                          ///< iteration_time
-  std::array<time_ns, 4> cpu_by_phase{};         ///< CPU task time per phase (index: phase)
-  std::array<time_ns, 4> gpu_by_phase{};         ///< GPU, copy and communication time per phase
-  std::vector<std::pair<resource_id, time_ns>> busy; ///< per resource, busiest first
-  /// Critical-path time per kind of work: CPU, GPU kernels, communication, copies, idle.
+  time_ns begin = 0;    ///< the span, in replay time
+  time_ns end = 0;
+  time_ns duration = 0; ///< end - begin, as iteration_time
+  /// Time during which at least one CPU task of the phase runs (index: phase).
+  std::array<time_ns, 4> cpu_by_phase{};
+  /// Time during which at least one GPU kernel or memory copy of the phase runs.
+  std::array<time_ns, 4> gpu_by_phase{};
+  /// Time during which at least one communication task (collective, transfer) of the phase runs.
+  std::array<time_ns, 4> comm_by_phase{};
+  /// Time with any GPU kernel or copy running, attributed to one phase at each instant
+  /// (the first of forward, backward, weight_update, other that runs then): the four add
+  /// up to gpu_busy.
+  std::array<time_ns, 4> gpu_busy_by_phase{};
+  time_ns gpu_busy = 0;          ///< time with any GPU kernel or copy running
+  time_ns comm_busy = 0;         ///< time with any communication running
+  time_ns comm_overlapped = 0;   ///< time with communication and GPU kernels or copies running
+  /// Per resource, the time at least one of its tasks runs; busiest first.
+  std::vector<std::pair<resource_id, time_ns>> busy;
+  /// Critical-path time per kind of work: CPU, GPU kernels, communication, copies, idle
+  /// (time between the chain's tasks). The five add up to `duration`.
   std::array<time_ns, 5> critical{};
+  /// Critical-path CPU time spent in calls that launch GPU work (cpu_call::launch).
+  time_ns critical_launch = 0;
   bound_by bound = bound_by::idle;
-  /// Critical-path time per (layer, phase), largest first.
+  /// Critical-path time per (layer, phase), largest first (idle time is in no entry).
   std::vector<std::pair<std::pair<std::string, phase>, time_ns>> critical_by_layer;
+  /// Critical-path time per resource, largest first.
+  std::vector<std::pair<resource_id, time_ns>> critical_by_resource;
+  /// Tasks on the critical path.
+  std::size_t critical_tasks = 0;
 };
 
 /// Breaks iteration `iteration` of a replay down by phase, resource and critical path.
+/// Every task that runs inside the iteration's span counts, whatever its iteration number
+/// (the previous iteration's last kernels, work outside any iteration), clipped to the span.
 template <class Graph>
 iteration_breakdown breakdown(const Graph& g, const replay_result& r, std::int32_t iteration) {
   iteration_breakdown b;
   b.iteration = iteration;
-  b.duration = iteration_time(g, r, iteration);
-  std::map<resource_id, time_ns> busy;
+  auto span = span_of(g, r, iteration);
+  if (!span) return b;
+  b.begin = span->begin;
+  b.end = span->end;
+  b.duration = span->duration();
+  using intervals = std::vector<std::pair<time_ns, time_ns>>;
+  std::array<intervals, 4> cpu, gpu, comm;
+  std::map<resource_id, intervals> per_res;
+  // GPU compute and communication edges for the overlap sweep: (time, +1/-1, phase or 4 for comm).
+  std::vector<std::pair<time_ns, std::pair<int, int>>> edges;
   g.for_each_task([&](task_id t) {
-    if (g.iteration(t) != iteration || r.start[t] < 0) return;
-    auto d = r.end[t] - r.start[t];
+    if (t >= r.start.size() || r.start[t] < 0) return;
+    auto s = std::max(r.start[t], b.begin), e = std::min(r.end[t], b.end);
+    if (e <= s) return;
     auto p = static_cast<std::size_t>(g.phase_of(t));
-    if (g.template is<cpu_task>(t)) b.cpu_by_phase[p] += d;
-    else b.gpu_by_phase[p] += d;
-    if (g.resource_of(t) != no_resource) busy[g.resource_of(t)] += d;
+    auto k = work_kind_of(g, t);
+    if (k == work_kind::cpu) cpu[p].push_back({s, e});
+    else if (k == work_kind::communication) comm[p].push_back({s, e});
+    else gpu[p].push_back({s, e});
+    if (k != work_kind::cpu) {
+      int tag = k == work_kind::communication ? 4 : int(p);
+      edges.push_back({s, {1, tag}});
+      edges.push_back({e, {-1, tag}});
+    }
+    if (g.resource_of(t) != no_resource) per_res[g.resource_of(t)].push_back({s, e});
   });
-  for (auto& [res, d] : busy) b.busy.push_back({res, d});
+  for (std::size_t p = 0; p < 4; ++p) {
+    b.cpu_by_phase[p] = union_length(cpu[p], b.begin, b.end);
+    b.gpu_by_phase[p] = union_length(gpu[p], b.begin, b.end);
+    b.comm_by_phase[p] = union_length(comm[p], b.begin, b.end);
+  }
+  // Sweep: which phases of GPU work and whether communication run in each elementary segment.
+  std::sort(edges.begin(), edges.end(), [](auto& x, auto& y) {
+    return x.first != y.first ? x.first < y.first : x.second.first < y.second.first; // ends first
+  });
+  std::array<int, 5> active{};
+  time_ns prev = b.begin;
+  for (auto& [t, ev] : edges) {
+    if (t > prev) {
+      const time_ns seg = t - prev;
+      int ph = -1;
+      for (int p = 0; p < 4 && ph < 0; ++p)
+        if (active[p] > 0) ph = p;
+      if (ph >= 0) { b.gpu_busy_by_phase[ph] += seg; b.gpu_busy += seg; }
+      if (active[4] > 0) {
+        b.comm_busy += seg;
+        if (ph >= 0) b.comm_overlapped += seg;
+      }
+      prev = t;
+    }
+    active[ev.second] += ev.first;
+  }
+  for (auto& [res, v] : per_res) b.busy.push_back({res, union_length(v, b.begin, b.end)});
   std::stable_sort(b.busy.begin(), b.busy.end(), [](auto& x, auto& y) { return x.second > y.second; });
 
   auto path = iteration_critical_path(g, r, iteration);
+  b.critical_tasks = path.size();
   std::map<std::pair<std::string, phase>, time_ns> by_layer;
-  time_ns prev_end = -1;
+  std::map<resource_id, time_ns> by_res;
+  time_ns prev_end = b.begin;
   for (auto& step : path) {
     auto t = step.task;
-    auto d = r.end[t] - r.start[t];
-    std::size_t k = g.template is<cpu_task>(t) ? 0 : g.template is<comm_task>(t) ? 2
-                    : g.template is<memcpy_task>(t) ? 3 : 1;
-    b.critical[k] += d;
-    if (prev_end >= 0 && r.start[t] > prev_end) b.critical[4] += r.start[t] - prev_end;
-    prev_end = r.end[t];
+    auto s = std::max({r.start[t], b.begin, prev_end}), e = std::min(r.end[t], b.end);
+    if (e <= s) continue;
+    if (s > prev_end) b.critical[4] += s - prev_end;
+    prev_end = e;
+    const auto d = e - s;
+    auto k = work_kind_of(g, t);
+    b.critical[static_cast<std::size_t>(k)] += d; // work_kind's order is critical's
+    if (k == work_kind::cpu)
+      if (auto h = g.template as<cpu_task>(t); h && g.payload(h).call == cpu_call::launch) b.critical_launch += d;
     by_layer[{std::string(g.layer(t)), g.phase_of(t)}] += d;
+    if (g.resource_of(t) != no_resource) by_res[g.resource_of(t)] += d;
   }
+  if (b.end > prev_end) b.critical[4] += b.end - prev_end;
   auto top = std::max_element(b.critical.begin(), b.critical.end()) - b.critical.begin();
   constexpr bound_by order[] = {bound_by::cpu, bound_by::gpu, bound_by::communication,
                                 bound_by::memory_copies, bound_by::idle};
   b.bound = order[top];
   for (auto& [k, d] : by_layer) b.critical_by_layer.push_back({k, d});
   std::stable_sort(b.critical_by_layer.begin(), b.critical_by_layer.end(),
+                   [](auto& x, auto& y) { return x.second > y.second; });
+  for (auto& [res, d] : by_res) b.critical_by_resource.push_back({res, d});
+  std::stable_sort(b.critical_by_resource.begin(), b.critical_by_resource.end(),
                    [](auto& x, auto& y) { return x.second > y.second; });
   return b;
 }

@@ -1,0 +1,207 @@
+// Defines the what-if command: its options and what it runs (daydream whatif, daydream-whatif).
+// SPDX-License-Identifier: MIT
+//
+//   trace.json(.gz) --load_kineto--> graph --replay--> baseline (vs measured), every steady-state iteration
+//                                      |
+//                                      +--copy--> pass chain --replay--> scenario, ...
+#ifndef DAYDREAM_EXAMPLES_WHATIF_WHATIF_HPP
+#define DAYDREAM_EXAMPLES_WHATIF_WHATIF_HPP
+
+#include "output.hpp"
+#include "report.hpp"
+#include "scenario.hpp"
+
+#include <daydream/daydream.hpp>
+#include <daydream/io/kineto.hpp>
+#include <daydream/passes/all.hpp>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace whatif {
+
+/// The options of the what-if command.
+struct options {
+  std::string trace;                 ///< the Kineto trace
+  std::int32_t iteration = -1;       ///< one iteration to analyse; -1: every steady-state one
+  std::vector<std::string> specs;    ///< scenarios; empty: every applicable bundled pass
+  bool json = false;
+  bool critical = false;
+  std::string timeline, report;
+  std::int64_t batch = 0;            ///< samples per worker and step; 0: unknown
+  daydream::replay_options replay;
+  bool progress = false;             ///< progress messages on stderr
+};
+
+/// "Passes (--pass NAME[:key=value,...], ...)" and one line per bundled pass.
+inline std::string pass_help(const daydream::passes::registry<graph>& reg) {
+  std::string s = "Passes (--pass NAME[:key=value,...], combine with '+', e.g. amp+fused_adam):\n";
+  for (auto& e : reg.entries()) s += fmt::format("  {:<17} {}\n", e.name, e.help);
+  return s;
+}
+
+/// Adds the what-if options to `app` (the `whatif` subcommand or daydream-whatif itself).
+inline void add_options(CLI::App& app, options& o, const daydream::passes::registry<graph>& reg) {
+  app.footer(pass_help(reg));
+  app.add_option("trace", o.trace, "Kineto trace (.json or .json.gz); default: the bundled ResNet-50 trace");
+  app.add_option("--iteration", o.iteration,
+                 "analyse only this iteration (ProfilerStep number); default: every steady-state one, "
+                 "with the median shown");
+  app.add_option("--pass", o.specs, "scenario to predict (repeatable); default: every applicable bundled pass");
+  app.add_flag("--json", o.json, "print one JSON object on stdout instead of the table");
+  app.add_option("--timeline", o.timeline, "write baseline and scenarios as Chrome-trace JSON (open in Perfetto)");
+  app.add_flag("--critical-path", o.critical, "print the baseline's critical path by layer and phase");
+  app.add_option("--report", o.report, "write a self-contained HTML report");
+  app.add_option("--batch", o.batch, "samples per worker and step, for samples/s of data-parallel scenarios")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--overlap-slowdown", o.replay.overlap_slowdown,
+                 "GPU computation runs this many times slower while communication is active "
+                 "on its node (Proteus' overlap factor); default 1: no slowdown")
+      ->check(CLI::Range(1.0, 100.0));
+}
+
+/// The reason a bundled pass does not apply to `g`, for the not-applicable list.
+template <class Entry> std::string not_applicable_reason(const Entry& e, const graph& g) {
+  if constexpr (requires { e.not_applicable_reason(g); }) {
+    auto why = e.not_applicable_reason ? e.not_applicable_reason(g) : std::string();
+    if (!why.empty()) return why;
+  }
+  (void)g;
+  return fmt::format("the trace lacks what it needs (run it with --pass {} for details)", e.name);
+}
+
+/// Runs the what-if analysis with the passes of `reg` and prints it on `out`. Throws
+/// daydream::usage_error for what the user asked wrongly (exit status 2) and
+/// daydream::error for bad input (1).
+inline int run(const options& o, std::FILE* out, std::FILE* err,
+               const daydream::passes::registry<graph>& reg = daydream::passes::bundled()) {
+  // Every spec is checked before anything runs: a typo must not cost a trace load and
+  // half the scenarios. Building a pass reads only its parameters, so any failure here
+  // is the user's to fix.
+  std::vector<std::vector<daydream::passes::erased_pass<graph>>> chains;
+  for (auto& spec : o.specs) {
+    try {
+      chains.push_back(reg.make_chain(spec));
+    } catch (const daydream::usage_error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw daydream::usage_error(e.what());
+    }
+  }
+
+  auto t0 = std::chrono::steady_clock::now();
+  if (o.progress) {
+    std::error_code ec;
+    auto size = std::filesystem::file_size(o.trace, ec);
+    fmt::print(err, "reading {} ({:.1f} MB)...", o.trace, ec ? 0.0 : double(size) / 1e6);
+    std::fflush(err);
+  }
+  auto trace = daydream::io::load_kineto(o.trace);
+  if (o.progress) {
+    auto s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    fmt::print(err, "\r\x1b[Kread {} in {:.2f} s: {} tasks\n", o.trace, s, trace.g.size());
+  }
+
+  analysis a;
+  a.trace = &trace;
+  a.trace_name = o.trace;
+  if (o.batch > 0) a.batch = o.batch;
+  const std::string record = "record it with torch.profiler.profile(activities=[ProfilerActivity.CPU, "
+                             "ProfilerActivity.CUDA]) around at least one training step";
+  if (trace.report.events == 0)
+    throw daydream::error(o.trace + ": \"traceEvents\" is empty: the profiler recorded nothing; " + record);
+  if (trace.g.size() == 0)
+    throw daydream::error(fmt::format("{}: none of the trace's {} events is CPU or GPU activity; {}", o.trace,
+                                      trace.report.events, record));
+  bool gpu = false;
+  trace.g.for_each_task([&](daydream::task_id t) { gpu = gpu || !trace.g.is<daydream::cpu_task>(t); });
+  if (!gpu)
+    a.warnings.push_back(o.trace + ": no GPU activity recorded (no kernels, copies or communication): the profiler "
+                                   "ran without ProfilerActivity.CUDA, so every prediction below models CPU time "
+                                   "only; pass activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] to "
+                                   "torch.profiler.profile");
+
+  // Which iterations: one the user names, else every steady-state one.
+  if (o.iteration >= 0) {
+    bool found = false;
+    for (auto& it : trace.iterations) found = found || it.number == o.iteration;
+    if (!found) {
+      std::string have;
+      for (auto& it : trace.iterations) have += (have.empty() ? "" : ", ") + std::to_string(it.number);
+      throw daydream::usage_error(fmt::format("daydream whatif: {}: no iteration {} (the trace has: {})", o.trace,
+                                              o.iteration, have.empty() ? "none" : have));
+    }
+    a.iterations = {o.iteration};
+  } else if (trace.iterations.empty()) {
+    a.whole_trace = true;
+    a.iterations = {0};
+    trace.g.for_each_task([&](daydream::task_id t) { trace.g.set_iteration(t, 0); });
+  } else {
+    a.iterations = trace.steady_state_iterations();
+  }
+  for (auto i : a.iterations)
+    a.measured.push_back(a.whole_trace ? trace.info.end - trace.info.begin : trace.measured(i));
+
+  // Memory: the trace's [memory] events from the level allocated before the first one,
+  // else the tensor-size estimate of activations.
+  if (trace.info.memory_at_start >= 0) {
+    a.memory.from = memory_model::source::trace;
+    a.memory.initial = trace.info.memory_at_start;
+  } else {
+    daydream::passes::estimate_activation_memory(trace.g);
+    if (daydream::passes::has_memory_accounting(trace.g)) a.memory.from = memory_model::source::estimate;
+  }
+
+  a.base = baseline(trace.g, a.iterations, a.memory, o.replay);
+  // The iteration whose baseline time is the median: breakdowns and the critical path use it.
+  a.iteration = a.iterations.front();
+  for (std::size_t k = 0; k < a.iterations.size(); ++k)
+    if (a.base.per_iteration[k] == a.base.predicted) { a.iteration = a.iterations[k]; break; }
+  if (a.base.predicted <= 0)
+    throw daydream::error(o.trace + ": the replay of the trace has no task in the analysed iterations");
+
+  std::vector<std::string> specs = o.specs;
+  if (specs.empty()) {
+    for (auto& e : reg.entries()) {
+      if (!e.applicable(trace.g)) {
+        a.not_applicable.push_back({std::string(e.name), not_applicable_reason(e, trace.g)});
+        continue;
+      }
+      specs.push_back(e.scenario_params.empty() ? std::string(e.name)
+                                                : std::string(e.name) + ":" + std::string(e.scenario_params));
+      chains.push_back(reg.make_chain(specs.back()));
+    }
+  }
+  for (std::size_t k = 0; k < specs.size(); ++k) {
+    if (o.progress) { fmt::print(err, "\r\x1b[Kpredicting {}...", specs[k]); std::fflush(err); }
+    a.scenarios.push_back(run_scenario(trace.g, chains[k], specs[k], a.iterations, a.memory, o.replay));
+  }
+  if (o.progress) fmt::print(err, "\r\x1b[K");
+  for (auto& w : spread_warnings(a)) a.warnings.push_back(w);
+
+  if (o.json) std::fputs(to_json(a).c_str(), out);
+  else print_table(out, a);
+  if (o.critical) print_critical_path(o.json ? err : out, a);
+  if (!o.timeline.empty()) write_timeline(o.timeline, a);
+  if (!o.report.empty()) {
+    std::ofstream f(o.report, std::ios::binary);
+    f << html_report(a);
+    if (!f) throw daydream::error("daydream whatif: cannot write report to '" + o.report + "'");
+  }
+  if (o.json)
+    for (auto& s : a.scenarios)
+      if (!s.error.empty()) fmt::print(err, "daydream whatif: scenario '{}' refused: {}\n", s.name, s.error);
+  return 0;
+}
+
+} // namespace whatif
+
+#endif

@@ -1,0 +1,306 @@
+// Tests the what-if program's analysis and outputs, in process, on the bundled real traces and
+// on small generated ones with known answers.
+// SPDX-License-Identifier: MIT
+#include "trace_builder.hpp"
+
+#include <whatif/whatif.hpp>
+
+#include <daydream/io/kineto.hpp>
+#include <daydream/passes/all.hpp>
+#include <daydream/update.hpp>
+
+#include <doctest/doctest.h>
+#include <simdjson.h>
+
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+using namespace programs_test;
+using daydream::time_ns;
+
+namespace {
+
+const std::string resnet = DAYDREAM_EXAMPLE_TRACES "/resnet50_v100.json.gz";
+
+/// What one in-process run printed.
+struct result {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string slurp(std::FILE* f) {
+  std::string s;
+  std::rewind(f);
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
+  std::fclose(f);
+  return s;
+}
+
+result run(whatif::options o, const daydream::passes::registry<daydream::graph>& reg = daydream::passes::bundled()) {
+  std::FILE* out = std::tmpfile();
+  std::FILE* err = std::tmpfile();
+  REQUIRE(out);
+  REQUIRE(err);
+  result r;
+  r.status = whatif::run(o, out, err, reg);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+whatif::options json_of(std::string trace, std::vector<std::string> specs = {}) {
+  whatif::options o;
+  o.trace = std::move(trace);
+  o.specs = std::move(specs);
+  o.json = true;
+  return o;
+}
+
+/// The parsed JSON of a run (the parser must outlive the element).
+struct parsed {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  explicit parsed(const std::string& text) {
+    auto doc = parser.parse(text);
+    REQUIRE_MESSAGE(!doc.error(), "not JSON: " << text);
+    root = doc.value();
+  }
+};
+
+double num(simdjson::dom::element e) {
+  if (e.is_int64()) return double(e.get_int64().value());
+  if (e.is_uint64()) return double(e.get_uint64().value());
+  return e.get_double().value();
+}
+
+/// A pass for the tests: makes every kernel `factor` times longer and says it models
+/// `workers` data-parallel workers (as the distributed passes do).
+struct slow_kernels {
+  static constexpr std::string_view name = "slow_kernels";
+  static constexpr std::string_view help = "test pass";
+  double factor = 1.25;
+  std::int32_t workers = 16;
+  static slow_kernels from_params(const daydream::pass_params& p) {
+    slow_kernels s;
+    s.factor = p.get_double("factor", 1.25);
+    s.workers = std::int32_t(p.get_int("workers", 16));
+    p.finish();
+    return s;
+  }
+  daydream::pass_report operator()(daydream::graph& g) const {
+    g.for_each_task([&](daydream::task_id t) {
+      if (g.is<daydream::gpu_kernel>(t)) daydream::set_duration(g, t, time_ns(double(g.duration(t)) * factor));
+    });
+    daydream::pass_report r;
+    r.workers = workers;
+    return r;
+  }
+};
+
+/// A pass for the tests that finds nothing to do and says so.
+struct does_nothing {
+  static constexpr std::string_view name = "does_nothing";
+  static constexpr std::string_view help = "test pass";
+  daydream::pass_report operator()(daydream::graph&) const {
+    daydream::pass_report r;
+    r.not_applied("the trace has nothing for it");
+    return r;
+  }
+};
+
+daydream::passes::registry<daydream::graph> test_registry() {
+  return daydream::passes::registry<daydream::graph>::of<slow_kernels, does_nothing>();
+}
+
+} // namespace
+
+TEST_CASE("every pass spec is checked before the trace is read: bad names and parameters are usage errors") {
+  // The trace does not exist: a usage error proves the specs were checked first.
+  const std::string missing = scratch() / "no-such-trace.json";
+  for (std::string spec : {"ampp", "ddp:workers=-3", "ddp:bandwidth=fast", "amp+nope", "amp:bogus=1"}) {
+    CAPTURE(spec);
+    CHECK_THROWS_AS(run(json_of(missing, {"amp", spec})), daydream::usage_error);
+  }
+  CHECK_THROWS_WITH(run(json_of(missing, {"ampp"})), doctest::Contains("unknown pass 'ampp'"));
+  // A good spec gets as far as the file.
+  try {
+    run(json_of(missing, {"amp"}));
+    FAIL("a missing trace must throw");
+  } catch (const daydream::usage_error&) {
+    FAIL("a missing trace is not a usage error");
+  } catch (const daydream::error& e) {
+    CHECK(std::string(e.what()).find("no-such-trace") != std::string::npos);
+  }
+  whatif::options o = json_of(resnet, {"amp"});
+  o.iteration = 7;
+  CHECK_THROWS_AS(run(o), daydream::usage_error); // the trace has ProfilerStep#100..104
+}
+
+TEST_CASE("an empty traceEvents is an error saying what to record") {
+  auto path = write_file("empty.json", "{\"traceEvents\": []}");
+  CHECK_THROWS_WITH_AS(run(json_of(path)), doctest::Contains("ProfilerActivity.CUDA"), daydream::error);
+  CHECK_THROWS_WITH_AS(run(json_of(path)), doctest::Contains("\"traceEvents\" is empty"), daydream::error);
+}
+
+TEST_CASE("a trace without GPU activity is analysed with a prominent warning") {
+  auto path = write_file("cpu-only.json", training_trace({.kernel_us = {100, 100, 100, 100}, .gpu = false}));
+  auto r = run(json_of(path, {"amp"}));
+  parsed j(r.out);
+  auto warnings = j.root["warnings"].get_array().value();
+  REQUIRE(warnings.size() >= 1);
+  std::string first(warnings.at(0).get_string().value());
+  CHECK(first.find("no GPU activity") != std::string::npos);
+  CHECK(first.find("ProfilerActivity.CUDA") != std::string::npos);
+  // and first in the table
+  auto o = json_of(path, {"amp"});
+  o.json = false;
+  auto t = run(o);
+  CHECK(t.out.find("WARNING: " + path + ": no GPU activity") != std::string::npos);
+  CHECK(t.out.find("WARNING") < t.out.find("scenario"));
+}
+
+TEST_CASE("every steady-state iteration is replayed: median headline, spread, and a warning past 10%") {
+  // Steps 2..4 are steady state (not the first, not the last); step 3's kernel is 3x longer.
+  auto path = write_file("uneven.json", training_trace({.kernel_us = {500, 500, 1500, 500, 500}}));
+  auto r = run(json_of(path, {"slow_kernels:factor=2,workers=0"}), test_registry());
+  parsed j(r.out);
+  auto its = j.root["iterations"].get_array().value();
+  REQUIRE(its.size() == 3);
+  std::vector<double> base;
+  for (auto it : its) base.push_back(num(it["baseline_us"]));
+  CHECK(num(its.at(0)["iteration"]) == 2);
+  CHECK(num(its.at(2)["iteration"]) == 4);
+  CHECK(base[1] > 2.5 * base[0]);
+  // the headline is the median (steps 2 and 4 take the same time), not the middle step
+  CHECK(num(j.root["baseline_us"]) == doctest::Approx(std::min(base[0], base[2])));
+  CHECK(num(j.root["iterations_in_trace"]) == 5);
+  CHECK(std::string_view(j.root["iteration_name"].get_string().value()) == "ProfilerStep#2");
+  CHECK(num(j.root["spread_us"]["max"]) == doctest::Approx(base[1]));
+  auto w = std::string(j.root["warnings"].get_array().value().at(0).get_string().value());
+  CHECK(w.find("differ by more than 10%") != std::string::npos);
+  auto s = j.root["scenarios"].get_array().value().at(0);
+  CHECK(s["per_iteration_us"].get_array().value().size() == 3);
+  CHECK(num(s["speedup"]) == doctest::Approx(num(j.root["baseline_us"]) / num(s["predicted_us"])));
+
+  // Wording: the trace's own name for the iteration, and how many the trace has.
+  auto o = json_of(path);
+  o.json = false;
+  o.iteration = 3;
+  o.specs = {"does_nothing"};
+  auto t = run(o, test_registry());
+  CHECK(t.out.find("ProfilerStep#3, 5 iterations in the trace") != std::string::npos);
+  CHECK(t.out.find("of 5;") == std::string::npos);
+}
+
+TEST_CASE("a pass that changed nothing says no change and why, in the table, the JSON and the report") {
+  auto path = write_file("steady.json", training_trace({.kernel_us = {400, 400, 400, 400}}));
+  auto o = json_of(path, {"does_nothing"});
+  o.report = (scratch() / "nothing.html").string();
+  auto r = run(o, test_registry());
+  parsed j(r.out);
+  auto s = j.root["scenarios"].get_array().value().at(0);
+  CHECK(s["applied"].get_bool().value() == false);
+  CHECK(std::string_view(s["reason"].get_string().value()) == "the trace has nothing for it");
+  auto rep = s["reports"].get_array().value().at(0);
+  CHECK(rep["applied"].get_bool().value() == false);
+  o.json = false;
+  auto t = run(o, test_registry());
+  CHECK(t.out.find("no change: the trace has nothing for it") != std::string::npos);
+  CHECK(t.out.find("1.00x", t.out.find("does_nothing")) == std::string::npos);
+  std::ifstream f(o.report);
+  std::string html((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  CHECK(html.find("no change:</b> the trace has nothing for it") != std::string::npos);
+}
+
+TEST_CASE("every scenario says what bounds it") {
+  auto path = write_file("gpu-bound.json", training_trace({.kernel_us = {2000, 2000, 2000, 2000}}));
+  auto r = run(json_of(path, {"slow_kernels:workers=0"}), test_registry());
+  parsed j(r.out);
+  CHECK(std::string_view(j.root["bound"].get_string().value()).starts_with("GPU-bound: stream 7"));
+  CHECK(std::string_view(j.root["scenarios"].get_array().value().at(0)["bound"].get_string().value())
+            .starts_with("GPU-bound"));
+}
+
+TEST_CASE("data-parallel scenarios report throughput across workers and scaling efficiency") {
+  auto path = write_file("dp.json", training_trace({.kernel_us = {2000, 2000, 2000, 2000}}));
+  auto o = json_of(path, {"slow_kernels:factor=1.25,workers=16"});
+  o.batch = 32;
+  o.report = (scratch() / "dp.html").string();
+  auto r = run(o, test_registry());
+  parsed j(r.out);
+  auto s = j.root["scenarios"].get_array().value().at(0);
+  const double base = num(j.root["baseline_us"]), pred = num(s["predicted_us"]);
+  CHECK(pred > 1.2 * base); // each iteration is slower ...
+  auto tp = s["throughput"];
+  CHECK(num(tp["workers"]) == 16);
+  CHECK(num(tp["steps_per_s"]) == doctest::Approx(1e6 / pred));
+  CHECK(num(tp["samples_per_s"]) == doctest::Approx(16 * 32 * 1e6 / pred));
+  // ... but 16 workers train 16 batches at once: throughput 16 x base / pred of one GPU's
+  CHECK(num(tp["vs_one_gpu"]) == doctest::Approx(16 * base / pred));
+  CHECK(num(tp["scaling_efficiency"]) == doctest::Approx(base / pred));
+  CHECK(num(s["speedup"]) == doctest::Approx(16 * base / pred));
+  CHECK(num(s["speedup"]) > 10);
+  CHECK(num(s["iteration_speedup"]) == doctest::Approx(base / pred));
+  o.json = false;
+  auto t = run(o, test_registry());
+  CHECK(t.out.find("16 workers:") != std::string::npos);
+  CHECK(t.out.find("samples/s (batch 32 per worker)") != std::string::npos);
+  CHECK(t.out.find("scaling efficiency") != std::string::npos);
+  std::ifstream f(o.report);
+  std::string html((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  CHECK(html.find("16 workers:") != std::string::npos);
+}
+
+TEST_CASE("peak memory starts from what the trace had allocated before its first [memory] event") {
+  auto path = write_file("memory.json", training_trace({.kernel_us = {300, 300, 300, 300}, .memory_before = 100'000'000}));
+  auto r = run(json_of(path, {"slow_kernels:workers=0"}), test_registry());
+  parsed j(r.out);
+  CHECK(std::string_view(j.root["memory"]["source"].get_string().value()) == "trace");
+  CHECK(num(j.root["memory"]["initial_allocated_bytes"]) == 100'000'000);
+  CHECK(num(j.root["baseline_peak_memory_bytes"]) == 100'001'000);
+  CHECK(num(j.root["memory"]["trace_peak_bytes"]) == 100'001'000);
+  CHECK(std::string_view(j.root["memory_model"].get_string().value()).find("[memory] events") != std::string_view::npos);
+  // Without memory events and tensor shapes, nothing is claimed.
+  auto bare = write_file("bare.json", training_trace({.kernel_us = {300, 300, 300, 300}}));
+  parsed k(run(json_of(bare, {"slow_kernels:workers=0"}), test_registry()).out);
+  CHECK(std::string_view(k.root["memory"]["source"].get_string().value()) == "none");
+  CHECK(k.root["baseline_peak_memory_bytes"].is_null());
+  CHECK(std::string_view(k.root["memory_model"].get_string().value()).find("not predicted") == 0);
+}
+
+TEST_CASE("the bundled ResNet-50 trace: three steady-state iterations, critical path and report that add up") {
+  auto o = json_of(resnet, {"amp"});
+  o.critical = true;
+  o.report = (scratch() / "resnet.html").string();
+  auto r = run(o);
+  parsed j(r.out);
+  CHECK(j.root["iterations"].get_array().value().size() == 3);
+  CHECK(num(j.root["measured_us"]) == doctest::Approx(95551.087));
+  // the critical path summary (on stderr with --json) is grouped, not 700 rows
+  CHECK(r.err.find("aten::conv2d ") != std::string::npos);
+  CHECK(r.err.find("aten::conv2d#") == std::string::npos);
+  auto rows = std::count(r.err.begin(), r.err.end(), '\n');
+  CHECK(rows < 30);
+  CHECK(r.err.find("total") != std::string::npos);
+  std::ifstream f(o.report);
+  std::string html((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  CHECK(html.find("communication only") != std::string::npos);
+  CHECK(html.find("Critical path of ProfilerStep#") != std::string::npos);
+}
+
+TEST_CASE("long scenario names are written whole in the report") {
+  auto path = write_file("long.json", training_trace({.kernel_us = {400, 400, 400, 400}}));
+  auto o = json_of(path, {"slow_kernels:factor=1.5,workers=0+slow_kernels:factor=1.5,workers=0+slow_kernels:factor=1.5,workers=0"});
+  o.report = (scratch() / "long.html").string();
+  run(o, test_registry());
+  std::ifstream f(o.report);
+  std::string html((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  // in the table and in both charts
+  std::size_t n = 0;
+  for (auto p = html.find(o.specs[0]); p != std::string::npos; p = html.find(o.specs[0], p + 1)) ++n;
+  CHECK(n == 3);
+  CHECK(html.find("<svg") == std::string::npos); // no fixed-width label boxes
+}

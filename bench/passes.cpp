@@ -4,7 +4,7 @@
 
 #include <daydream/daydream.hpp>
 #include <daydream/passes/all.hpp>
-#include <daydream/passes/memory.hpp>
+#include <daydream/passes/support/memory.hpp>
 #if DAYDREAM_BENCH_HAVE_IO
 #include <daydream/io/kineto.hpp>
 #endif

@@ -11,7 +11,7 @@
 #include <daydream/daydream.hpp>
 #include <daydream/io/kineto.hpp>
 #include <daydream/passes/all.hpp>
-#include <daydream/passes/memory.hpp>
+#include <daydream/passes/support/memory.hpp>
 
 #include <fmt/format.h>
 

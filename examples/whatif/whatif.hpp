@@ -114,20 +114,11 @@ inline int run(const options& o, std::FILE* out, std::FILE* err,
   a.trace = &trace;
   a.trace_name = o.trace;
   if (o.batch > 0) a.batch = o.batch;
-  const std::string record = "record it with torch.profiler.profile(activities=[ProfilerActivity.CPU, "
-                             "ProfilerActivity.CUDA]) around at least one training step";
-  if (trace.report.events == 0)
-    throw daydream::error(o.trace + ": \"traceEvents\" is empty: the profiler recorded nothing; " + record);
+  // What the trace lacks: nothing modelled is an error, the rest (no GPU activity) warnings.
+  auto problems = trace.problems();
   if (trace.g.size() == 0)
-    throw daydream::error(fmt::format("{}: none of the trace's {} events is CPU or GPU activity; {}", o.trace,
-                                      trace.report.events, record));
-  bool gpu = false;
-  trace.g.for_each_task([&](daydream::task_id t) { gpu = gpu || !trace.g.is<daydream::cpu_task>(t); });
-  if (!gpu)
-    a.warnings.push_back(o.trace + ": no GPU activity recorded (no kernels, copies or communication): the profiler "
-                                   "ran without ProfilerActivity.CUDA, so every prediction below models CPU time "
-                                   "only; pass activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] to "
-                                   "torch.profiler.profile");
+    throw daydream::error(problems.empty() ? o.trace + ": the trace holds no CPU or GPU activity" : problems.front());
+  for (auto& p : problems) a.warnings.push_back(p);
 
   // Which iterations: one the user names, else every steady-state one.
   if (o.iteration >= 0) {
@@ -152,9 +143,9 @@ inline int run(const options& o, std::FILE* out, std::FILE* err,
 
   // Memory: the trace's [memory] events from the level allocated before the first one,
   // else the tensor-size estimate of activations.
-  if (trace.info.memory_at_start >= 0) {
+  if (auto initial = trace.initial_allocated_bytes()) {
     a.memory.from = memory_model::source::trace;
-    a.memory.initial = trace.info.memory_at_start;
+    a.memory.initial = *initial;
   } else {
     daydream::passes::estimate_activation_memory(trace.g);
     if (daydream::passes::has_memory_accounting(trace.g)) a.memory.from = memory_model::source::estimate;

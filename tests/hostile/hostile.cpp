@@ -4,7 +4,7 @@
 #include <daydream/io/chrome_trace.hpp>
 #include <daydream/io/kineto.hpp>
 #include <daydream/passes/all.hpp>
-#include <daydream/passes/memory.hpp>
+#include <daydream/passes/support/memory.hpp>
 #include <support/compare.hpp>
 #include <support/fixtures.hpp>
 

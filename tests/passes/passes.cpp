@@ -15,7 +15,7 @@
 #include <daydream/passes/grad_accum.hpp>
 #include <daydream/passes/support/kernel_classifier.hpp>
 #include <daydream/passes/support/layers.hpp>
-#include <daydream/passes/memory.hpp>
+#include <daydream/passes/support/memory.hpp>
 #include <daydream/passes/recompute.hpp>
 #include <daydream/passes/reconstruct_bn.hpp>
 #include <daydream/passes/substitute.hpp>

@@ -5,6 +5,7 @@
 #include <daydream/io/kineto.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/update.hpp>
+#include <support/corpus.hpp>
 
 #include <doctest/doctest.h>
 
@@ -186,4 +187,36 @@ TEST_CASE("on the bundled ResNet-50 trace every iteration's breakdown stays with
   auto bf = breakdown(fast, rf, 103);
   CHECK(bf.duration < b.duration * 9 / 10);
   CHECK(bf.bound != bound_by::gpu);
+}
+
+TEST_CASE("on every bundled trace, busy times stay within each steady-state iteration and the critical path adds up") {
+  std::size_t traces = 0, iterations = 0;
+  for (auto& c : testing::corpus(false)) {
+    CAPTURE(c.name);
+    io::kineto_trace t;
+    try {
+      t = io::load_kineto(c.file.string());
+    } catch (const daydream::error&) {
+      continue; // traces the ingest refuses are tested by their own suite
+    }
+    ++traces;
+    auto r = replay(t.g);
+    for (auto i : t.steady_state_iterations()) {
+      CAPTURE(i);
+      auto b = breakdown(t.g, r, i);
+      ++iterations;
+      CHECK(b.duration == iteration_time(t.g, r, i));
+      CHECK(sum(b.critical) == b.duration);
+      for (auto& [res, busy] : b.busy) CHECK(busy <= b.duration);
+      for (int p = 0; p < 4; ++p) {
+        CHECK(b.gpu_by_phase[p] <= b.duration);
+        CHECK(b.comm_by_phase[p] <= b.duration);
+        CHECK(b.cpu_by_phase[p] <= b.duration);
+      }
+      CHECK(b.gpu_busy <= b.duration);
+      CHECK(b.comm_overlapped <= b.comm_busy);
+    }
+  }
+  MESSAGE(traces << " traces, " << iterations << " iterations");
+  CHECK(traces >= 20);
 }

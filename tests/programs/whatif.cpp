@@ -3,6 +3,8 @@
 // SPDX-License-Identifier: MIT
 #include "trace_builder.hpp"
 
+#include <support/corpus.hpp>
+
 #include <whatif/whatif.hpp>
 
 #include <daydream/io/kineto.hpp>
@@ -303,4 +305,18 @@ TEST_CASE("long scenario names are written whole in the report") {
   for (auto p = html.find(o.specs[0]); p != std::string::npos; p = html.find(o.specs[0], p + 1)) ++n;
   CHECK(n == 3);
   CHECK(html.find("<svg") == std::string::npos); // no fixed-width label boxes
+}
+
+TEST_CASE("a real trace with [memory] events: the predicted peak starts from its allocated level") {
+  // BERT inference on an H100: most of its memory (weights) is allocated before the
+  // first [memory] event of the trace.
+  auto path = daydream::testing::bundled("tracelens_h100_inference/gaunernst_bert-small-uncased__1016001.json.gz");
+  parsed j(run(json_of(path.string(), {"amp"})).out);
+  CHECK(std::string_view(j.root["memory"]["source"].get_string().value()) == "trace");
+  const double initial = num(j.root["memory"]["initial_allocated_bytes"]);
+  const double trace_peak = num(j.root["memory"]["trace_peak_bytes"]);
+  const double peak = num(j.root["baseline_peak_memory_bytes"]);
+  CHECK(initial > 0.5 * trace_peak);
+  CHECK(peak >= initial);
+  CHECK(peak == doctest::Approx(trace_peak).epsilon(0.05));
 }

@@ -12,7 +12,7 @@
 #include <daydream/passes/support/estimate.hpp>
 #include <daydream/passes/support/format.hpp>
 #include <daydream/passes/support/layers.hpp>
-#include <daydream/passes/memory.hpp>
+#include <daydream/passes/support/memory.hpp>
 
 #include <cmath>
 #include <cstdint>

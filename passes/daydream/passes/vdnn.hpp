@@ -13,7 +13,7 @@
 #include <daydream/passes/support/edit.hpp>
 #include <daydream/passes/support/format.hpp>
 #include <daydream/passes/support/layers.hpp>
-#include <daydream/passes/memory.hpp>
+#include <daydream/passes/support/memory.hpp>
 
 #include <algorithm>
 #include <cmath>

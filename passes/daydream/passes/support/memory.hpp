@@ -1,7 +1,7 @@
 // Defines the tensor-size memory model: estimate_activation_memory and the helpers passes use to move memory.
 // SPDX-License-Identifier: MIT
-#ifndef DAYDREAM_PASSES_MEMORY_HPP
-#define DAYDREAM_PASSES_MEMORY_HPP
+#ifndef DAYDREAM_PASSES_SUPPORT_MEMORY_HPP
+#define DAYDREAM_PASSES_SUPPORT_MEMORY_HPP
 
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>

@@ -73,8 +73,8 @@ inline std::string iteration_name(const analysis& a, std::int32_t i) {
 inline std::string iterations_line(const analysis& a) {
   const auto total = a.trace->iterations.size();
   if (a.whole_trace)
-    return "no iteration markers (ProfilerStep#N) or optimizer steps in the trace: the whole trace is analysed "
-           "as one iteration";
+    return "no step markers (ProfilerStep#N) or optimizer steps in the trace: where one training step ends "
+           "cannot be told, so the whole trace is analysed as one iteration";
   auto in_trace = fmt::format("{} iteration{} in the trace", total, total == 1 ? "" : "s");
   if (a.iterations.size() == 1) return fmt::format("{}, {}", iteration_name(a, a.iterations.front()), in_trace);
   return fmt::format("{} to {} ({} steady-state iterations; median {}), {}", iteration_name(a, a.iterations.front()),

@@ -138,8 +138,12 @@ inline int run(const options& o, std::FILE* out, std::FILE* err,
   } else {
     a.iterations = trace.steady_state_iterations();
   }
+  a.whole_trace = a.whole_trace || trace.info.iterations_from == daydream::io::iteration_source::whole_trace;
+  if (a.whole_trace)
+    a.warnings.push_back(o.trace + ": " + iterations_line(a) +
+                         "; record several steps with torch.profiler.schedule and prof.step() to analyse one");
   for (auto i : a.iterations)
-    a.measured.push_back(a.whole_trace ? trace.info.end - trace.info.begin : trace.measured(i));
+    a.measured.push_back(trace.iterations.empty() ? trace.info.end - trace.info.begin : trace.measured(i));
 
   // Memory: the trace's [memory] events from the level allocated before the first one,
   // else the tensor-size estimate of activations.

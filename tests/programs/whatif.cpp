@@ -320,3 +320,18 @@ TEST_CASE("a real trace with [memory] events: the predicted peak starts from its
   CHECK(peak >= initial);
   CHECK(peak == doctest::Approx(trace_peak).epsilon(0.05));
 }
+
+TEST_CASE("a trace without step markers says the iteration cannot be told and analyses the whole trace") {
+  // One eager forward pass on a B200: no ProfilerStep, no optimizer step.
+  auto path = daydream::testing::bundled("tracelens_b200_eager/eager_trace.json.gz");
+  auto o = json_of(path.string(), {"amp"});
+  parsed j(run(o).out);
+  CHECK(j.root["iterations"].get_array().value().size() == 1);
+  CHECK(std::string_view(j.root["iteration_name"].get_string().value()) == "the whole trace");
+  auto w = std::string(j.root["warnings"].get_array().value().at(0).get_string().value());
+  CHECK(w.find("cannot be told") != std::string::npos);
+  o.json = false;
+  auto t = run(o);
+  CHECK(t.out.find("WARNING: ") != std::string::npos);
+  CHECK(t.out.find("the whole trace is analysed as one iteration") != std::string::npos);
+}

@@ -167,7 +167,8 @@ public:
         } else if (s_.infer_event_waits) {
           auto ds = stream_launched_next(x.thread, end);
           if (ds != no_index) dst = L_.first_launched_after(L_.streams[ds], s);
-          src = event_source(x, std::numeric_limits<time_ns>::max(), ds);
+          src = dst != no_index ? wait_source(x, ds, d_.gpu[dst].ts + s_.sync_tolerance) : no_index;
+          if (src == no_index) src = event_source(x, std::numeric_limits<time_ns>::max(), ds);
         }
         if (src != no_index && dst != no_index && L_.op_stream[src] != L_.op_stream[dst] &&
             d_.gpu[src].ts + d_.gpu[src].dur <= d_.gpu[dst].ts + s_.sync_tolerance) {
@@ -223,6 +224,32 @@ private:
       auto o = *jt;
       if (L_.op_stream[o] == not_stream || tt_.threads[d_.cpu[L_.launch_of[o]].thread].key.pid != pid) continue;
       return d_.gpu[o].ts + d_.gpu[o].dur <= deadline ? o : no_index;
+    }
+    return no_index;
+  }
+
+  /// For a stream wait without cuda_sync records: the op the event was recorded after,
+  /// when the latest event record of the process before the wait is known. The record's
+  /// stream is not in the trace; each other stream's last op launched before the record
+  /// is a candidate, and the one that ended last by `limit` (the waiting op's start) is
+  /// taken: the op whose end released the waiting stream. no_index when no record or no
+  /// candidate is known.
+  std::uint32_t wait_source(const cpu_event& x, std::uint32_t waiting_stream, time_ns limit) {
+    auto it = std::lower_bound(records_.begin(), records_.end(), x.ts, [&](std::uint32_t r, time_ns v) { return d_.cpu[r].ts < v; });
+    while (it != records_.begin()) {
+      --it;
+      auto r = *it;
+      if (tt_.threads[d_.cpu[r].thread].key.pid != tt_.threads[x.thread].key.pid) continue;
+      std::uint32_t best = no_index;
+      time_ns best_end = std::numeric_limits<time_ns>::min();
+      for (std::uint32_t si = 0; si < L_.streams.size(); ++si) {
+        if (si == waiting_stream) continue;
+        auto o = L_.last_launched_before(L_.streams[si], d_.cpu[r].ts);
+        if (o == no_index) continue;
+        const time_ns oe = d_.gpu[o].ts + d_.gpu[o].dur;
+        if (oe <= limit && oe > best_end) { best = o; best_end = oe; }
+      }
+      return best;
     }
     return no_index;
   }

@@ -1,0 +1,122 @@
+// Tests ingest of multi-stream traces: compute and communication kernels overlapping on three streams, joined by event waits.
+// SPDX-License-Identifier: MIT
+#include <daydream/io/kineto.hpp>
+#include <daydream/replay.hpp>
+#include <daydream/update.hpp>
+#include <daydream/validate.hpp>
+
+#include "trace_text.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <string_view>
+
+using namespace daydream;
+namespace dio = daydream::io;
+using namespace daydream::testing::trace_text;
+
+namespace {
+
+task_id named(const graph& g, std::string_view name) {
+  task_id found = no_task;
+  g.for_each_task([&](task_id t) {
+    if (found == no_task && g.name(t) == name) found = t;
+  });
+  REQUIRE_MESSAGE(found != no_task, "no task named " << name);
+  return found;
+}
+
+std::string wait_record(int c, int stream, int wait_stream, int record) {
+  return "{\"correlation\": " + std::to_string(c) + ", \"cuda_sync_kind\": \"Stream Wait Event\", \"stream\": " +
+         std::to_string(stream) + ", \"wait_on_stream\": " + std::to_string(wait_stream) +
+         ", \"wait_on_cuda_event_record_corr_id\": " + std::to_string(record) + ", \"device\": 0}";
+}
+
+/// A mixture-of-experts layer on three streams (times in us):
+///   stream 7 (compute):  gate [5,105)   expert_mlp [105,205)          combine [305,355)
+///   stream 20 (comm):                   dispatch [105,305)  (waits for gate; a custom
+///                                                            all-to-all kernel, not NCCL)
+///   stream 21 (shared):  shared_expert [29,229)  (independent, overlaps everything)
+/// combine waits for dispatch (event recorded on stream 20 after it); the host then
+/// synchronizes the device. Events are recorded after the launch of an op on another
+/// stream, so only the cuda_sync records say which stream each event is on.
+std::string moe_trace(bool records) {
+  std::string s = "{\"traceEvents\": [";
+  auto add = [&](const std::string& e) { s += (s.back() == '[' ? "" : ",\n") + e; };
+  add(X("cuda_runtime", "cudaLaunchKernel", 1, 1, "0", "5", corr(1)));
+  add(X("kernel", "gate", 0, 7, "5", "100", gpu(1, 7)));
+  add(X("cuda_runtime", "cudaEventRecord", 1, 1, "6", "2", corr(2)));        // on stream 7
+  add(X("cuda_runtime", "cudaStreamWaitEvent", 1, 1, "9", "2", corr(3)));    // stream 20 waits
+  if (records) add(X("cuda_sync", "Stream Wait Event", 0, 20, "10", "1", wait_record(3, 20, 7, 2)));
+  add(X("cuda_runtime", "cudaLaunchKernel", 1, 1, "12", "5", corr(4)));
+  add(X("kernel", "dispatch_all_to_all", 0, 20, "105", "200", gpu(4, 20)));
+  add(X("cuda_runtime", "cudaLaunchKernel", 1, 1, "18", "5", corr(5)));
+  add(X("kernel", "expert_mlp", 0, 7, "105", "100", gpu(5, 7)));
+  add(X("cuda_runtime", "cudaLaunchKernel", 1, 1, "24", "5", corr(6)));
+  add(X("kernel", "shared_expert", 0, 21, "29", "200", gpu(6, 21)));
+  add(X("cuda_runtime", "cudaEventRecord", 1, 1, "30", "2", corr(7)));       // on stream 20
+  add(X("cuda_runtime", "cudaStreamWaitEvent", 1, 1, "33", "2", corr(8)));   // stream 7 waits
+  if (records) add(X("cuda_sync", "Stream Wait Event", 0, 7, "34", "1", wait_record(8, 7, 20, 7)));
+  add(X("cuda_runtime", "cudaLaunchKernel", 1, 1, "36", "5", corr(9)));
+  add(X("kernel", "combine", 0, 7, "305", "50", gpu(9, 7)));
+  add(X("cuda_runtime", "cudaDeviceSynchronize", 1, 1, "42", "318", corr(10)));
+  s += "]}";
+  return s;
+}
+
+} // namespace
+
+TEST_CASE("three streams with cuda_sync records: the replay is the trace, and what-ifs follow the waits") {
+  auto t = dio::parse_kineto(moe_trace(true), "moe");
+  auto& g = t.g;
+  check_invariants(g);
+  CHECK(t.report.in_graph + t.report.ignored_total() == t.report.events);
+  const auto gate = named(g, "gate"), dispatch = named(g, "dispatch_all_to_all"), expert = named(g, "expert_mlp"),
+             shared = named(g, "shared_expert"), combine = named(g, "combine"), sync = named(g, "cudaDeviceSynchronize");
+  CHECK(g.dependency_kind(gate, dispatch) == dep_kind::sync);
+  CHECK(g.dependency_kind(dispatch, combine) == dep_kind::sync);
+  CHECK(!g.has_dependency(shared, combine)); // nothing waits for the independent stream but the host
+  auto r = replay(g);
+  CHECK(r.start[dispatch] == 105'000);
+  CHECK(r.start[shared] == 29'000);
+  CHECK(r.start[combine] == 305'000);
+  CHECK(r.end[sync] == 360'000);
+  CHECK(r.makespan == 360'000);
+  // A faster all-to-all moves combine, and the end, by exactly the time saved.
+  set_duration(g, dispatch, 100'000);
+  auto faster = replay(g);
+  CHECK(faster.start[combine] == 205'000);
+  CHECK(faster.end[sync] == 260'000);
+  // A slower gate delays both streams that wait for it; the shared expert is not held up.
+  set_duration(g, dispatch, 200'000);
+  set_duration(g, gate, 150'000);
+  auto slower = replay(g);
+  CHECK(slower.start[dispatch] == 155'000);
+  CHECK(slower.start[expert] == 155'000);
+  CHECK(slower.start[shared] == 29'000);
+  CHECK(slower.end[sync] == 410'000);
+}
+
+TEST_CASE("three streams without cuda_sync records: a stream wait is inferred from the op that released the waiting stream") {
+  // Without records, which stream an event is on is not in the trace. The second event
+  // was recorded after the shared expert was launched on stream 21; the candidates are
+  // the last ops launched before the record on each other stream: the shared expert
+  // (ends 229) and the all-to-all (ends 305). Combine starts at 305: the all-to-all
+  // released it, so that is the wait, and what-ifs that move the all-to-all move combine.
+  auto t = dio::parse_kineto(moe_trace(false), "moe, no records");
+  auto& g = t.g;
+  check_invariants(g);
+  const auto gate = named(g, "gate"), dispatch = named(g, "dispatch_all_to_all"), combine = named(g, "combine"),
+             sync = named(g, "cudaDeviceSynchronize");
+  CHECK(g.dependency_kind(gate, dispatch) == dep_kind::sync);
+  CHECK(g.dependency_kind(dispatch, combine) == dep_kind::sync);
+  CHECK(!g.has_dependency(named(g, "shared_expert"), combine));
+  auto r = replay(g);
+  CHECK(r.start[combine] == 305'000);
+  CHECK(r.end[sync] == 360'000);
+  set_duration(g, dispatch, 100'000);
+  auto faster = replay(g);
+  CHECK(faster.start[combine] == 205'000);
+  CHECK(faster.end[sync] == 260'000);
+}

@@ -43,6 +43,9 @@ struct analysis {
   std::vector<skipped_pass> not_applicable; ///< bundled passes left out of the default run
   memory_model memory;
   std::optional<std::int64_t> batch;    ///< samples per worker and step (--batch)
+  /// Workers of the traced job: its world size (distributedInfo) or the largest group of its
+  /// recorded collectives; 1 for a single-GPU trace.
+  std::int32_t workers = 1;
   std::vector<std::string> warnings;    ///< shown first in every output
 };
 
@@ -90,7 +93,7 @@ inline double spread(const std::vector<time_ns>& v) {
 }
 
 /// Workers of the traced job (its world size; 1 for a single-GPU trace).
-inline std::int32_t trace_workers(const analysis& a) { return std::max<std::int32_t>(1, a.trace->info.world_size); }
+inline std::int32_t trace_workers(const analysis& a) { return std::max<std::int32_t>(1, a.workers); }
 
 /// Throughput of a scenario: steps per second, samples per second, and how it scales.
 struct throughput {

@@ -14,6 +14,7 @@
 #include <daydream/daydream.hpp>
 #include <daydream/io/kineto.hpp>
 #include <daydream/passes/all.hpp>
+#include <daydream/passes/support/data_parallel.hpp>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -114,6 +115,8 @@ inline int run(const options& o, std::FILE* out, std::FILE* err,
   a.trace = &trace;
   a.trace_name = o.trace;
   if (o.batch > 0) a.batch = o.batch;
+  a.workers = std::max<std::int32_t>(
+      {1, trace.info.world_size, std::int32_t(daydream::passes::find_recorded_collectives(trace.g).group)});
   // What the trace lacks: nothing modelled is an error, the rest (no GPU activity) warnings.
   auto problems = trace.problems();
   if (trace.g.size() == 0)

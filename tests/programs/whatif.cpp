@@ -335,3 +335,30 @@ TEST_CASE("a trace without step markers says the iteration cannot be told and an
   CHECK(t.out.find("WARNING: ") != std::string::npos);
   CHECK(t.out.find("the whole trace is analysed as one iteration") != std::string::npos);
 }
+
+TEST_CASE("a rank of a data-parallel job: no default data-parallel scenarios, and throughput against the traced job") {
+  // Rank 0 of a 16-GPU DDP job with NCCL all-reduces.
+  auto path = daydream::testing::bundled("hta_ddp_a100_16rank/rank0.steps550-553.json.gz").string();
+  parsed j(run(json_of(path)).out);
+  CHECK(num(j.root["workers"]) == 16);
+  auto reasons = j.root["not_applicable_reasons"];
+  for (auto name : {"ddp", "p3", "blueconnect", "tensor_fusion"}) {
+    CAPTURE(name);
+    auto why = reasons[name];
+    REQUIRE(!why.error());
+    CHECK(std::string_view(why.get_string().value()).find("already data-parallel") != std::string_view::npos);
+  }
+  for (auto s : j.root["scenarios"].get_array().value()) {
+    std::string_view name = s["name"].get_string().value();
+    CHECK(name.find("workers=") == std::string_view::npos);
+  }
+  // An explicit cluster replaces the recorded one: 32 workers against the traced 16.
+  parsed k(run(json_of(path, {"ddp:workers=32,bandwidth=100Gbps"})).out);
+  auto s = k.root["scenarios"].get_array().value().at(0);
+  REQUIRE(s["error"].error()); // not refused
+  const double base = num(k.root["baseline_us"]), pred = num(s["predicted_us"]);
+  CHECK(num(s["throughput"]["workers"]) == 32);
+  CHECK(num(s["speedup"]) == doctest::Approx(32.0 * base / (16.0 * pred)));
+  CHECK(s["throughput"]["vs_one_gpu"].is_null());
+  CHECK(s["throughput"]["scaling_efficiency"].is_null());
+}

@@ -123,7 +123,8 @@ struct gist {
                                                 std::to_string(rate.samples) + " elementwise kernels"
                                           : "no elementwise kernel with sizes: " + format_bytes(bandwidth) + "/s");
     if (!memory) rep.note("the graph has no memory model: peak memory not predicted "
-                          "(run estimate_activation_memory first)");
+                          "(the trace has no [memory] events, profile_memory=True, and no estimate "
+                          "from tensor sizes, record_shapes=True)");
     if (encoded == 0) rep.note("no selected layer stashes tensors of known size: nothing encoded");
     return rep;
   }

@@ -115,7 +115,8 @@ struct recompute {
     rep.add("re-computed kernel time", format_time(gpu_time));
     rep.add("stash dropped", format_bytes(double(bytes)));
     if (!memory) rep.note("the graph has no memory model: peak memory not predicted "
-                          "(run estimate_activation_memory first)");
+                          "(the trace has no [memory] events, profile_memory=True, and no estimate "
+                          "from tensor sizes, record_shapes=True)");
     if (layers_done == 0) rep.note("no selected layer has forward and backward kernels: nothing re-computed");
     return rep;
   }

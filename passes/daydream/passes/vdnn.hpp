@@ -161,7 +161,8 @@ struct vdnn {
     rep.add("copy time (offload + prefetch)", format_time(copy_time));
     rep.add("PCIe bandwidth", format_bytes(bandwidth) + "/s");
     if (!memory) rep.note("the graph has no memory model: peak memory not predicted "
-                          "(run estimate_activation_memory first)");
+                          "(the trace has no [memory] events, profile_memory=True, and no estimate "
+                          "from tensor sizes, record_shapes=True)");
     if (moved == 0) rep.note("no selected layer stashes tensors of known size: nothing offloaded");
     return rep;
   }

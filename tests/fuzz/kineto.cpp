@@ -48,7 +48,15 @@ void check_trace(const daydream::io::kineto_trace& t) {
     fail("a loaded graph does not replay", e.what());
   }
   if (r.tasks != t.g.size()) fail("replay", "not every task was replayed");
-  for (auto& it : t.iterations) (void)daydream::iteration_time(t.g, r, it.number);
+  for (auto& it : t.iterations) {
+    (void)daydream::iteration_time(t.g, r, it.number);
+    if (t.measured(it.number) < 0 || it.work_end < it.trace_begin)
+      fail("iterations", "iteration " + std::to_string(it.number) + " is measured negative");
+  }
+  // Iterations come from somewhere exactly when there are some; an empty graph says why.
+  if (t.iterations.empty() != (t.info.iterations_from == daydream::io::iteration_source::none))
+    fail("iterations", "iterations_from disagrees with the iterations found");
+  if (t.g.empty() && t.problems().empty()) fail("problems", "an empty graph without a reason");
   // The timeline writer reads every name the trace gave.
   daydream::io::chrome_trace ct;
   ct.add("fuzz", t.g, r);

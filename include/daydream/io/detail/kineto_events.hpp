@@ -1,0 +1,182 @@
+// Defines the event tables of a decoded Kineto trace (io::detail::decoded_trace): categories, CPU and GPU events, flows, memory and sync records.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_IO_DETAIL_KINETO_EVENTS_HPP
+#define DAYDREAM_IO_DETAIL_KINETO_EVENTS_HPP
+
+#include <daydream/task.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace daydream::io::detail {
+/// The categories of Kineto events daydream understands (current and legacy names).
+enum class ecat : std::uint8_t {
+  other,             ///< a category daydream does not model
+  cpu_op,            ///< "cpu_op", legacy "Operator"
+  user_annotation,   ///< "user_annotation" (record_function ranges, ProfilerStep#N)
+  python_function,   ///< "python_function" (Python frames, `nn.Module: ...`)
+  runtime,           ///< "cuda_runtime", legacy "Runtime" (CUDA and HIP runtime calls)
+  driver,            ///< "cuda_driver" (cuLaunchKernel, ...)
+  kernel,            ///< "kernel", legacy "Kernel"
+  memcpy,            ///< "gpu_memcpy", legacy "Memcpy"
+  memset,            ///< "gpu_memset", legacy "Memset"
+  cuda_sync,         ///< "cuda_sync" (CUPTI synchronization records)
+  gpu_annotation,    ///< "gpu_user_annotation"
+  launch_flow,       ///< "ac2g", "async_cpu_to_gpu", legacy "async"
+  fwdbwd_flow,       ///< "fwdbwd"
+  cpu_instant,       ///< "cpu_instant_event" ([memory] and other instants)
+  trace_span,        ///< "Trace" (the profiler's own span)
+};
+
+/// The category of a `cat` string.
+inline ecat classify_category(std::string_view c) noexcept {
+  switch (c.size()) {
+  case 4: if (c == "ac2g") return ecat::launch_flow; break;
+  case 5:
+    if (c == "async") return ecat::launch_flow;
+    if (c == "Trace") return ecat::trace_span;
+    break;
+  case 6:
+    if (c == "cpu_op") return ecat::cpu_op;
+    if (c == "kernel" || c == "Kernel") return ecat::kernel;
+    if (c == "Memset") return ecat::memset;
+    if (c == "Memcpy") return ecat::memcpy;
+    if (c == "fwdbwd") return ecat::fwdbwd_flow;
+    break;
+  case 7: if (c == "Runtime") return ecat::runtime; break;
+  case 8: if (c == "Operator") return ecat::cpu_op; break;
+  case 9: if (c == "cuda_sync") return ecat::cuda_sync; break;
+  case 10:
+    if (c == "gpu_memcpy") return ecat::memcpy;
+    if (c == "gpu_memset") return ecat::memset;
+    break;
+  case 11: if (c == "cuda_driver") return ecat::driver; break;
+  case 12: if (c == "cuda_runtime") return ecat::runtime; break;
+  case 15:
+    if (c == "user_annotation") return ecat::user_annotation;
+    if (c == "python_function") return ecat::python_function;
+    break;
+  case 16: if (c == "async_cpu_to_gpu") return ecat::launch_flow; break;
+  case 17: if (c == "cpu_instant_event") return ecat::cpu_instant; break;
+  case 19: if (c == "gpu_user_annotation") return ecat::gpu_annotation; break;
+  default: break;
+  }
+  return ecat::other;
+}
+
+/// Whether events of category `c` run on a CPU thread.
+inline constexpr bool is_cpu_category(ecat c) noexcept {
+  return c == ecat::cpu_op || c == ecat::user_annotation || c == ecat::python_function ||
+         c == ecat::runtime || c == ecat::driver;
+}
+/// Whether events of category `c` run on a GPU stream.
+inline constexpr bool is_gpu_category(ecat c) noexcept {
+  return c == ecat::kernel || c == ecat::memcpy || c == ecat::memset;
+}
+
+/// A `pid`/`tid` pair. Numbers are kept as they are; strings ("Spans") are mapped to
+/// ids far below any real one.
+struct pidtid {
+  std::int64_t pid = 0, tid = 0;
+  friend bool operator==(const pidtid&, const pidtid&) = default;
+};
+//! @cond DAYDREAM_INTERNAL
+struct pidtid_hash {
+  std::size_t operator()(const pidtid& k) const noexcept {
+    // Unsigned: string ids are near INT64_MIN / 2, where the signed product overflows.
+    return std::hash<std::uint64_t>{}(std::uint64_t(k.pid) * 1000003u ^ std::uint64_t(k.tid));
+  }
+};
+//! @endcond
+
+/// No entry (in op_meta and similar side tables).
+inline constexpr std::uint32_t no_index = std::numeric_limits<std::uint32_t>::max();
+
+/// An `X` event on a CPU thread.
+struct cpu_event {
+  time_ns ts = 0, dur = 0;            ///< nanoseconds
+  std::string_view name;
+  std::uint32_t index = 0;            ///< position in traceEvents
+  std::uint32_t thread = 0;           ///< index into decoded_trace::threads
+  std::int64_t correlation = -1;      ///< runtime correlation id, -1 if none
+  std::int64_t seq = -1;              ///< autograd sequence number, -1 if none
+  std::uint32_t meta = no_index;      ///< index into decoded_trace::metas
+  ecat cat = ecat::other;
+};
+
+/// An `X` event on a GPU stream: a kernel, copy or memset.
+struct gpu_event {
+  time_ns ts = 0, dur = 0;
+  std::string_view name;
+  std::uint32_t index = 0;
+  std::int32_t device = 0, stream = 0;
+  std::int64_t correlation = -1;
+  std::uint64_t bytes = 0;
+  std::uint32_t meta = no_index;
+  ecat cat = ecat::other;
+};
+
+/// A flow event (`s`, `f` or `t`).
+struct flow_event {
+  time_ns ts = 0;
+  std::int64_t id = 0;
+  std::uint32_t index = 0;
+  pidtid where;
+  std::int64_t stream = 0;  ///< `tid` read as a GPU stream ("stream 7" -> 7)
+  char ph = 's';
+  ecat cat = ecat::launch_flow;
+};
+
+/// A `[memory]` instant event.
+struct memory_event {
+  time_ns ts = 0;
+  std::int64_t bytes = 0, total = -1;
+  std::uint32_t index = 0, thread = 0;
+  std::int32_t device_type = -1, device_id = -1;
+};
+
+/// A `cuda_sync` record.
+struct sync_event {
+  time_ns ts = 0, dur = 0;
+  std::uint32_t index = 0;
+  std::int64_t correlation = -1, stream = -1, wait_stream = -1, record_correlation = -1;
+  std::int32_t device = 0;
+  std::string_view kind;
+};
+
+/// Arguments of operators and collectives, kept only for events that carry them.
+struct op_meta {
+  std::string_view input_dims, input_types; ///< raw JSON text
+  std::string_view collective, dtype;
+  std::int64_t in_nelems = -1, out_nelems = -1, group_size = -1;
+};
+
+/// Everything decode_kineto keeps of a trace.
+struct decoded_trace {
+  std::vector<cpu_event> cpu;
+  std::vector<gpu_event> gpu;
+  std::vector<flow_event> flows;
+  std::vector<memory_event> memory;
+  std::vector<sync_event> syncs;
+  std::vector<op_meta> metas;
+  std::vector<pidtid> threads;          ///< CPU threads, by first appearance
+  /// Per thread: its `pid` and `tid` as the trace writes them (a number's digits or a
+  /// string's contents; "0" when absent), for names shown to people.
+  struct thread_label { std::string_view pid, tid; };
+  std::vector<thread_label> thread_labels;
+  std::size_t events = 0;               ///< elements of traceEvents
+  std::map<std::string, std::size_t> ignored; ///< events not kept, by reason
+  std::vector<std::string> gpus;        ///< deviceProperties names
+  std::int32_t rank = -1, world_size = -1;
+  std::string backend;
+};
+
+} // namespace daydream::io::detail
+
+#endif

@@ -155,8 +155,9 @@ inline std::string explain_bound(const graph& g, const daydream::iteration_break
                   fmt::format("kernel launch calls hold {:.0f}% of the critical path, the GPUs are busy {:.0f}%",
                               share(b.critical_launch, b.duration), share(b.gpu_busy, b.duration)));
     return with("CPU-bound", top_resource({resource_kind::cpu_thread}),
-                fmt::format("CPU work holds {:.0f}% of the critical path, the GPUs are busy {:.0f}%", on_path,
-                            share(b.gpu_busy, b.duration)));
+                fmt::format("CPU work holds {:.0f}% of the critical path ({:.0f}% between traced operators: "
+                            "Python, data loading), the GPUs are busy {:.0f}%",
+                            on_path, share(b.critical_cpu_gaps, b.duration), share(b.gpu_busy, b.duration)));
   case daydream::bound_by::communication:
     return with("communication-bound", top_resource({resource_kind::link, resource_kind::gpu_stream, resource_kind::other}),
                 fmt::format("communication holds {:.0f}% of the critical path ({:.0f}% of communication time "
@@ -520,6 +521,9 @@ inline void print_critical_path(std::FILE* out, const analysis& a, std::size_t r
   }
   if (rest_n) fmt::print(out, "    {:<40} {:<14} {:>9} {:>12} {:>6.1f}%\n", fmt::format("({} more layer/phase groups)", rest_n),
                          "", "", ms(rest), share(rest, b.duration));
+  if (b.critical_cpu_gaps)
+    fmt::print(out, "    {:<40} {:<14} {:>9} {:>12} {:>6.1f}%\n", "(CPU between traced operators)", "", "",
+               ms(b.critical_cpu_gaps), share(b.critical_cpu_gaps, b.duration));
   if (b.critical[4])
     fmt::print(out, "    {:<40} {:<14} {:>9} {:>12} {:>6.1f}%\n", "(idle between tasks)", "", "", ms(b.critical[4]),
                share(b.critical[4], b.duration));

@@ -161,6 +161,10 @@ inline std::string html_report(const analysis& a) {
   if (rest_n)
     fmt::format_to(out, "<tr><td class=\"l\">({} more layer/phase groups)</td><td></td><td></td><td>{}</td><td>{:.1f}%</td></tr>\n",
                    rest_n, ms(rest), share(rest, b.duration));
+  if (b.critical_cpu_gaps)
+    fmt::format_to(out, "<tr><td class=\"l\">(CPU between traced operators)</td><td></td><td></td><td>{}</td>"
+                        "<td>{:.1f}%</td></tr>\n",
+                   ms(b.critical_cpu_gaps), share(b.critical_cpu_gaps, b.duration));
   if (b.critical[4])
     fmt::format_to(out, "<tr><td class=\"l\">(idle between tasks)</td><td></td><td></td><td>{}</td><td>{:.1f}%</td></tr>\n",
                    ms(b.critical[4]), share(b.critical[4], b.duration));

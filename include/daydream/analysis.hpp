@@ -6,6 +6,7 @@
 #include <daydream/iteration.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/replay.hpp>
+#include <daydream/resource.hpp>
 #include <daydream/task.hpp>
 
 #include <algorithm>
@@ -146,13 +147,19 @@ struct iteration_breakdown {
   time_ns comm_overlapped = 0;   ///< time with communication and GPU kernels or copies running
   /// Per resource, the time at least one of its tasks runs; busiest first.
   std::vector<std::pair<resource_id, time_ns>> busy;
-  /// Critical-path time per kind of work: CPU, GPU kernels, communication, copies, idle
-  /// (time between the chain's tasks). The five add up to `duration`.
+  /// Critical-path time per kind of work: CPU (with critical_cpu_gaps), GPU kernels,
+  /// communication, copies, idle (other time between the chain's tasks). The five add up
+  /// to `duration`.
   std::array<time_ns, 5> critical{};
   /// Critical-path CPU time spent in calls that launch GPU work (cpu_call::launch).
   time_ns critical_launch = 0;
+  /// Of critical[0]: time a CPU thread spent between its traced tasks while the chain
+  /// waited for it (the trace's gaps: untraced Python work, data loading, waits the
+  /// profiler did not record). A gap the chain waited through for another reason (launch
+  /// latency, a dependency) is idle.
+  time_ns critical_cpu_gaps = 0;
   bound_by bound = bound_by::idle;
-  /// Critical-path time per (layer, phase), largest first (idle time is in no entry).
+  /// Critical-path time per (layer, phase), largest first (gaps, CPU or idle, are in no entry).
   std::vector<std::pair<std::pair<std::string, phase>, time_ns>> critical_by_layer;
   /// Critical-path time per resource, largest first.
   std::vector<std::pair<resource_id, time_ns>> critical_by_resource;
@@ -231,7 +238,18 @@ iteration_breakdown breakdown(const Graph& g, const replay_result& r, std::int32
     auto t = step.task;
     auto s = std::max({r.start[t], b.begin, prev_end}), e = std::min(r.end[t], b.end);
     if (e <= s) continue;
-    if (s > prev_end) b.critical[4] += s - prev_end;
+    if (s > prev_end) {
+      const auto res = g.resource_of(t);
+      const bool program_order = step.why == binding::resource ||
+                                 (step.why == binding::dependency && step.edge == dep_kind::cpu_order);
+      if (program_order && res != no_resource && is_cpu(g.resource_at(res).kind)) {
+        b.critical[0] += s - prev_end; // the thread's own untraced time
+        b.critical_cpu_gaps += s - prev_end;
+        by_res[res] += s - prev_end;
+      } else {
+        b.critical[4] += s - prev_end;
+      }
+    }
     prev_end = e;
     const auto d = e - s;
     auto k = work_kind_of(g, t);

@@ -115,6 +115,28 @@ TEST_CASE("the critical path of an iteration ends where the next iteration start
   CHECK(iteration_critical_path(f.g, r, 7).empty());
 }
 
+TEST_CASE("a CPU thread's gaps between traced tasks on the critical path are CPU time, launch latency is idle") {
+  builder f;
+  auto c0 = f.cpu("aten::mm", 10 * us, 0);
+  set_gap(f.g, c0, 20 * us); // untraced Python after it
+  auto c1 = f.cpu("cudaLaunchKernel", 10 * us, 0, cpu_call::launch);
+  auto k = f.kernel("gemm", 50 * us, 0, phase::forward, "Linear_0");
+  set_gap(f.g, c1, 0);
+  auto c2 = f.cpu("aten::mm", 10 * us, 1);
+  f.g.add_dependency(c0, c1, dep_kind::cpu_order);
+  f.g.add_dependency(c1, k, dep_kind::launch);
+  f.g.add_dependency(c1, c2, dep_kind::cpu_order);
+  f.g.add_dependency(k, c2, dep_kind::sync);
+  auto r = replay(f.g);
+  REQUIRE(r.start[c1] == 30 * us);
+  REQUIRE(r.start[c2] == 90 * us);
+  auto b = breakdown(f.g, r, 0);
+  CHECK(b.duration == 90 * us);
+  CHECK(b.critical == std::array<time_ns, 5>{40 * us, 50 * us, 0, 0, 0});
+  CHECK(b.critical_cpu_gaps == 20 * us);
+  CHECK(b.bound == bound_by::gpu);
+}
+
 TEST_CASE("busy time never exceeds the iteration: concurrent transfers on a shared link count once") {
   two_iterations f;
   // A second all-reduce beside a0: on the fair link both take twice as long.

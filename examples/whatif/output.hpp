@@ -155,9 +155,12 @@ inline std::string explain_bound(const graph& g, const daydream::iteration_break
                   fmt::format("kernel launch calls hold {:.0f}% of the critical path, the GPUs are busy {:.0f}%",
                               share(b.critical_launch, b.duration), share(b.gpu_busy, b.duration)));
     return with("CPU-bound", top_resource({resource_kind::cpu_thread}),
-                fmt::format("CPU work holds {:.0f}% of the critical path ({:.0f}% between traced operators: "
-                            "Python, data loading), the GPUs are busy {:.0f}%",
-                            on_path, share(b.critical_cpu_gaps, b.duration), share(b.gpu_busy, b.duration)));
+                fmt::format("CPU work holds {:.0f}% of the critical path{}, the GPUs are busy {:.0f}%", on_path,
+                            share(b.critical_cpu_gaps, b.duration) >= 0.5
+                                ? fmt::format(" ({:.0f}% between traced operators: Python, data loading)",
+                                              share(b.critical_cpu_gaps, b.duration))
+                                : std::string(),
+                            share(b.gpu_busy, b.duration)));
   case daydream::bound_by::communication:
     return with("communication-bound", top_resource({resource_kind::link, resource_kind::gpu_stream, resource_kind::other}),
                 fmt::format("communication holds {:.0f}% of the critical path ({:.0f}% of communication time "

@@ -11,6 +11,7 @@
 #include <daydream/insert.hpp>
 #include <daydream/iteration.hpp>
 #include <daydream/kinds.hpp>
+#include <daydream/launch.hpp>
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/remove.hpp>
@@ -19,6 +20,7 @@
 #include <daydream/resource.hpp>
 #include <daydream/select.hpp>
 #include <daydream/task.hpp>
+#include <daydream/trace_order.hpp>
 #include <daydream/unroll.hpp>
 #include <daydream/update.hpp>
 #include <daydream/validate.hpp>

@@ -88,6 +88,16 @@ template <class Graph, class Kind> void set_bytes(Graph& g, handle<Kind> t, std:
   }
 }
 
+/// Adds `bytes` to the memory task `t` allocates when it starts (negative: frees), on
+/// top of what it already allocates: the replay's peak_memory sums mem_delta in start
+/// order. Invalidates nothing.
+///
+///     daydream::add_mem_delta(g, encode, -stashed_bytes / 2);   // half the stash kept
+template <class Graph> void add_mem_delta(Graph& g, task_id t, std::int64_t bytes) {
+  g.core().check_task(t, "add_mem_delta");
+  g.set_mem_delta(t, g.mem_delta(t) + bytes);
+}
+
 } // namespace daydream
 
 #endif

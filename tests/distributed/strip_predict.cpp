@@ -49,7 +49,7 @@ recorded recorded_all_reduces(const graph& g) {
   recorded out;
   g.for_each<comm_task>([&](handle<comm_task> h) {
     if (!is_all_reduce(g, h.id)) return;
-    auto call = dp::launch_of(g, h.id);
+    auto call = daydream::launch_of(g, h.id);
     if (call == no_task) { ++out.skipped; return; }
     std::uint64_t bytes = g.payload(h).bytes;
     task_id prev = no_task;
@@ -57,7 +57,7 @@ recorded recorded_all_reduces(const graph& g) {
       if (d.kind == dep_kind::cpu_order && g.resource_of(d.from) == g.resource_of(call)) prev = d.from;
     auto cur = prev;
     for (int steps = 0; bytes == 0 && cur != no_task && steps < 40; ++steps) {
-      for (auto k : dp::launched_by(g, cur))
+      for (auto k : daydream::launched_by(g, cur))
         if (auto m = g.as<memcpy_task>(k); m && g.payload(m).bytes > 0) bytes = g.payload(m).bytes;
       task_id p = no_task;
       for (auto d : g.predecessors(cur))

@@ -5,8 +5,10 @@
 
 #include <daydream/graph.hpp>
 #include <daydream/kinds.hpp>
+#include <daydream/launch.hpp>
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/select.hpp>
 #include <daydream/update.hpp>
 #include <daydream/passes/support/format.hpp>
 #include <daydream/passes/support/kernel_classifier.hpp>
@@ -34,8 +36,12 @@ using daydream::operator|;
 /// and every CPU task are unchanged. The loss-scaling kernels AMP adds are not modeled
 /// (one small elementwise kernel per step). Memory: what the forward and backward
 /// allocate and free (their tasks' mem_delta: activations and their gradients, now
-/// FP16) is scaled by `activations`; the rest (FP32 master weights, optimizer state)
-/// is unchanged.
+/// FP16) is scaled by `activations`. Everything else keeps its size: weight gradients
+/// (autocast keeps the parameters FP32, so the memory an `AccumulateGrad` operator
+/// allocates, found by the name of the task, of its operator or of the call that
+/// launched it, is not scaled), the optimizer step's allocations, and the memory
+/// allocated before the trace begins (weights, optimizer state), which is not in any
+/// task's mem_delta.
 ///
 /// A CPU-bound model gains nothing: shorter kernels only make the GPU wait longer for
 /// the launches. The report gives kernels and time per class, before and after, and
@@ -69,9 +75,8 @@ struct amp {
 
   /// Whether `g` has GPU kernels.
   static bool applicable(const graph& g) {
-    bool any = false;
-    g.for_each<gpu_kernel>([&](auto) { any = true; });
-    return any;
+    auto kernels = tasks<gpu_kernel>(g);
+    return kernels.begin() != kernels.end();
   }
 
   /// Scales every classified kernel and the forward/backward memory; returns the counts
@@ -93,21 +98,24 @@ struct amp {
       else if (c == kernel_class::unknown) ++unknown[std::string(g.name(t))];
       after[i] += g.duration(t);
     };
-    g.for_each<gpu_kernel>([&](handle<gpu_kernel> k) { scale(k); });
+    for (auto k : tasks<gpu_kernel>(g)) scale(k);
     std::size_t host_copies = 0;
-    g.for_each<memcpy_task>([&](handle<memcpy_task> m) {
-      auto dir = g.payload(m).direction;
-      if (dir == copy_kind::d2d || dir == copy_kind::memset) scale(m);
-      else ++host_copies;
+    const auto on_device = pred([](const auto& m) {
+      return m.payload().direction == copy_kind::d2d || m.payload().direction == copy_kind::memset;
     });
-    std::int64_t mem_before = 0, mem_after = 0; // what the forward and backward allocate
-    g.for_each_task([&](task_id t) {
-      const auto ph = g.phase_of(t);
+    for (auto m : tasks<memcpy_task>(g) | where(on_device)) scale(m);
+    for ([[maybe_unused]] auto m : tasks<memcpy_task>(g) | where(!on_device)) ++host_copies;
+    std::int64_t mem_before = 0, mem_after = 0, grad_mem = 0; // what the forward and backward allocate
+    const auto allocates = pred([&](const auto& t) { return g.mem_delta(t) != 0; });
+    for (auto t : tasks(g) | where(allocates && (in_phase(phase::forward) || in_phase(phase::backward)))) {
       const auto d = g.mem_delta(t);
-      if (d == 0 || (ph != phase::forward && ph != phase::backward)) return;
+      if (weight_gradient(g, t)) {
+        if (d > 0) grad_mem += d;
+        continue;
+      }
       g.set_mem_delta(t, std::llround(double(d) * activations));
       if (d > 0) { mem_before += d; mem_after += g.mem_delta(t); }
-    });
+    }
     for (int i = 0; i < kernel_class_count; ++i)
       rep.add(std::string(to_string(kernel_class(i))),
               std::to_string(count[i]) + " kernels, " + format_time(before[i]) + " -> " +
@@ -116,6 +124,15 @@ struct amp {
     if (mem_before > 0)
       rep.add("forward/backward allocations", format_bytes(double(mem_before)) + " -> " +
                                                   format_bytes(double(mem_after)));
+    if (grad_mem > 0) rep.add("weight-gradient allocations (FP32, unchanged)", format_bytes(double(grad_mem)));
+    std::size_t changed = 0;
+    for (int i = 0; i < kernel_class_count; ++i)
+      if (before[i] != after[i]) ++changed;
+    if (changed == 0 && mem_before == mem_after)
+      rep.not_applied(count[int(kernel_class::compute_bound)] + count[int(kernel_class::memory_bound)] == 0
+                          ? "no kernel of the graph is compute- or memory-bound (by name), and no activation "
+                            "memory is recorded: nothing runs in half precision"
+                          : "the compute- and memory-bound kernels are too short to get shorter");
     if (!unknown.empty()) {
       std::string names;
       std::size_t listed = 0;
@@ -129,6 +146,19 @@ struct amp {
                " kernel names matched no rule of the classifier and were left unchanged");
     }
     return rep;
+  }
+
+private:
+  /// Whether the memory task `t` allocates is a weight gradient's: `t`, its operator,
+  /// or the call that launched it belongs to an AccumulateGrad.
+  static bool weight_gradient(const graph& g, task_id t) {
+    auto is_accumulate = [&](std::string_view n) { return n.find("AccumulateGrad") != std::string_view::npos; };
+    if (is_accumulate(g.name(t))) return true;
+    task_id call = g.is<cpu_task>(t) ? t : launch_of(g, t);
+    if (call == no_task) return false;
+    if (is_accumulate(g.name(call))) return true;
+    auto op = g.payload(g.as<cpu_task>(call)).op;
+    return op != no_name && is_accumulate(g.str(op));
   }
 };
 

@@ -7,6 +7,7 @@
 #include <daydream/kinds.hpp>
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/select.hpp>
 #include <daydream/passes/support/edit.hpp>
 #include <daydream/passes/support/format.hpp>
 
@@ -71,9 +72,8 @@ struct fused_adam {
 
   /// Whether `g` has a weight-update phase.
   static bool applicable(const graph& g) {
-    bool any = false;
-    g.for_each_task([&](task_id t) { any = any || g.phase_of(t) == phase::weight_update; });
-    return any;
+    auto update = tasks(g) | where(in_phase(phase::weight_update));
+    return update.begin() != update.end();
   }
 
   /// Replaces each iteration's weight-update tasks by one launch and one fused kernel;
@@ -82,10 +82,8 @@ struct fused_adam {
     pass_report rep;
     rep.pass = std::string(name);
     std::map<std::int32_t, std::vector<task_id>> steps;
-    g.for_each_task([&](task_id t) {
-      if (g.phase_of(t) == phase::weight_update && !g.is<comm_task>(t))
-        steps[g.iteration(t)].push_back(t);
-    });
+    for (auto t : tasks(g) | where(in_phase(phase::weight_update) && !of_kind<comm_task>))
+      steps[t.iteration()].push_back(t);
     std::size_t removed = 0, fused = 0;
     time_ns old_time = 0, new_time = 0, cpu_time = 0;
     for (auto& [it, ts] : steps) {
@@ -111,7 +109,7 @@ struct fused_adam {
     rep.add("fused kernels", std::to_string(fused));
     rep.add("optimizer kernel time", format_time(old_time) + " -> " + format_time(new_time));
     rep.add("optimizer CPU time removed", format_time(cpu_time));
-    if (steps.empty()) rep.note("no weight-update phase in the graph: nothing to fuse");
+    if (steps.empty()) rep.not_applied("no weight-update phase in the graph: nothing to fuse");
     return rep;
   }
 };

@@ -6,6 +6,7 @@
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>
 #include <daydream/kinds.hpp>
+#include <daydream/launch.hpp>
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/passes/support/edit.hpp>
@@ -97,15 +98,15 @@ struct gist {
       const auto layer = g.layer(last_fwd);
 
       const auto fwd_call = launch_of(g, last_fwd);
-      auto e = insert_issued(g, k, {.name = "gist_encode", .duration = d, .layer = layer,
-                                    .phase = phase::forward, .iteration = l.iteration},
-                             just_after(last_fwd), fwd_call == no_task ? position{} : just_after(fwd_call),
-                             issue_call{.duration = fwd_call == no_task ? 0 : g.duration(fwd_call)});
+      auto e = insert_launched(g, k, {.name = "gist_encode", .duration = d, .layer = layer,
+                                      .phase = phase::forward, .iteration = l.iteration},
+                               just_after(last_fwd), fwd_call == no_task ? position{} : just_after(fwd_call),
+                               launch_call{.duration = fwd_call == no_task ? 0 : g.duration(fwd_call)});
       const auto bwd_call = launch_of(g, first_bwd);
-      auto dec = insert_issued(g, k, {.name = "gist_decode", .duration = d, .layer = layer,
-                                      .phase = phase::backward, .iteration = l.iteration},
-                               just_before(first_bwd), bwd_call == no_task ? position{} : just_before(bwd_call),
-                               issue_call{.duration = bwd_call == no_task ? 0 : g.duration(bwd_call)});
+      auto dec = insert_launched(g, k, {.name = "gist_decode", .duration = d, .layer = layer,
+                                        .phase = phase::backward, .iteration = l.iteration},
+                                 just_before(first_bwd), bwd_call == no_task ? position{} : just_before(bwd_call),
+                                 launch_call{.duration = bwd_call == no_task ? 0 : g.duration(bwd_call)});
       if (memory) {
         add_mem_delta(g, e.task, enc - b);
         add_mem_delta(g, dec.task, b - enc);
@@ -125,7 +126,7 @@ struct gist {
     if (!memory) rep.note("the graph has no memory model: peak memory not predicted "
                           "(the trace has no [memory] events, profile_memory=True, and no estimate "
                           "from tensor sizes, record_shapes=True)");
-    if (encoded == 0) rep.note("no selected layer stashes tensors of known size: nothing encoded");
+    if (encoded == 0) rep.not_applied("no selected layer stashes tensors of known size: nothing encoded");
     return rep;
   }
 };

@@ -9,8 +9,8 @@
 #include <daydream/kinds.hpp>
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/select.hpp>
 #include <daydream/update.hpp>
-#include <daydream/passes/support/edit.hpp>
 #include <daydream/passes/support/format.hpp>
 
 #include <algorithm>
@@ -66,9 +66,8 @@ struct grad_accum {
 
   /// Whether `g` trains: it has backward tasks.
   static bool applicable(const graph& g) {
-    bool any = false;
-    g.for_each_task([&](task_id t) { any = any || g.phase_of(t) == phase::backward; });
-    return any;
+    auto backward = tasks(g) | where(in_phase(phase::backward));
+    return backward.begin() != backward.end();
   }
 
   /// Repeats each iteration's forward-backward window `k` times; returns the counts and
@@ -78,7 +77,7 @@ struct grad_accum {
     rep.pass = std::string(name);
     if (k < 1) throw error("daydream: pass 'grad_accum': k must be at least 1");
     std::set<std::int32_t> iterations;
-    g.for_each_task([&](task_id t) { if (is_fwd_bwd(g, t)) iterations.insert(g.iteration(t)); });
+    for (auto t : tasks(g) | where(in_phase(phase::forward) || in_phase(phase::backward))) iterations.insert(t.iteration());
     std::size_t repeated = 0;
     time_ns scaled_before = 0, scaled_after = 0;
     for (auto it : iterations) {
@@ -124,7 +123,8 @@ struct grad_accum {
     rep.add("tasks repeated", std::to_string(repeated));
     rep.add("GPU time of forward+backward", format_time(scaled_before) + " -> " +
                                                 format_time(scaled_after) + " (all micro-batches)");
-    if (iterations.empty()) rep.note("no forward or backward task: nothing to split");
+    if (iterations.empty()) rep.not_applied("no forward or backward task: nothing to split");
+    else if (k == 1) rep.not_applied("k=1: one micro-batch per weight update is what the trace ran");
     return rep;
   }
 
@@ -133,9 +133,6 @@ private:
   static bool is_copy_call(const graph& g, task_id t) {
     auto h = g.as<cpu_task>(t);
     return h && g.payload(h).call == cpu_call::memcpy;
-  }
-  static bool is_fwd_bwd(const graph& g, task_id t) {
-    return g.phase_of(t) == phase::forward || g.phase_of(t) == phase::backward;
   }
 
   /// The forward-backward window of one iteration: its tasks (in id order) and, per
@@ -152,9 +149,10 @@ private:
     const task_id n = g.id_bound();
     std::vector<char> seed(n, 0), down(n, 0), up(n, 0);
     std::vector<task_id> stack;
-    g.for_each_task([&](task_id t) {
-      if (g.iteration(t) == it && is_fwd_bwd(g, t)) { seed[t] = down[t] = up[t] = 1; stack.push_back(t); }
-    });
+    for (auto t : tasks(g) | where(in_iteration(it) && (in_phase(phase::forward) || in_phase(phase::backward)))) {
+      seed[t] = down[t] = up[t] = 1;
+      stack.push_back(t);
+    }
     const auto seeds = stack;
     while (!stack.empty()) {
       auto t = stack.back();
@@ -171,9 +169,10 @@ private:
     }
     window_t w;
     std::vector<char> in(n, 0);
-    g.for_each_task([&](task_id t) {
-      if (down[t] && up[t]) { in[t] = 1; w.tasks.push_back(t); }
-    });
+    for (auto t : tasks(g) | where(pred([&](task_id t) { return down[t] && up[t]; }))) {
+      in[t] = 1;
+      w.tasks.push_back(t);
+    }
     for (auto t : w.tasks) {
       if (g.resource_of(t) == no_resource) continue;
       auto p = prev_on_resource(g, t);

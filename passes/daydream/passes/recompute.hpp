@@ -7,9 +7,10 @@
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>
 #include <daydream/kinds.hpp>
+#include <daydream/launch.hpp>
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
-#include <daydream/passes/support/edit.hpp>
+#include <daydream/update.hpp>
 #include <daydream/passes/support/format.hpp>
 #include <daydream/passes/support/layers.hpp>
 #include <daydream/passes/support/memory.hpp>
@@ -117,7 +118,7 @@ struct recompute {
     if (!memory) rep.note("the graph has no memory model: peak memory not predicted "
                           "(the trace has no [memory] events, profile_memory=True, and no estimate "
                           "from tensor sizes, record_shapes=True)");
-    if (layers_done == 0) rep.note("no selected layer has forward and backward kernels: nothing re-computed");
+    if (layers_done == 0) rep.not_applied("no selected layer has forward and backward kernels: nothing re-computed");
     return rep;
   }
 };

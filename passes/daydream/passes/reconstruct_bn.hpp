@@ -6,9 +6,11 @@
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>
 #include <daydream/kinds.hpp>
+#include <daydream/launch.hpp>
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/remove.hpp>
+#include <daydream/select.hpp>
 #include <daydream/update.hpp>
 #include <daydream/passes/support/edit.hpp>
 #include <daydream/passes/support/format.hpp>
@@ -67,9 +69,8 @@ struct reconstruct_bn {
   static bool applicable(const graph& g) {
     reconstruct_bn r;
     auto m = r.matcher(g);
-    bool any = false;
-    g.for_each<gpu_kernel>([&](handle<gpu_kernel> k) { any = any || m.is_bn(k); });
-    return any;
+    auto bn = tasks<gpu_kernel>(g) | where(pred([&](const auto& k) { return m.is_bn(k); }));
+    return bn.begin() != bn.end();
   }
 
   /// Speeds up batch norm and removes the activations next to it; returns the counts
@@ -79,16 +80,17 @@ struct reconstruct_bn {
     rep.pass = std::string(name);
     auto m = matcher(g);
     std::vector<task_id> bn, act;
-    g.for_each<gpu_kernel>([&](handle<gpu_kernel> k) {
-      if (m.is_bn(k)) bn.push_back(k);
-    });
+    const auto is_bn = pred([&](const auto& k) { return m.is_bn(k); });
+    for (auto k : tasks<gpu_kernel>(g) | where(is_bn)) bn.push_back(k);
+    // Activations right before or after a batch norm on the same stream.
     auto bn_at = [&](task_id t) { return t != no_task && g.is<gpu_kernel>(t) && m.is_bn(t); };
-    g.for_each<gpu_kernel>([&](handle<gpu_kernel> k) {
-      auto ph = g.phase_of(k);
-      if ((ph == phase::forward || ph == phase::backward) && !m.is_bn(k) && m.is_activation(k) &&
-          (bn_at(prev_on_resource(g, k)) || bn_at(next_on_resource(g, k))))
-        act.push_back(k);
+    const auto activation = pred([&](const auto& k) { return m.is_activation(k); });
+    const auto next_to_bn = pred([&](const auto& k) {
+      return bn_at(prev_on_resource(g, k)) || bn_at(next_on_resource(g, k));
     });
+    for (auto k : tasks<gpu_kernel>(g) | where((in_phase(phase::forward) || in_phase(phase::backward)) &&
+                                               !is_bn && activation && next_to_bn))
+      act.push_back(k);
     time_ns bn_before = 0, bn_after = 0, act_time = 0, cpu_time = 0;
     for (auto t : bn) {
       bn_before += g.duration(t);
@@ -119,7 +121,7 @@ struct reconstruct_bn {
                                       " -> " + format_time(bn_after));
     rep.add("activation kernels removed", std::to_string(act.size()) + ", " + format_time(act_time));
     rep.add("CPU tasks removed", std::to_string(gone.size() - act.size()) + ", " + format_time(cpu_time));
-    if (bn.empty()) rep.note("no batch-norm kernel in the graph: nothing to reconstruct");
+    if (bn.empty()) rep.not_applied("no batch-norm kernel in the graph: nothing to reconstruct");
     return rep;
   }
 

@@ -7,6 +7,7 @@
 #include <daydream/kinds.hpp>
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/trace_order.hpp>
 #include <daydream/passes/support/edit.hpp>
 #include <daydream/passes/support/format.hpp>
 #include <daydream/passes/support/layers.hpp>
@@ -38,8 +39,8 @@ using daydream::operator|;
 /// `scale` times the summed duration of the GPU tasks it replaces (divided evenly when a
 /// phase has several kernels). So the default, one kernel per phase with scale 1, saves
 /// exactly the launches and framework overhead of the fused layers. With
-/// `layers = ".*(batch_norm|relu).*"` every batch norm is fused with the ReLU after it,
-/// everywhere in the model.
+/// `layers = ".*(batch_?norm|relu).*"` every batch norm is fused with the ReLU after it,
+/// everywhere in the model (layer patterns ignore case, so "BatchNorm2d_0" matches).
 ///
 ///     daydream::passes::substitute fuse{.layers = "layer1\\.0\\.(conv1|bn1|relu)",
 ///         .kernels = {{"fused_cbr", daydream::phase::forward, 120'000},
@@ -55,8 +56,10 @@ struct substitute {
   };
 
   /// The layers the default what-if scenario fuses: each batch norm with the ReLU after
-  /// it (layer names from modules, "layer1.0.bn1", or from operators, "aten::relu_#3").
-  static constexpr std::string_view default_fusion = ".*(batch_norm|bn|relu).*";
+  /// it, whatever the layer names look like: attribute paths ("layer1.0.bn1"), module
+  /// classes as PyTorch numbers them ("BatchNorm2d_0", "ReLU_0") or operators
+  /// ("aten::batch_norm#2", "aten::relu_#3"). Layer patterns ignore case (layer_filter).
+  static constexpr std::string_view default_fusion = ".*(batch_?norm|bn|relu).*";
 
   static constexpr std::string_view name = "substitute"; ///< the --pass name
   /// One line for daydream-whatif --help.
@@ -88,7 +91,7 @@ struct substitute {
   }
 
   /// What daydream-whatif runs when asked for every applicable pass.
-  static constexpr std::string_view scenario_params = "layers=.*(batch_norm|bn|relu).*";
+  static constexpr std::string_view scenario_params = "layers=.*(batch_?norm|bn|relu).*";
 
   /// Whether `g` has layers the default scenario fuses (batch norm or ReLU layers).
   static bool applicable(const graph& g) {
@@ -126,9 +129,8 @@ struct substitute {
           auto ts = tasks_in(l, ph);
           if (!ts.empty()) order.push_back({first_in_trace(g, ts), &l});
         }
-        std::sort(order.begin(), order.end(), [&](auto& a, auto& b) {
-          return std::pair(g.trace_start(a.first), a.first) < std::pair(g.trace_start(b.first), b.first);
-        });
+        std::sort(order.begin(), order.end(),
+                  [before = trace_order(g)](auto& a, auto& b) { return before(a.first, b.first); });
         bool open = false;
         for (auto& [first, l] : order) {
           if (!picked(l->layer)) { open = false; continue; }
@@ -171,7 +173,7 @@ struct substitute {
     rep.add("kernels inserted", std::to_string(inserted));
     rep.add("GPU time", format_time(old_gpu) + " -> " + format_time(new_gpu));
     rep.add("CPU time removed", format_time(old_cpu));
-    if (runs.empty()) rep.note("no task of the selected layers in the phases given: nothing replaced");
+    if (runs.empty()) rep.not_applied("no task of the selected layers in the phases given: nothing replaced");
     return rep;
   }
 

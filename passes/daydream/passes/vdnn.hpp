@@ -6,10 +6,12 @@
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>
 #include <daydream/kinds.hpp>
+#include <daydream/launch.hpp>
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/reschedule.hpp>
 #include <daydream/resource.hpp>
+#include <daydream/trace_order.hpp>
 #include <daydream/passes/support/edit.hpp>
 #include <daydream/passes/support/format.hpp>
 #include <daydream/passes/support/layers.hpp>
@@ -105,9 +107,8 @@ struct vdnn {
     for (auto& l : all)
       if (!l.backward_gpu.empty()) backward[l.iteration].push_back(&l);
     for (auto& [it, v] : backward)
-      std::sort(v.begin(), v.end(), [&](auto* a, auto* b) {
-        return std::pair(g.trace_start(a->backward_gpu.front()), a->backward_gpu.front()) <
-               std::pair(g.trace_start(b->backward_gpu.front()), b->backward_gpu.front());
+      std::sort(v.begin(), v.end(), [before = trace_order(g)](auto* a, auto* b) {
+        return before(a->backward_gpu.front(), b->backward_gpu.front());
       });
     std::size_t moved = 0;
     std::uint64_t bytes = 0;
@@ -126,7 +127,7 @@ struct vdnn {
       const auto layer = g.layer(f0);
 
       const auto f0_call = launch_of(g, f0);
-      auto off = insert_issued(g, memcpy_task{.direction = copy_kind::d2h, .bytes = b, .device = device},
+      auto off = insert_launched(g, memcpy_task{.direction = copy_kind::d2h, .bytes = b, .device = device},
                                {.name = "vdnn_offload", .duration = d, .resource = engine(g, "d2h", f0, bandwidth),
                                 .trace_start = g.trace_start(f0), .layer = layer,
                                 .phase = phase::forward, .iteration = l.iteration},
@@ -136,7 +137,7 @@ struct vdnn {
       if (sync != no_task) g.add_dependency(off.task, sync, dep_kind::control);
 
       const auto t0_call = launch_of(g, t0);
-      auto pre = insert_issued(g, memcpy_task{.direction = copy_kind::h2d, .bytes = b, .device = device},
+      auto pre = insert_launched(g, memcpy_task{.direction = copy_kind::h2d, .bytes = b, .device = device},
                                {.name = "vdnn_prefetch", .duration = d, .resource = engine(g, "h2d", f0, bandwidth),
                                 .trace_start = g.trace_start(t0), .layer = layer,
                                 .phase = phase::backward, .iteration = l.iteration},
@@ -163,7 +164,7 @@ struct vdnn {
     if (!memory) rep.note("the graph has no memory model: peak memory not predicted "
                           "(the trace has no [memory] events, profile_memory=True, and no estimate "
                           "from tensor sizes, record_shapes=True)");
-    if (moved == 0) rep.note("no selected layer stashes tensors of known size: nothing offloaded");
+    if (moved == 0) rep.not_applied("no selected layer stashes tensors of known size: nothing offloaded");
     return rep;
   }
 
@@ -179,7 +180,7 @@ private:
     return g.add_resource({n, resource_kind::copy_engine, sharing::exclusive, node, device, bandwidth});
   }
   /// The cudaMemcpyAsync call, as long as the launch call it stands next to.
-  static issue_call memcpy_call(const graph& g, task_id near) {
+  static launch_call memcpy_call(const graph& g, task_id near) {
     return {cpu_call::memcpy, "cudaMemcpyAsync", near == no_task ? 0 : g.duration(near)};
   }
 };

@@ -6,8 +6,9 @@
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>
 #include <daydream/kinds.hpp>
+#include <daydream/select.hpp>
+#include <daydream/launch.hpp>
 #include <daydream/task.hpp>
-#include <daydream/passes/support/edit.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -65,20 +66,22 @@ inline size_rate measure_rate(const graph& g, const std::string& comparable = el
   const std::regex rx(comparable, std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
   size_rate r;
   std::vector<signed char> matches; // by name id: -1 unknown, 0 no, 1 yes
-  g.for_each<gpu_kernel>([&](handle<gpu_kernel> k) {
+  const auto comparable_name = pred([&](const auto& k) {
     auto n = g.name_id_of(k);
     if (n >= matches.size()) matches.resize(n + 1, -1);
     if (matches[n] < 0) {
       auto s = g.name(k);
       matches[n] = std::regex_search(s.begin(), s.end(), rx) ? 1 : 0;
     }
-    if (!matches[n]) return;
+    return matches[n] == 1;
+  });
+  for (auto k : tasks<gpu_kernel>(g) | where(comparable_name)) {
     auto b = launch_tensor_bytes(g, k);
-    if (b == 0) return;
+    if (b == 0) continue;
     ++r.samples;
     r.bytes += b;
     r.time += g.duration(k);
-  });
+  }
   return r;
 }
 

@@ -6,9 +6,11 @@
 #include <daydream/dependency.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/kinds.hpp>
+#include <daydream/launch.hpp>
 #include <daydream/resource.hpp>
+#include <daydream/select.hpp>
 #include <daydream/task.hpp>
-#include <daydream/passes/support/edit.hpp>
+#include <daydream/trace_order.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -248,19 +250,15 @@ inline gradient_set gradients_from_layers(const graph& g, const layer_bytes& siz
   std::map<std::string, std::uint64_t, std::less<>> want(sizes.begin(), sizes.end());
   // (iteration, layer) -> last backward GPU task.
   std::map<std::pair<std::int32_t, std::string>, task_id> last;
-  auto later = [&](task_id a, task_id b) {
-    return std::pair(g.trace_start(a), a) > std::pair(g.trace_start(b), b);
-  };
+  const trace_order before(g);
   std::set<std::string> seen;
-  g.for_each_task([&](task_id t) {
-    if (g.is<cpu_task>(t) || g.phase_of(t) != phase::backward) return;
-    if (g.is<comm_task>(t)) return;
-    auto l = g.layer(t);
-    if (l.empty() || !want.count(l)) return;
+  const auto in_map = pred([&](const auto& t) { return !t.layer().empty() && want.count(t.layer()); });
+  for (auto t : tasks(g) | where(in_phase(phase::backward) && on_gpu && !of_kind<comm_task> && in_map)) {
+    auto l = t.layer();
     seen.insert(std::string(l));
-    auto [it, fresh] = last.try_emplace({g.iteration(t), std::string(l)}, t);
-    if (!fresh && later(t, it->second)) it->second = t;
-  });
+    auto [it, fresh] = last.try_emplace({t.iteration(), std::string(l)}, t);
+    if (!fresh && before(it->second, t)) it->second = t;
+  }
   for (auto& [key, t] : last)
     out.grads.push_back({key.first, key.second, want.find(key.second)->second, t, no_task, 0});
   std::string missing;
@@ -273,10 +271,9 @@ inline gradient_set gradients_from_layers(const graph& g, const layer_bytes& siz
 /// Sorts `s.grads` by iteration, then ready order (the ready tasks' trace start), and
 /// numbers positions as the reverse of the ready order within each iteration.
 inline void order_gradients(const graph& g, gradient_set& s) {
-  std::stable_sort(s.grads.begin(), s.grads.end(), [&](const gradient& a, const gradient& b) {
+  std::stable_sort(s.grads.begin(), s.grads.end(), [before = trace_order(g)](const gradient& a, const gradient& b) {
     if (a.iteration != b.iteration) return a.iteration < b.iteration;
-    auto ka = std::pair(g.trace_start(a.ready), a.ready), kb = std::pair(g.trace_start(b.ready), b.ready);
-    if (ka != kb) return ka < kb;
+    if (a.ready != b.ready) return before(a.ready, b.ready);
     return a.source < b.source;
   });
   for (std::size_t i = 0; i < s.grads.size();) {
@@ -309,36 +306,12 @@ inline const std::vector<task_id>& of_iteration(const tasks_by_iteration& m, std
   return it == m.end() ? none : it->second;
 }
 
-/// Where the optimizer step of each iteration starts on the GPU (see update_entries), for
-/// every iteration at once in one scan of the graph: a pass that works iteration by
+/// Where the optimizer step of each iteration starts on the GPU (see update_entries;
+/// phase_entries of phase::weight_update), for every iteration at once in one scan of the graph: a pass that works iteration by
 /// iteration takes this first, where update_entries per iteration would scan the graph
 /// each time. Iterations without weight-update work are absent.
 inline tasks_by_iteration update_entries_by_iteration(const graph& g) {
-  struct firsts {
-    std::map<resource_id, task_id> gpu; // first task per resource
-    task_id cpu = no_task;
-  };
-  std::map<std::int32_t, firsts> by_it;
-  auto earlier = [&](task_id a, task_id b) {
-    return std::pair(g.trace_start(a), a) < std::pair(g.trace_start(b), b);
-  };
-  g.for_each_task([&](task_id t) {
-    if (g.phase_of(t) != phase::weight_update || g.is<comm_task>(t)) return;
-    auto& f = by_it[g.iteration(t)];
-    if (g.is<cpu_task>(t)) {
-      if (f.cpu == no_task || earlier(t, f.cpu)) f.cpu = t;
-      return;
-    }
-    auto [it, fresh] = f.gpu.try_emplace(g.resource_of(t), t);
-    if (!fresh && earlier(t, it->second)) it->second = t;
-  });
-  tasks_by_iteration out;
-  for (auto& [i, f] : by_it) {
-    auto& v = out[i];
-    for (auto& [r, t] : f.gpu) v.push_back(t);
-    if (v.empty() && f.cpu != no_task) v.push_back(f.cpu);
-  }
-  return out;
+  return phase_entries(g, phase::weight_update);
 }
 
 /// Where the optimizer step of iteration `i` starts on the GPU: on every GPU stream,
@@ -353,14 +326,9 @@ inline std::vector<task_id> update_entries(const graph& g, std::int32_t i) {
 /// the graph (see forward_gpu_tasks).
 inline tasks_by_iteration forward_gpu_tasks_by_iteration(const graph& g) {
   tasks_by_iteration out;
-  g.for_each_task([&](task_id t) {
-    if (g.phase_of(t) == phase::forward && !g.is<cpu_task>(t) && !g.is<comm_task>(t))
-      out[g.iteration(t)].push_back(t);
-  });
-  for (auto& [i, v] : out)
-    std::sort(v.begin(), v.end(), [&](task_id a, task_id b) {
-      return std::pair(g.trace_start(a), a) < std::pair(g.trace_start(b), b);
-    });
+  for (auto t : tasks(g) | where(in_phase(phase::forward) && on_gpu && !of_kind<comm_task>))
+    out[t.iteration()].push_back(t);
+  for (auto& [i, v] : out) sort_in_trace_order(g, v);
   return out;
 }
 

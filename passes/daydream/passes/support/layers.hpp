@@ -7,6 +7,7 @@
 #include <daydream/graph.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/task.hpp>
+#include <daydream/trace_order.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -84,9 +85,6 @@ inline std::vector<layer_instance> layer_instances(const graph& g) {
     if (ph == phase::forward) (cpu ? li.forward_cpu : li.forward_gpu).push_back(t);
     else (cpu ? li.backward_cpu : li.backward_gpu).push_back(t);
   });
-  auto by_trace = [&](task_id a, task_id b) {
-    return std::pair(g.trace_start(a), a) < std::pair(g.trace_start(b), b);
-  };
   auto first = [&](const layer_instance& l) {
     time_ns s = 0;
     bool any = false;
@@ -99,7 +97,7 @@ inline std::vector<layer_instance> layer_instances(const graph& g) {
   };
   for (auto& l : out) {
     for (auto* v : {&l.forward_cpu, &l.forward_gpu, &l.backward_cpu, &l.backward_gpu})
-      std::sort(v->begin(), v->end(), by_trace);
+      sort_in_trace_order(g, *v);
     l.stash_bytes = stashed_bytes(g, l);
   }
   std::stable_sort(out.begin(), out.end(), [&](const layer_instance& a, const layer_instance& b) {
@@ -110,19 +108,21 @@ inline std::vector<layer_instance> layer_instances(const graph& g) {
 }
 
 /// Selects layers by name: an ECMAScript regular expression that must match the whole
-/// layer name (`layer1\.0\.conv1`, `.*conv.*`); the empty pattern selects every layer.
+/// layer name (`layer1\.0\.conv1`, `.*conv.*`), ignoring case, so that `.*relu.*`
+/// selects PyTorch's module names (`ReLU_0`) as well as attribute paths (`layer1.relu`);
+/// the empty pattern selects every layer.
 class layer_filter {
 public:
   /// Every layer.
   layer_filter() = default;
-  /// The layers whose whole name matches `pattern`. Throws daydream::error for a bad
-  /// pattern.
+  /// The layers whose whole name matches `pattern`. Throws daydream::usage_error for a
+  /// bad pattern.
   explicit layer_filter(const std::string& pattern) : pattern_(pattern) {
     if (pattern.empty()) return;
     try {
-      rx_ = std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
+      rx_ = std::regex(pattern, std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
     } catch (const std::regex_error& e) {
-      throw error("daydream: bad layer pattern '" + pattern + "': " + e.what());
+      throw usage_error("daydream: bad layer pattern '" + pattern + "': " + e.what());
     }
   }
   /// Whether `layer` is selected.

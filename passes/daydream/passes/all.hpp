@@ -7,6 +7,7 @@
 #include <daydream/kinds.hpp>
 #include <daydream/passes/amp.hpp>
 #include <daydream/passes/blueconnect.hpp>
+#include <daydream/passes/dataloader.hpp>
 #include <daydream/passes/ddp.hpp>
 #include <daydream/passes/dgc.hpp>
 #include <daydream/passes/fused_adam.hpp>
@@ -28,7 +29,7 @@ namespace daydream::passes {
 /// distributed ones.
 inline registry<graph> bundled() {
   return registry<graph>::of<amp, fused_adam, reconstruct_bn, gist, vdnn, substitute, recompute,
-                             grad_accum, ddp, p3, blueconnect, dgc, tictac, tensor_fusion,
+                             grad_accum, dataloader, ddp, p3, blueconnect, dgc, tictac, tensor_fusion,
                              tensor_partition>();
 }
 

@@ -1,0 +1,237 @@
+// Defines the dataloader pass: batches loaded by worker processes instead of the main thread.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_PASSES_DATALOADER_HPP
+#define DAYDREAM_PASSES_DATALOADER_HPP
+
+#include <daydream/config.hpp>
+#include <daydream/dependency.hpp>
+#include <daydream/graph.hpp>
+#include <daydream/insert.hpp>
+#include <daydream/kinds.hpp>
+#include <daydream/params.hpp>
+#include <daydream/pass.hpp>
+#include <daydream/resource.hpp>
+#include <daydream/select.hpp>
+#include <daydream/trace_order.hpp>
+#include <daydream/update.hpp>
+#include <daydream/passes/support/format.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace daydream::passes {
+
+/// One call of a PyTorch DataLoader iterator's `__next__` on a CPU thread, as the trace
+/// shows it (see dataloader_fetches).
+struct dataloader_fetch {
+  resource_id thread = no_resource; ///< the thread that called it
+  task_id first = no_task;          ///< its first slice (a task named `...__next__`)
+  task_id last = no_task;           ///< its last slice; first..last is its program-order run
+  time_ns span = 0;                 ///< trace time from the start of `first` to the end of `last`
+  bool worker_processes = false;    ///< the iterator is _MultiProcessingDataLoaderIter
+};
+
+/// The DataLoader fetches of `g`: every run of CPU tasks named
+/// `enumerate(DataLoader)#<iterator>.__next__` (the profiler's annotation of a batch
+/// fetch), grouped into one fetch per call, per thread in trace order. The ingest splits
+/// a call into slices around the operators nested in it (collation's `aten::stack`,
+/// pinning); two slices on one thread belong to the same call when they are in the same
+/// iteration and no task between them in the thread's program order launches GPU work
+/// (a training step between two fetches always does). O(V).
+inline std::vector<dataloader_fetch> dataloader_fetches(const graph& g) {
+  std::vector<task_id> slices;
+  for (auto t : tasks<cpu_task>(g) | where(name_matches(R"(^enumerate\(DataLoader\).*__next__$)")))
+    slices.push_back(t);
+  std::stable_sort(slices.begin(), slices.end(), [&, before = trace_order(g)](task_id a, task_id b) {
+    if (g.resource_of(a) != g.resource_of(b)) return g.resource_of(a) < g.resource_of(b);
+    return before(a, b);
+  });
+  auto launches = [&](task_id t) {
+    for (auto d : g.successors(t))
+      if (d.kind == dep_kind::launch) return true;
+    return false;
+  };
+  // Whether b continues the call that a is part of: nothing between launches GPU work.
+  auto same_call = [&](task_id a, task_id b) {
+    if (g.resource_of(a) != g.resource_of(b) || g.iteration(a) != g.iteration(b)) return false;
+    for (auto u = next_on_resource(g, a); u != no_task; u = next_on_resource(g, u)) {
+      if (u == b) return true;
+      if (launches(u) || g.trace_start(u) > g.trace_start(b)) return false;
+    }
+    return false;
+  };
+  std::vector<dataloader_fetch> out;
+  for (std::size_t i = 0; i < slices.size(); ++i) {
+    const auto t = slices[i];
+    if (i > 0 && same_call(out.back().last, t)) {
+      out.back().last = t;
+    } else {
+      out.push_back({.thread = g.resource_of(t), .first = t, .last = t,
+                     .worker_processes = g.name(t).find("MultiProcessing") != std::string_view::npos});
+    }
+    auto& f = out.back();
+    f.span = g.trace_start(f.last) + g.duration(f.last) - g.trace_start(f.first);
+  }
+  return out;
+}
+
+/// Data loading in worker processes (PyTorch `DataLoader(num_workers=W)`): what if the
+/// batches the main thread loads itself (`num_workers=0`, the iterator
+/// `_SingleProcessDataLoaderIter`) were loaded by `workers` worker processes.
+///
+/// Cost model. The fetches are found by dataloader_fetches. Fetch `i` of a thread loads
+/// one batch in `L_i`: its span in the trace (from the start of its first `__next__`
+/// slice to the end of its last, with the operators nested in it: collation runs in the
+/// workers too), or `load_time` when given. With workers, the main thread's fetch costs
+/// only `handoff` (receiving the batch from a worker: unpickling its tensors from shared
+/// memory; 100 us by default, about what traces of `num_workers=4` show when the batch
+/// is ready) plus any wait for the batch: every task of the fetch but the first gets
+/// duration 0 and the idle gaps inside it go. The loading moves to `W` new CPU
+/// resources "dataloader worker k", one per process, as one task per batch (iteration
+/// -1: outside every iteration, so spans measure the training loop), with PyTorch's
+/// round-robin and prefetch rules:
+/// - batch `i` is loaded by worker `i mod W`, after that worker's previous batch `i - W`;
+/// - at most `prefetch x W` batches are outstanding: batch `i` is requested when the
+///   main thread has received batch `i - prefetch x W` (a dependency from that fetch);
+/// - the main thread's fetch `i` waits for batch `i` (a dependency from its load).
+///
+/// The trace starts mid-training, so the workers are already running when it begins:
+/// the first `W` batches are taken to be in steady state, each `1/W` of its load further
+/// along than the one before (batch `j < W` needs `(j + 1) x L_j / W` more). So when
+/// loading is the bottleneck the main thread receives a batch every `L / W` and waits
+/// `max(0, L/W - time since its previous fetch)` at each fetch, plus `handoff`; when
+/// it is not, it waits only `handoff`.
+///
+/// Not modelled: the CPU cores the workers take from the main thread (the replay gives
+/// each worker its own resource), worker start-up (the iterator is created before the
+/// trace), and `pin_memory`'s thread. A trace whose iterator already uses workers
+/// (`_MultiProcessingDataLoaderIter`) shows how long the main thread waited, not how
+/// long a batch takes to load: there the pass needs `load_time`, and without it
+/// changes nothing and says so (pass_report::not_applied), as it does for a trace
+/// without fetches.
+///
+///     daydream::apply(g, daydream::passes::dataloader{.workers = 4});
+///     daydream::apply(g, daydream::passes::dataloader{.workers = 8, .load_time = 40'000'000});
+struct dataloader {
+  static constexpr std::string_view name = "dataloader"; ///< the --pass name
+  /// One line for daydream-whatif --help.
+  static constexpr std::string_view help =
+      "load batches in worker processes (DataLoader num_workers) instead of the main thread. "
+      "params: workers=4, load_time= (per batch; default: measured __next__ time), "
+      "handoff=100us, prefetch=2 (batches per worker)";
+  std::int64_t workers = 4;     ///< worker processes (num_workers)
+  time_ns load_time = 0;        ///< time to load one batch; 0: each fetch's span in the trace
+  time_ns handoff = 100'000;    ///< main-thread cost of receiving a batch from a worker
+  std::int64_t prefetch = 2;    ///< batches requested ahead per worker (prefetch_factor)
+
+  /// Reads `workers`, `load_time`, `handoff` and `prefetch`.
+  static dataloader from_params(const pass_params& p) {
+    dataloader d;
+    d.workers = p.get_int("workers", d.workers);
+    d.load_time = static_cast<time_ns>(std::llround(p.get_time_ns("load_time", double(d.load_time))));
+    d.handoff = static_cast<time_ns>(std::llround(p.get_time_ns("handoff", double(d.handoff))));
+    d.prefetch = p.get_int("prefetch", d.prefetch);
+    p.finish();
+    d.check();
+    return d;
+  }
+
+  /// Why the pass would change nothing on `g` with its default parameters, or "" when
+  /// it would change something.
+  static std::string not_applicable(const graph& g) { return dataloader{}.nothing_to_do(dataloader_fetches(g)); }
+
+  /// Whether `g` shows batches loaded on the main thread.
+  static bool applicable(const graph& g) { return not_applicable(g).empty(); }
+
+  /// Moves each fetch's loading to the worker resources; returns the fetches, the load
+  /// time per batch and the bound. Adds `workers` resources per thread that fetches.
+  /// Invalidates nothing.
+  pass_report operator()(graph& g) const {
+    check();
+    pass_report rep;
+    rep.pass = std::string(name);
+    const auto fetches = dataloader_fetches(g);
+    if (auto why = nothing_to_do(fetches); !why.empty()) {
+      rep.not_applied(why);
+      return rep;
+    }
+    std::map<resource_id, std::vector<const dataloader_fetch*>> by_thread;
+    for (auto& f : fetches)
+      if (load_time > 0 || !f.worker_processes) by_thread[f.thread].push_back(&f);
+    const auto w = static_cast<std::size_t>(workers);
+    const auto ahead = static_cast<std::size_t>(workers * prefetch);
+    time_ns main_before = 0, loaded = 0;
+    std::size_t moved = 0;
+    for (auto& [thread, fs] : by_thread) {
+      const auto th = g.resource_at(thread); // a copy: add_resource may move the table
+      std::vector<resource_id> procs(w);
+      for (std::size_t k = 0; k < w; ++k)
+        procs[k] = g.add_resource({"dataloader worker " + std::to_string(k) + " (" + th.name + ")",
+                                   resource_kind::cpu_thread, sharing::exclusive, th.node});
+      std::vector<task_id> loads(fs.size(), no_task);
+      for (std::size_t i = 0; i < fs.size(); ++i) {
+        const auto& f = *fs[i];
+        const time_ns load = load_time > 0 ? load_time : f.span;
+        const time_ns d = i < w ? static_cast<time_ns>(std::llround(double(load) * double(i + 1) / double(w)))
+                                : load;
+        task_fields lf{.name = "dataloader: load batch", .duration = d, .resource = procs[i % w],
+                       .trace_start = g.trace_start(f.first), .phase = phase::other, .iteration = -1};
+        loads[i] = i < w ? g.add(cpu_task{}, lf).id : insert_after(g, cpu_task{}, lf, loads[i - w]).id;
+        if (i >= ahead) g.add_dependency(fs[i - ahead]->last, loads[i], dep_kind::control);
+        g.add_dependency(loads[i], f.first, dep_kind::data);
+        // The main thread's part: the handoff, then nothing until the call returns.
+        for (auto u = f.first;; u = next_on_resource(g, u)) {
+          main_before += g.duration(u) + (u == f.last ? 0 : g.gap(u));
+          set_duration(g, u, u == f.first ? handoff : 0);
+          if (u == f.last) break;
+          set_gap(g, u, 0);
+        }
+        loaded += load;
+        ++moved;
+      }
+    }
+    const time_ns per_batch = moved ? loaded / static_cast<time_ns>(moved) : 0;
+    rep.add("fetches moved to workers", std::to_string(moved));
+    rep.add("load time per batch", format_time(per_batch) +
+                                       (load_time > 0 ? " (given)" : " (mean __next__ time in the trace)"));
+    rep.add("workers", std::to_string(workers) + ", " + std::to_string(prefetch) + " batches ahead each");
+    rep.add("main-thread fetch time", format_time(main_before) + " -> " +
+                                          format_time(handoff * static_cast<time_ns>(moved)) + " + waits");
+    rep.add("bound", "the workers deliver a batch every " + format_time(per_batch / workers) +
+                         "; the main thread waits when a step is shorter than that");
+    std::size_t skipped = fetches.size() - moved;
+    if (skipped > 0)
+      rep.note(std::to_string(skipped) + " fetches already load in worker processes "
+               "(_MultiProcessingDataLoaderIter) and were left as traced");
+    return rep;
+  }
+
+private:
+  void check() const {
+    if (workers < 1) throw usage_error("daydream: pass 'dataloader': workers must be at least 1");
+    if (prefetch < 1) throw usage_error("daydream: pass 'dataloader': prefetch must be at least 1");
+    if (load_time < 0 || handoff < 0)
+      throw usage_error("daydream: pass 'dataloader': load_time and handoff cannot be negative");
+  }
+  /// Why these fetches give nothing to do, or "".
+  std::string nothing_to_do(const std::vector<dataloader_fetch>& fs) const {
+    if (fs.empty())
+      return "the trace shows no data loading on a CPU thread (no enumerate(DataLoader)#...__next__ "
+             "events): the input pipeline is not on the critical path it recorded";
+    if (load_time > 0) return "";
+    for (auto& f : fs)
+      if (!f.worker_processes) return "";
+    return "the trace already loads in worker processes (_MultiProcessingDataLoaderIter): its "
+           "__next__ time is the wait for them, not the load time of a batch; give load_time= to "
+           "model another number of workers";
+  }
+};
+
+} // namespace daydream::passes
+
+#endif

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <string_view>
 #include <algorithm>
@@ -531,6 +532,13 @@ graph every_pass_applies() {
                  {.name = "torch::autograd::AccumulateGrad", .duration = 3'000, .gap = 1'000,
                   .layer = g.layer(launch), .phase = phase::backward, .iteration = g.iteration(launch)},
                  launch);
+  // A batch loaded on the main thread at the start of each iteration (for dataloader).
+  std::map<std::int32_t, std::vector<task_id>> cpu_of;
+  for (auto t : tasks<cpu_task>(g)) cpu_of[t.iteration()].push_back(t);
+  for (auto& [it, ts] : cpu_of)
+    insert_before(g, cpu_task{}, {.name = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                                  .duration = 40'000, .phase = phase::other, .iteration = it},
+                  first_in_trace(g, ts));
   passes::estimate_activation_memory(g);
   return g;
 }

@@ -114,7 +114,11 @@ TEST_CASE("every distributed pass on the DLRM rank: no recorded all-reduce left,
 
 TEST_CASE("on every rank of a multi-GPU job in the corpus, ddp replaces or refuses, never stacks") {
   std::size_t distributed = 0, replaced = 0, refused = 0, extra = 0;
-  for (auto& [file, name, bundled] : daydream::testing::corpus()) {
+  for (auto& trace : daydream::testing::corpus()) {
+    // plain references: clang 14 cannot capture structured bindings in CAPTURE's lambda
+    const auto& file = trace.file;
+    const auto& name = trace.name;
+    const bool bundled = trace.bundled;
     auto t = io::load_kineto(file.string());
     const auto rec = dp::find_recorded_collectives(t.g);
     if (!rec.distributed()) continue;

@@ -116,7 +116,8 @@ public:
   // ---- tasks ----
 
   /// Adds a task of kind `K` with its payload and common fields; returns its handle.
-  /// Throws daydream::error for a negative duration or gap or an unknown resource.
+  /// Throws daydream::error for a negative duration or gap, an unknown resource, or a
+  /// resource that does not fit the kind (resource_fits: a gpu_kernel on a CPU thread).
   /// Fails to compile if `K` is not one of the graph's kinds. Invalidates no id or
   /// handle; views made by tasks() before the call do not see the new task.
   ///
@@ -189,6 +190,13 @@ public:
     return visit_impl<0>(*this, t, f);
   }
 
+  /// The kind of resource tasks of the kind of `t` run on (kind_traits<K>::resource), e.g.
+  /// resource_kind::gpu_stream for a gpu_kernel.
+  resource_kind kind_resource(task_id t) const {
+    static constexpr resource_kind kinds[] = {kind_traits<Kinds>::resource...};
+    return kinds[core_.kind[t]];
+  }
+
   /// The name of the kind of task `t` (kind_traits<K>::name), e.g. "gpu_kernel".
   std::string_view kind_name(task_id t) const {
     static constexpr std::string_view names[] = {kind_traits<Kinds>::name...};
@@ -242,13 +250,18 @@ public:
 
   /// Adds `from -> to` of kind `k` (`to` waits for `from`); a second edge between the
   /// same pair is ignored (the first kind stays). Returns whether an edge was added.
-  /// Throws for a dead task or `from == to`; a cycle is not detected here (replay,
-  /// apply and check_invariants do). Invalidates nothing.
+  /// Throws for a dead task, `from == to`, or a launch dependency that does not go from
+  /// CPU work to GPU-side work (launch_fits: a kernel launches nothing, a CPU call is
+  /// not launched); a cycle is not detected here (replay, apply and check_invariants
+  /// do). Invalidates nothing.
   ///
   ///     g.add_dependency(kernel, sync_call, daydream::dep_kind::sync);
   bool add_dependency(task_id from, task_id to, dep_kind k) {
     core_.check_task(from, "add_dependency");
     core_.check_task(to, "add_dependency");
+    if (k == dep_kind::launch && !launch_fits(kind_resource(from), kind_resource(to)))
+      throw error("daydream: add_dependency: a launch dependency " + describe(from) + " -> " +
+                  describe(to) + " must go from CPU work to GPU-side work");
     return core_.link(from, to, k);
   }
   /// Removes `from -> to`; returns whether it existed. No bridging: the order it
@@ -331,6 +344,11 @@ public:
   detail::graph_core& core() noexcept { return core_; }
 
 private:
+  // "#3 gpu_kernel \"sgemm\"" for messages.
+  std::string describe(task_id t) const {
+    return "#" + std::to_string(t) + " " + std::string(kind_name(t)) + " \"" +
+           std::string(name(t)) + "\"";
+  }
   // The kind check of typed accessors (DAYDREAM_ASSERT: on unless NDEBUG). A handle made
   // with handle<K>::unchecked() for a task of another kind would read another kind's
   // payload array out of bounds.
@@ -351,6 +369,13 @@ private:
     if (f.resource != no_resource && f.resource >= core_.resources.size())
       throw error("daydream: task \"" + std::string(f.name) + "\" names resource #" +
                   std::to_string(f.resource) + ", which does not exist");
+    if (f.resource != no_resource &&
+        !resource_fits(kind_traits<K>::resource, core_.resources[f.resource].kind))
+      throw error("daydream: task \"" + std::string(f.name) + "\" is a " +
+                  std::string(kind_traits<K>::name) + ", which runs on a " +
+                  std::string(to_string(kind_traits<K>::resource)) + ", not on resource #" +
+                  std::to_string(f.resource) + " \"" + core_.resources[f.resource].name +
+                  "\" (a " + std::string(to_string(core_.resources[f.resource].kind)) + ")");
     auto& vec = payloads<K>();
     auto id = core_.new_task(kind_index<K>, static_cast<std::uint32_t>(vec.size()));
     vec.push_back(std::move(payload));

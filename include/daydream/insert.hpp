@@ -173,6 +173,10 @@ launched<Kind> insert_launched(Graph& g, Kind payload, task_fields f, position g
                                launch_call call = {}) {
   static_assert(Graph::template has_kind<cpu_task>,
                 "daydream::insert_launched: the graph has no cpu_task kind to launch from");
+  static_assert(!is_cpu(kind_traits<Kind>::resource),
+                "daydream::insert_launched: the launched task must be GPU-side work; this "
+                "kind runs on a CPU thread (kind_traits<Kind>::resource), and the CPU does not "
+                "launch CPU work. Use insert_after for a CPU task.");
   if (cpu_pos.anchor != no_task) g.core().check_task(cpu_pos.anchor, "insert_launched");
   if (gpu_pos.anchor != no_task) g.core().check_task(gpu_pos.anchor, "insert_launched");
   if (f.duration < 0 || f.gap < 0 || call.duration < 0)

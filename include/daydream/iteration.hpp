@@ -3,6 +3,7 @@
 #ifndef DAYDREAM_ITERATION_HPP
 #define DAYDREAM_ITERATION_HPP
 
+#include <daydream/config.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/task.hpp>
 
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <string>
 #include <vector>
 
 namespace daydream {
@@ -25,15 +27,29 @@ struct iteration_span {
   time_ns duration() const noexcept { return end - begin; }
 };
 
+/// Throws daydream::error unless `r` can be a replay of `g`: one start and one end per
+/// task id of `g` (a replay of another graph, or of `g` before compact() or before tasks
+/// were added, has another size). `what` names the caller in the message.
+template <class Graph>
+void check_replay_of(const Graph& g, const replay_result& r, const char* what) {
+  if (r.start.size() != g.id_bound() || r.end.size() != g.id_bound())
+    throw error(std::string("daydream: ") + what + ": the replay result covers " +
+                std::to_string(r.start.size()) + " task ids, the graph has " +
+                std::to_string(g.id_bound()) +
+                "; it is not a replay of this graph (replay the graph again after changing it)");
+}
+
 /// The iterations of a replayed graph in increasing order. Tasks with a negative
 /// iteration number (outside any iteration: set-up, profiler overhead) are ignored.
 ///
 /// An iteration runs from the earliest start of its tasks to the earliest start of the
 /// next iteration's tasks (the period a training loop repeats with), or, for the last
 /// one, to the latest end of its own tasks. Passes may remove any task: the spans are
-/// computed from whatever is left. O(V log I).
+/// computed from whatever is left. Throws daydream::error if `r` is not a replay of `g`
+/// (check_replay_of). O(V log I).
 template <class Graph>
 std::vector<iteration_span> iteration_spans(const Graph& g, const replay_result& r) {
+  check_replay_of(g, r, "iteration_spans");
   std::map<std::int32_t, iteration_span> m;
   g.for_each_task([&](task_id t) {
     auto i = g.iteration(t);
@@ -59,7 +75,7 @@ std::vector<iteration_span> iteration_spans(const Graph& g, const replay_result&
 }
 
 /// The replayed duration of iteration `i` (see iteration_spans), or -1 if `g` has no
-/// task of that iteration. `r` must be a replay of `g`.
+/// task of that iteration. `r` must be a replay of `g` (else daydream::error).
 ///
 ///     auto before = daydream::iteration_time(g, daydream::replay(g), 3);
 template <class Graph>

@@ -3,6 +3,7 @@
 #ifndef DAYDREAM_KINDS_HPP
 #define DAYDREAM_KINDS_HPP
 
+#include <daydream/detail/traits.hpp>
 #include <daydream/fwd.hpp>
 #include <daydream/resource.hpp>
 #include <daydream/task.hpp>
@@ -141,11 +142,11 @@ struct comm_task {
 //! @cond DAYDREAM_INTERNAL
 namespace detail {
 template <class K> constexpr std::string_view kind_name_or() {
-  if constexpr (requires { K::name; }) return std::string_view(K::name);
+  if constexpr (has_constant_name<K>) return std::string_view(K::name);
   else return "user_kind";
 }
 template <class K> constexpr resource_kind kind_resource_or() {
-  if constexpr (requires { K::resource; }) return K::resource;
+  if constexpr (has_constant_member_resource<K, resource_kind>) return K::resource;
   else return resource_kind::other;
 }
 } // namespace detail
@@ -164,6 +165,22 @@ template <class Kind> struct kind_traits {
   /// Whether the kind has a byte count that set_bytes() can change.
   static constexpr bool has_bytes = requires(Kind k) { k.bytes = std::uint64_t{}; };
 };
+
+/// Whether a task of a kind whose kind_traits<K>::resource is `of_kind` may run on a
+/// resource of kind `r`: CPU work (cpu_thread) runs on CPU threads, GPU-side work
+/// (gpu_stream, copy_engine, link) anywhere but on a CPU thread; `other` on either side
+/// fits anything. A memcpy_task on a stream and a comm_task on a stream (as traced) fit.
+inline constexpr bool resource_fits(resource_kind of_kind, resource_kind r) noexcept {
+  return of_kind == resource_kind::other || r == resource_kind::other ||
+         is_cpu(of_kind) == is_cpu(r);
+}
+
+/// Whether a launch dependency may join a task of a kind that runs on `from` to one of a
+/// kind that runs on `to`: the CPU launches GPU-side work, so `from` is not GPU-side and
+/// `to` not a CPU thread (`other` fits anything).
+inline constexpr bool launch_fits(resource_kind from, resource_kind to) noexcept {
+  return (from == resource_kind::other || is_cpu(from)) && !is_cpu(to);
+}
 
 /// A type usable as a task kind: a default-constructible, copyable class. The optional
 /// members `name`, `resource` and `bytes` are read through kind_traits.

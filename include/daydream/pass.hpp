@@ -4,6 +4,7 @@
 #define DAYDREAM_PASS_HPP
 
 #include <daydream/config.hpp>
+#include <daydream/detail/traits.hpp>
 #include <daydream/fwd.hpp>
 #include <daydream/reschedule.hpp>
 #include <daydream/validate.hpp>
@@ -16,23 +17,28 @@
 
 namespace daydream {
 
-/// A pass over graphs of type G: any object callable as `pass(g)` on a `G&` (through a
-/// const reference: a pass's parameters are fixed when it runs). What it returns is
-/// handed back by apply() (a pass_report, usually, or nothing).
-///
-///     struct halve_kernels {
-///       void operator()(daydream::graph& g) const {
-///         for (auto k : daydream::tasks<daydream::gpu_kernel>(g)) daydream::scale_duration(g, k, 0.5);
-///       }
-///     };
-///     static_assert(daydream::pass_for<halve_kernels, daydream::graph>);
-template <class P, class G>
-concept pass_for = std::invocable<const P&, G&>;
-
 //! @cond DAYDREAM_INTERNAL
 namespace detail {
+// The first parameter of a (non-template) call operator.
+template <class F> struct call_param {};
+template <class C, class R, class A, class... As> struct call_param<R (C::*)(A, As...)> { using type = A; };
+template <class C, class R, class A, class... As> struct call_param<R (C::*)(A, As...) const> { using type = A; };
+template <class C, class R, class A, class... As> struct call_param<R (C::*)(A, As...) noexcept> { using type = A; };
+template <class C, class R, class A, class... As>
+struct call_param<R (C::*)(A, As...) const noexcept> { using type = A; };
+
+/// Whether `P` has one call operator, not a template, whose first parameter is not a
+/// reference: `void operator()(graph g)` would edit a copy of the graph and leave the
+/// caller's unchanged.
+template <class P> constexpr bool takes_graph_by_value() {
+  if constexpr (requires { typename call_param<decltype(&P::operator())>::type; })
+    return !std::is_reference_v<typename call_param<decltype(&P::operator())>::type>;
+  else
+    return false;
+}
+
 template <class P> constexpr std::string_view member_name_or(std::string_view fallback) {
-  if constexpr (requires { P::name; }) return std::string_view(P::name);
+  if constexpr (has_constant_name<P>) return std::string_view(P::name);
   else return fallback;
 }
 template <class P, class Default> struct member_policy_or { using type = Default; };
@@ -41,6 +47,21 @@ template <class P, class Default>
 struct member_policy_or<P, Default> { using type = typename P::policy; };
 } // namespace detail
 //! @endcond
+
+/// A pass over graphs of type G: any object callable as `pass(g)` on a `G&` (through a
+/// const reference: a pass's parameters are fixed when it runs) that takes the graph by
+/// reference: a call operator taking the graph by value would edit a copy, so it is no
+/// pass (apply() says so). What it returns is handed back by apply() (a pass_report,
+/// usually, or nothing).
+///
+///     struct halve_kernels {
+///       void operator()(daydream::graph& g) const {
+///         for (auto k : daydream::tasks<daydream::gpu_kernel>(g)) daydream::scale_duration(g, k, 0.5);
+///       }
+///     };
+///     static_assert(daydream::pass_for<halve_kernels, daydream::graph>);
+template <class P, class G>
+concept pass_for = std::invocable<const P&, G&> && !detail::takes_graph_by_value<P>();
 
 /// What the replay and the what-if program read from a pass: its `name` and its
 /// selection `policy`. Defaults come from the members `static constexpr
@@ -92,23 +113,42 @@ template <class First, class Second> struct pipeline {
 
 //! @cond DAYDREAM_INTERNAL
 namespace detail {
-template <class T> inline constexpr bool is_pass_object = requires { T::name; } || requires {
+/// A type that declares itself a pass: a constant static `name`, a `policy` member type,
+/// or `using is_daydream_pass = void;`.
+template <class T>
+inline constexpr bool is_pass_object = has_constant_name<T> || requires {
   typename T::policy;
 } || requires { typename T::is_daydream_pass; };
+/// What `|` composes: a class that declares itself a pass, or one callable on a graph.
+template <class T>
+concept composable_pass = std::is_class_v<T> && (is_pass_object<T> || pass_for<T, graph>);
 } // namespace detail
 //! @endcond
 
-/// Composes two passes: `amp{} | fused_adam{}` runs AMP, then FusedAdam. Either side
-/// must declare itself a pass (a `name` member, a `policy` member, or
-/// `using is_daydream_pass = void;`), so unrelated `|` overloads are not hijacked.
+/// Composes two passes: `amp{} | fused_adam{}` runs AMP, then FusedAdam. Both sides must
+/// be passes (a class callable on a graph, or one declaring `name`, `policy` or
+/// `using is_daydream_pass = void;`) and at least one must declare itself a pass, so
+/// unrelated `|` overloads are not hijacked: `resource{} | resource{}` does not compile.
+///
+/// Argument-dependent lookup finds it for the bundled passes (namespace
+/// daydream::passes) and for pipelines. Two passes of your own, declared outside
+/// namespace daydream, compose as `daydream::pipeline{first{}, second{}}`, or with `|`
+/// after `using daydream::operator|;`.
 template <class A, class B>
-  requires(detail::is_pass_object<std::remove_cvref_t<A>> ||
-           detail::is_pass_object<std::remove_cvref_t<B>>) &&
-          std::is_class_v<std::remove_cvref_t<A>> && std::is_class_v<std::remove_cvref_t<B>>
+  requires detail::composable_pass<std::remove_cvref_t<A>> &&
+           detail::composable_pass<std::remove_cvref_t<B>> &&
+           (detail::is_pass_object<std::remove_cvref_t<A>> ||
+            detail::is_pass_object<std::remove_cvref_t<B>>)
 constexpr auto operator|(A&& a, B&& b) {
   return pipeline<std::remove_cvref_t<A>, std::remove_cvref_t<B>>{std::forward<A>(a),
                                                                   std::forward<B>(b)};
 }
+
+/// The bundled passes compose with `|` without a using-declaration: argument-dependent
+/// lookup looks in their namespace.
+namespace passes {
+using daydream::operator|;
+} // namespace passes
 
 /// Runs `pass` on `g` as a transaction and returns what the pass returns. If the pass
 /// throws, or leaves a cycle or a broken invariant (check_invariants), `g` is restored
@@ -121,7 +161,10 @@ constexpr auto operator|(A&& a, B&& b) {
 ///     catch (const daydream::error& e) { std::cerr << e.what() << '\n'; }
 template <class G, class Pass>
 decltype(auto) apply(G& g, const Pass& pass, std::string_view name = pass_traits<Pass>::name) {
-  static_assert(pass_for<Pass, G>,
+  static_assert(!detail::takes_graph_by_value<Pass>(),
+                "daydream::apply(g, pass): the pass takes the graph by value, so it would edit "
+                "a copy and leave `g` unchanged; declare it `operator()(graph& g) const`.");
+  static_assert(std::invocable<const Pass&, G&>,
                 "daydream::apply(g, pass): `pass` must be callable as pass(g) on this graph type.");
   using result = std::invoke_result_t<const Pass&, G&>;
   G backup = g;

@@ -8,6 +8,8 @@
 #include <daydream/kinds.hpp>
 #include <daydream/task.hpp>
 
+#include <range/v3/range/concepts.hpp>
+#include <range/v3/range/traits.hpp>
 #include <range/v3/view/filter.hpp>
 #include <range/v3/view/iota.hpp>
 #include <range/v3/view/transform.hpp>
@@ -45,6 +47,24 @@ template <class Graph, class Kind> struct task_ref {
   resource_id resource() const { return g->resource_of(id); }
   /// The task's iteration.
   std::int32_t iteration() const { return g->iteration(id); }
+  /// The task's start time in the trace (orders ties in replay).
+  time_ns trace_start() const { return g->trace_start(id); }
+  /// The idle time the replay keeps after the task on its resource.
+  time_ns gap() const { return g->gap(id); }
+  /// The task's replay priority (reschedule(); smaller first).
+  std::int64_t priority() const { return g->priority(id); }
+  /// Bytes the task allocates (positive) or frees (negative) when it starts.
+  std::int64_t mem_delta() const { return g->mem_delta(id); }
+  /// The interned id of the task's name.
+  name_id name_id_of() const { return g->name_id_of(id); }
+  /// The interned id of the task's layer (equal ids: equal layers).
+  name_id layer_id() const { return g->layer_id(id); }
+  /// The name of the task's kind ("gpu_kernel").
+  std::string_view kind_name() const { return g->kind_name(id); }
+  /// Number of dependencies entering the task.
+  std::size_t in_degree() const { return g->in_degree(id); }
+  /// Number of dependencies leaving the task.
+  std::size_t out_degree() const { return g->out_degree(id); }
   /// Whether the task is of kind `K`.
   template <class K> bool is() const { return g->template is<K>(id); }
   /// The typed handle (views over one kind only).
@@ -113,13 +133,40 @@ template <class A> constexpr auto operator!(predicate<A> a) {
   return pred([a = std::move(a)](const auto& r) { return !a(r); });
 }
 
+/// What where(p) makes: applied to a view of task_refs with `|`, it filters it.
+template <class P> struct where_closure {
+  P p; ///< the predicate
+  /// The tasks of `view` for which the predicate holds (a lazy range-v3 view).
+  template <class View>
+    requires ranges::range<View>
+  friend auto operator|(View&& view, where_closure w) {
+    using ref = ranges::range_reference_t<View>;
+    static_assert(std::is_invocable_v<const P&, ref>,
+                  "daydream::where(p): p cannot be called on the task_refs of this view; a "
+                  "predicate takes `const auto& t` (t.name(), t.duration(), t.payload(), ...).");
+    if constexpr (std::is_invocable_v<const P&, ref>) {
+      static_assert(std::is_convertible_v<std::invoke_result_t<const P&, ref>, bool>,
+                    "daydream::where(p): p must return a bool (or something that converts to one).");
+      return std::forward<View>(view) | ranges::views::filter(std::move(w.p));
+    }
+  }
+};
+
 /// Filters a view of task_refs by a predicate (or any callable on a task_ref); lazy.
+/// `p` must be a predicate object (a built-in one, pred(...), or a lambda taking
+/// `const auto& t`): where(42) does not compile.
 ///
 ///     for (auto k : daydream::tasks<daydream::gpu_kernel>(g) |
 ///                   daydream::where(daydream::name_matches("gemm") &&
 ///                                   !daydream::in_phase(daydream::phase::weight_update)))
 ///       daydream::scale_duration(g, k, 1.0 / 3);
-template <class P> auto where(P p) { return ranges::views::filter(std::move(p)); }
+template <class P> auto where(P p) {
+  static_assert(std::is_class_v<P> || std::is_function_v<std::remove_pointer_t<P>>,
+                "daydream::where(p): p must be a predicate over task references, e.g. "
+                "in_phase(phase::backward), name_matches(\"gemm\") or "
+                "pred([](const auto& t) { return t.duration() > 1000; }).");
+  return where_closure<P>{std::move(p)};
+}
 
 /// Tasks of kind `K`: `where(of_kind<daydream::memcpy_task>)`.
 template <class K> inline constexpr auto of_kind =

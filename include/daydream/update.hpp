@@ -52,7 +52,8 @@ template <class Graph> void set_gap(Graph& g, task_id t, time_ns gap) {
 /// task before it now precedes the task after it, with the kind of the edge that left
 /// `t`) and it joins no program order on the new one: it runs there when ready, in the
 /// order the selection policy picks. Its other dependencies stay. Moving a task to the
-/// resource it is on does nothing. Invalidates nothing.
+/// resource it is on does nothing. Throws daydream::error if `r` does not fit the task's
+/// kind (resource_fits: a CPU task onto a GPU stream). Invalidates nothing.
 ///
 ///     daydream::move_to(g, allreduce, side_stream);   // overlap it with the main stream
 template <class Graph> void move_to(Graph& g, task_id t, resource_id r) {
@@ -61,6 +62,12 @@ template <class Graph> void move_to(Graph& g, task_id t, resource_id r) {
   if (r >= c.resources.size())
     throw error("daydream: move_to: resource #" + std::to_string(r) + " does not exist");
   if (r == c.res[t]) return;
+  if (!resource_fits(g.kind_resource(t), c.resources[r].kind))
+    throw error("daydream: move_to: task #" + std::to_string(t) + " \"" + std::string(g.name(t)) +
+                "\" is a " + std::string(g.kind_name(t)) + ", which runs on a " +
+                std::string(to_string(g.kind_resource(t))) + ", not on resource #" +
+                std::to_string(r) + " \"" + c.resources[r].name + "\" (a " +
+                std::string(to_string(c.resources[r].kind)) + ")");
   std::vector<dependency> ins, outs;
   for (auto d : c.in(t))
     if (dep_mask::order().contains(d.kind) && c.res[d.from] == c.res[t]) ins.push_back(d);

@@ -4,8 +4,11 @@
 #define DAYDREAM_VALIDATE_HPP
 
 #include <daydream/config.hpp>
+#include <daydream/dependency.hpp>
 #include <daydream/detail/core.hpp>
 #include <daydream/detail/quote.hpp>
+#include <daydream/kinds.hpp>
+#include <daydream/resource.hpp>
 #include <daydream/task.hpp>
 
 #include <algorithm>
@@ -99,7 +102,10 @@ template <class Graph> void check_acyclic(const Graph& g) {
 /// violation: every edge joins two live tasks and appears in the out-list of its source
 /// and the in-list of its target, no pair of tasks has two edges, no task depends on
 /// itself, degree and live counts match the lists, durations and gaps are not negative,
-/// every resource exists, every payload index is in range, and there is no cycle.
+/// every resource exists and fits its task's kind (resource_fits), no launch dependency
+/// ends at CPU work, every payload index is in range, and there is no cycle. (It does not
+/// ask that a launch start at CPU work: remove() re-parents a launched task onto the
+/// call's predecessors, which may be GPU work the call waited for.)
 /// apply() runs it after every pass. O(V + E).
 template <class Graph> void check_invariants(const Graph& g) {
   const auto& c = g.core();
@@ -138,6 +144,11 @@ template <class Graph> void check_invariants(const Graph& g) {
       fail(detail::describe_task(c, t) + " has a negative duration or gap");
     if (c.res[t] != no_resource && c.res[t] >= c.resources.size())
       fail(detail::describe_task(c, t) + " names a missing resource #" + std::to_string(c.res[t]));
+    if (c.res[t] != no_resource && !resource_fits(g.kind_resource(t), c.resources[c.res[t]].kind))
+      fail(detail::describe_task(c, t) + ", a " + std::string(g.kind_name(t)) + ", runs on resource #" +
+           std::to_string(c.res[t]) + " (a " + std::string(to_string(c.resources[c.res[t]].kind)) +
+           "), which does not fit its kind (it runs on a " +
+           std::string(to_string(g.kind_resource(t))) + ")");
     std::uint32_t outs = 0, ins = 0;
     for (auto it = c.out(t).begin(); it != c.out(t).end(); ++it) {
       auto d = *it;
@@ -148,6 +159,10 @@ template <class Graph> void check_invariants(const Graph& g) {
         fail("dependency " + detail::describe_task(c, t) + " -> #" + std::to_string(d.to) +
              " reaches a removed task");
       if (d.to == t) fail(detail::describe_task(c, t) + " depends on itself");
+      if (d.kind == dep_kind::launch && d.to < n && c.alive[d.to] && c.kind[d.to] < Graph::kind_count &&
+          is_cpu(g.kind_resource(d.to)))
+        fail("launch dependency " + detail::describe_task(c, t) + " -> " +
+             detail::describe_task(c, d.to) + " launches CPU work (a launch ends at GPU-side work)");
       if (seen[d.to] == t)
         fail("two dependencies " + detail::describe_task(c, t) + " -> " +
              detail::describe_task(c, d.to));

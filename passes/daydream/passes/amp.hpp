@@ -23,8 +23,6 @@
 
 namespace daydream::passes {
 
-using daydream::operator|;
-
 /// Automatic mixed precision (Daydream, Zhu et al., ATC'20, §6): training in FP16 with
 /// FP32 master weights.
 ///

@@ -14,8 +14,6 @@
 
 namespace daydream::passes {
 
-using daydream::operator|;
-
 /// BlueConnect (Cho et al., "BlueConnect: Decomposing All-Reduce for Deep Learning on
 /// Heterogeneous Network Hierarchy", MLSys 2019): each all-reduce becomes a
 /// reduce-scatter inside the machine, a reduce-scatter across machines, an all-gather

@@ -13,8 +13,6 @@
 
 namespace daydream::passes {
 
-using daydream::operator|;
-
 /// Data-parallel training on `cluster` as PyTorch DDP runs it (Li et al., "PyTorch
 /// Distributed: Experiences on Accelerating Data Parallel Training", VLDB 2020).
 ///

@@ -18,8 +18,6 @@
 
 namespace daydream::passes {
 
-using daydream::operator|;
-
 /// Deep Gradient Compression (Lin et al., "Deep Gradient Compression: Reducing the
 /// Communication Bandwidth for Distributed Training", ICLR 2018): each worker sends only
 /// the largest `ratio` of its gradient values (with their indices), accumulating the

@@ -21,8 +21,6 @@
 
 namespace daydream::passes {
 
-using daydream::operator|;
-
 /// What the optimizer step of one iteration cost in the trace: the input of a fused
 /// kernel's duration estimator.
 struct optimizer_step {

@@ -22,8 +22,6 @@
 
 namespace daydream::passes {
 
-using daydream::operator|;
-
 /// Gist (Jain et al., "Gist: Efficient Data Encoding for Deep Neural Network Training",
 /// ISCA'18; modeled as in Daydream, Zhu et al., ATC'20, §6): the feature maps a layer
 /// stashes for its backward are kept encoded in between.

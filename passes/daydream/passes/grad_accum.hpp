@@ -24,8 +24,6 @@
 
 namespace daydream::passes {
 
-using daydream::operator|;
-
 /// Gradient accumulation (modeled as a graph rewrite as in dPRO, Hu et al., MLSys'22):
 /// the batch of each iteration is split into `k` micro-batches, each running forward
 /// and backward, and the weights are updated once.

@@ -11,8 +11,6 @@
 
 namespace daydream::passes {
 
-using daydream::operator|;
-
 /// P3 (Jayarajan et al., "Priority-based Parameter Propagation for Distributed DNN
 /// Training", MLSys 2019): parameter-server training where every layer's gradient is
 /// cut into slices and the slices go out in the order the next forward needs them.

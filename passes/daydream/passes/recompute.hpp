@@ -23,8 +23,6 @@
 
 namespace daydream::passes {
 
-using daydream::operator|;
-
 /// Re-computation, or gradient checkpointing (Chen et al., "Training Deep Nets with
 /// Sublinear Memory Cost", 2016; modeled as a graph rewrite as in dPRO, Hu et al.,
 /// MLSys'22): selected layers drop what they stash after the forward and re-run their

@@ -26,8 +26,6 @@
 
 namespace daydream::passes {
 
-using daydream::operator|;
-
 /// Reconstructing batch normalization (Jung et al., "Restructuring Batch Normalization
 /// to Accelerate CNN Training", MLSys'19; modeled as in Daydream, Zhu et al., ATC'20,
 /// §6): BN is split in two sub-layers that are fused with the convolution before and the

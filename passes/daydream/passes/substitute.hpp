@@ -23,8 +23,6 @@
 
 namespace daydream::passes {
 
-using daydream::operator|;
-
 /// Layer substitution (MetaFlow, Jia et al., "Optimizing DNN Computation with Relaxed
 /// Graph Substitutions", MLSys'19): the work of a set of layers is replaced by kernels the
 /// user gives, e.g. a fused convolution + batch norm + ReLU.

@@ -14,8 +14,6 @@
 
 namespace daydream::passes {
 
-using daydream::operator|;
-
 /// Horovod's tensor fusion (Sergeev & Del Balso, "Horovod: fast and easy distributed
 /// deep learning in TensorFlow", 2018): a background thread wakes up every `cycle_time`,
 /// takes the gradients that became ready since, and all-reduces them in fused buffers

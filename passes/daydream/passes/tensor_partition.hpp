@@ -11,8 +11,6 @@
 
 namespace daydream::passes {
 
-using daydream::operator|;
-
 /// Tensor partition as BytePS does it (Jiang et al., "A Unified Architecture for
 /// Accelerating Distributed DNN Training in Heterogeneous GPU/CPU Clusters", OSDI 2020):
 /// every gradient is split into fixed-size partitions that are pushed to and pulled

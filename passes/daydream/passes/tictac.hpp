@@ -11,8 +11,6 @@
 
 namespace daydream::passes {
 
-using daydream::operator|;
-
 /// TicTac (Hashemi et al., "TicTac: Accelerating Distributed Deep Learning with
 /// Communication Scheduling", MLSys 2019): parameter-server training in which the
 /// parameter transfers to the worker are issued in the order the next forward consumes

@@ -27,8 +27,6 @@
 
 namespace daydream::passes {
 
-using daydream::operator|;
-
 /// vDNN (Rhu et al., "vDNN: Virtualized Deep Neural Networks for Scalable,
 /// Memory-Efficient Neural Network Design", MICRO'16; modeled as in Daydream, Zhu et al.,
 /// ATC'20, §6): the tensors a layer stashes for its backward live in host memory in

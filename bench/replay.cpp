@@ -4,6 +4,7 @@
 
 #include <daydream/daydream.hpp>
 #include <daydream/io/chrome_trace.hpp>
+#include <support/reference_replay.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -111,13 +112,13 @@ BENCHMARK(replay_workers)
     ->ArgNames({"tasks", "workers"})
     ->Unit(benchmark::kMillisecond);
 
-// The reference event loop (detail::replay_core: one heap event per dispatch and per
-// completion), which replay() uses only with replay_options; same results.
+// The reference event loop (tests/support/reference_replay.hpp: one heap event per
+// dispatch and per completion), the oracle of the property tests; same results.
 void replay_reference(benchmark::State& state) {
   const auto& g = workload(std::size_t(state.range(0)));
   trace_order_policy policy;
   for (auto _ : state) {
-    auto r = daydream::detail::replay_core(
+    auto r = daydream::testing::reference_replay(
         g.core(), [&](task_id t, time_ns ready) { return policy.key(g, t, ready); });
     benchmark::DoNotOptimize(r.end.data());
   }

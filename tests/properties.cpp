@@ -13,6 +13,7 @@
 #include <support/compare.hpp>
 #include <support/print.hpp>
 #include <support/random_dag.hpp>
+#include <support/reference_replay.hpp>
 
 #include <doctest/doctest.h>
 
@@ -237,11 +238,17 @@ TEST_CASE("property: insert then remove restores the replay") {
 
     auto a = pick();
     if (g.resource_of(a) != no_resource) {
-      auto t = insert_after(g, gpu_kernel{}, {.name = "inserted", .duration = r.between(0, 50), .gap = 3}, a);
+      // A task of `a`'s kind: it fits `a`'s resource (resource_fits).
+      auto same_kind = [&](auto place, task_fields f) {
+        return g.visit(a, [&]<class K>(handle<K>, const K&) -> task_id { return place(K{}, f).id; });
+      };
+      auto t = same_kind([&](auto k, task_fields f) { return insert_after(g, k, f, a); },
+                         {.name = "inserted", .duration = r.between(0, 50), .gap = 3});
       CHECK(prev_on_resource(g, t) == a);
       remove(g, t);
       restored("insert_after");
-      auto u = insert_before(g, cpu_task{}, {.name = "inserted", .duration = r.between(0, 50)}, a);
+      auto u = same_kind([&](auto k, task_fields f) { return insert_before(g, k, f, a); },
+                         {.name = "inserted", .duration = r.between(0, 50)});
       CHECK(next_on_resource(g, u) == a);
       remove(g, u);
       restored("insert_before");
@@ -327,7 +334,8 @@ struct wrecking_pass {
       if (r.chance(0.2)) reschedule(g, t, 1);
       if (r.chance(0.1)) g.set_name(t, "renamed");
     }
-    if (!ids.empty()) insert_after(g, gpu_kernel{}, {.name = "new"}, ids.front());
+    if (!ids.empty()) // a task of the kind of the first: it fits its resource
+      g.visit(ids.front(), [&]<class K>(handle<K>, const K&) { insert_after(g, K{}, {.name = "new"}, ids.front()); });
     for (auto t : ids)
       if (r.chance(0.2)) remove(g, t);
     if (g.resource_count() > 0) g.add_resource({"extra", resource_kind::other});
@@ -412,9 +420,10 @@ TEST_CASE("property: with the overlap slowdown, replays still respect dependenci
   CHECK(slowed > 100);
 }
 
-TEST_CASE("property: the fast replay kernel and the reference event loop agree") {
-  // replay() runs detail::replay_flat without options; detail::replay_core is the plain
-  // event loop it must match, bookkeeping included (pred, why, edge).
+TEST_CASE("property: the replay kernel and the reference event loop agree") {
+  // replay() runs detail::replay_flat; testing::reference_replay is the plain event loop
+  // it must match, bookkeeping included (pred, why, edge, busy, peak memory), with and
+  // without the overlap slowdown, with fair and with exclusive links.
   for (std::uint64_t seed = 0; seed < 2 * graphs; ++seed) {
     CAPTURE(seed);
     auto g = random_dag(seed, shape(seed));
@@ -422,18 +431,31 @@ TEST_CASE("property: the fast replay kernel and the reference event loop agree")
     g.for_each_task([&](task_id t) {
       if (r.chance(0.3)) reschedule(g, t, r.between(-2, 2));
     });
-    auto check = [&](const auto& policy, const char* name) {
+    auto check = [&](const graph& h, const auto& policy, const replay_options& o, const char* name) {
       INFO(name);
-      auto key = [&](task_id t, time_ns ready) { return policy.key(g, t, ready); };
-      auto fast = detail::replay_flat(g.core(), key);
-      auto reference = detail::replay_core(g.core(), key);
+      INFO("overlap_slowdown " << o.overlap_slowdown);
+      auto key = [&](task_id t, time_ns ready) { return policy.key(h, t, ready); };
+      auto fast = detail::replay_flat(h.core(), key, o);
+      auto reference = testing::reference_replay(h.core(), key, o);
       CHECK(testing::replay_difference(fast, reference) == "");
+      CHECK(fast.start == reference.start);
       CHECK(fast.pred == reference.pred);
       CHECK(fast.why == reference.why);
       CHECK(fast.edge == reference.edge);
+      CHECK(fast.busy == reference.busy);
+      CHECK(fast.peak_memory == reference.peak_memory);
       CHECK(fast.tasks == reference.tasks);
     };
-    check(trace_order_policy{}, "trace order");
-    check(priority_policy{}, "priority");
+    auto exclusive_links = g;
+    for (resource_id i = 0; i < exclusive_links.resource_count(); ++i)
+      if (exclusive_links.resource_at(i).kind == resource_kind::link)
+        exclusive_links.resource_at(i).share = sharing::exclusive;
+    for (double slowdown : {1.0, 1.5, 3.0}) {
+      const replay_options o{.overlap_slowdown = slowdown};
+      check(g, trace_order_policy{}, o, "trace order");
+      check(g, priority_policy{}, o, "priority");
+      check(exclusive_links, trace_order_policy{}, o, "trace order, exclusive links");
+      check(exclusive_links, priority_policy{}, o, "priority, exclusive links");
+    }
   }
 }

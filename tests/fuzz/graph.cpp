@@ -16,6 +16,7 @@
 #include <support/compare.hpp>
 #include <support/fixtures.hpp>
 #include <support/random_dag.hpp>
+#include <support/reference_replay.hpp>
 
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -71,12 +72,17 @@ void check_graph(const graph& g, std::uint8_t replays) {
     check_replay(g, r, "trace-order replay");
     if (replays & 1) check_replay(g, replay(g, priority_policy{}), "priority replay");
     if (replays & 2) {
-      // The general event loop must agree with the flat one when it models nothing more.
+      // The reference event loop must agree with the replay kernel.
       auto key = [&](task_id t, time_ns ready) { return trace_order_policy{}.key(g, t, ready); };
-      auto general = detail::replay_core(g.core(), key, {});
+      auto general = testing::reference_replay(g.core(), key, {});
       auto diff = testing::replay_difference(r, general);
-      if (!diff.empty()) fail("replay_core and replay_flat disagree: " + diff);
-      if (r.peak_memory != general.peak_memory) fail("replay_core and replay_flat disagree on peak memory");
+      if (!diff.empty()) fail("the reference replay and replay() disagree: " + diff);
+      if (r.peak_memory != general.peak_memory) fail("the reference replay and replay() disagree on peak memory");
+      const replay_options slow{.overlap_slowdown = 1.75};
+      auto slowed = replay(g, trace_order_policy{}, slow);
+      auto slowed_reference = testing::reference_replay(g.core(), key, slow);
+      diff = testing::replay_difference(slowed, slowed_reference);
+      if (!diff.empty()) fail("the reference replay and replay() disagree with an overlap slowdown: " + diff);
     }
     if (replays & 4) check_replay(g, replay(g, trace_order_policy{}, {.overlap_slowdown = 1.75}), "slowed replay");
   } catch (const error& e) {

@@ -12,13 +12,16 @@
 #include <daydream/iteration.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/launch.hpp>
+#include <daydream/neighbourhood.hpp>
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/remove.hpp>
 #include <daydream/replay.hpp>
+#include <daydream/replay_result.hpp>
 #include <daydream/reschedule.hpp>
 #include <daydream/resource.hpp>
 #include <daydream/select.hpp>
+#include <daydream/slack.hpp>
 #include <daydream/task.hpp>
 #include <daydream/trace_order.hpp>
 #include <daydream/unroll.hpp>

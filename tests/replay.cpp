@@ -9,6 +9,7 @@
 #include <daydream/unroll.hpp>
 #include <daydream/validate.hpp>
 #include <support/print.hpp>
+#include <support/small_graphs.hpp>
 
 #include <doctest/doctest.h>
 
@@ -20,42 +21,8 @@
 
 using namespace daydream;
 
-namespace {
-
-// Shorthands for the fixtures below: a CPU op, a launch call, a kernel, a transfer.
-struct builder {
-  graph g;
-  resource_id add_thread(std::string name = "thread 1") {
-    return g.add_resource({std::move(name), resource_kind::cpu_thread});
-  }
-  resource_id add_stream(std::string name) {
-    return g.add_resource({std::move(name), resource_kind::gpu_stream, sharing::exclusive, 0, 0});
-  }
-  resource_id add_link(std::string name, sharing s = sharing::fair) {
-    return g.add_resource({std::move(name), resource_kind::link, s, 0, -1, 1e9});
-  }
-  handle<cpu_task> cpu(std::string_view name, time_ns dur, resource_id r, time_ns gap = 0,
-                       cpu_call call = cpu_call::op, time_ns trace_start = 0) {
-    return g.add(cpu_task{call}, {.name = name, .duration = dur, .resource = r, .gap = gap,
-                                  .trace_start = trace_start});
-  }
-  handle<gpu_kernel> kernel(std::string_view name, time_ns dur, resource_id r, time_ns trace_start = 0) {
-    return g.add(gpu_kernel{}, {.name = name, .duration = dur, .resource = r, .trace_start = trace_start});
-  }
-  handle<comm_task> transfer(std::string_view name, time_ns dur, resource_id r, time_ns trace_start = 0) {
-    return g.add(comm_task{comm_op::all_reduce, 1000}, {.name = name, .duration = dur, .resource = r,
-                                                        .trace_start = trace_start});
-  }
-  void dep(task_id a, task_id b, dep_kind k) { g.add_dependency(a, b, k); }
-};
-
-void check_span(const replay_result& r, task_id t, time_ns start, time_ns end) {
-  INFO("task #" << t);
-  CHECK(r.start[t] == start);
-  CHECK(r.end[t] == end);
-}
-
-} // namespace
+using testing::builder;
+using testing::check_span;
 
 TEST_CASE("replay keeps the CPU gap after each task on its thread") {
   builder b;
@@ -344,100 +311,6 @@ TEST_CASE("tasks without a resource run as soon as they are ready") {
   check_span(r, d, 10, 10);
   CHECK(r.pred[d] == a);
   CHECK(r.edge[d] == dep_kind::data);
-}
-
-TEST_CASE("unroll runs iterations back to back and gives the steady-state time") {
-  builder b;
-  auto thr = b.add_thread();
-  auto st = b.add_stream("stream 7");
-  auto f = b.cpu("forward", 10, thr, 0, cpu_call::launch);
-  auto k = b.kernel("volta_sgemm", 30, st, 10);
-  b.dep(f, k, dep_kind::launch);
-  b.g.set_iteration(f, 0);
-  b.g.set_iteration(k, 0);
-
-  SUBCASE("GPU bound: the stream sets the pace") {
-    auto u = unroll(b.g, 3);
-    REQUIRE(u.graph.size() == 6);
-    CHECK(u.copies == 3);
-    CHECK(u.copy == std::vector<std::uint32_t>{0, 0, 1, 1, 2, 2});
-    CHECK(u.original == std::vector<task_id>{f, k, f, k, f, k});
-    CHECK(u.graph.iteration(4) == 2);
-    CHECK(u.graph.dependency_kind(0, 2) == dep_kind::cpu_order);
-    CHECK(u.graph.dependency_kind(1, 3) == dep_kind::stream_order);
-    auto r = replay(u.graph);
-    check_span(r, 0, 0, 10);
-    check_span(r, 1, 10, 40);
-    check_span(r, 2, 10, 20);
-    check_span(r, 3, 40, 70);
-    check_span(r, 4, 20, 30);
-    check_span(r, 5, 70, 100);
-    CHECK(r.makespan == 100);
-    CHECK(steady_state_time(u, r) == 30);
-  }
-  SUBCASE("a cross-iteration dependency: the next forward waits for the kernel") {
-    auto u = unroll(b.g, 3, {}, {{k, f, dep_kind::data}});
-    auto r = replay(u.graph);
-    check_span(r, 2, 40, 50);
-    check_span(r, 3, 50, 80);
-    check_span(r, 4, 80, 90);
-    check_span(r, 5, 90, 120);
-    CHECK(steady_state_time(u, r) == 40);
-    CHECK(u.graph.dependency_kind(1, 2) == dep_kind::data);
-  }
-  SUBCASE("carried edge kinds repeat a dependency into the next copy") {
-    auto u = unroll(b.g, 2, dep_kind::launch);
-    CHECK(u.graph.has_dependency(0, 3)); // forward of copy 0 -> kernel of copy 1
-    CHECK(u.graph.dependency_kind(0, 3) == dep_kind::launch);
-  }
-  SUBCASE("one copy is the graph itself") {
-    auto u = unroll(b.g, 1);
-    auto r = replay(u.graph);
-    CHECK(steady_state_time(u, r) == 40);
-  }
-  SUBCASE("zero copies are refused") { CHECK_THROWS_AS(unroll(b.g, 0), error); }
-}
-
-TEST_CASE("unroll does not chain the copies of a fair-share link") {
-  builder b;
-  auto link = b.add_link("nic0");
-  b.transfer("a", 100, link);
-  b.transfer("b", 100, link);
-  auto u = unroll(b.g, 2);
-  CHECK(u.graph.dependency_count() == 0);
-  auto r = replay(u.graph);
-  CHECK(r.makespan == 400); // four transfers of 100 sharing the link
-}
-
-TEST_CASE("iteration_time measures from one iteration's first start to the next one's") {
-  builder b;
-  auto thr = b.add_thread();
-  auto a = b.cpu("a", 10, thr, 2);
-  auto c = b.cpu("b", 5, thr);
-  auto d = b.cpu("c", 10, thr);
-  auto e = b.cpu("d", 3, thr);
-  b.dep(a, c, dep_kind::cpu_order);
-  b.dep(c, d, dep_kind::cpu_order);
-  b.dep(d, e, dep_kind::cpu_order);
-  b.g.set_iteration(d, 1);
-  b.g.set_iteration(e, 1);
-  auto x = b.cpu("setup", 1, no_resource);
-  b.g.set_iteration(x, -1); // outside any iteration: ignored
-  auto r = replay(b.g);
-  check_span(r, c, 12, 17);
-  check_span(r, d, 17, 27);
-  auto spans = iteration_spans(b.g, r);
-  REQUIRE(spans.size() == 2);
-  CHECK(spans[0].iteration == 0);
-  CHECK(spans[0].begin == 0);
-  CHECK(spans[0].end == 17);
-  CHECK(spans[0].last_end == 17);
-  CHECK(spans[0].tasks == 2);
-  CHECK(spans[1].begin == 17);
-  CHECK(spans[1].end == 30);
-  CHECK(iteration_time(b.g, r, 0) == 17);
-  CHECK(iteration_time(b.g, r, 1) == 13);
-  CHECK(iteration_time(b.g, r, 2) == -1);
 }
 
 TEST_CASE("a cycle is rejected with its tasks named") {

@@ -3,6 +3,7 @@
 #include <daydream/graph.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/remove.hpp>
+#include <daydream/reschedule.hpp>
 #include <daydream/select.hpp>
 #include <daydream/update.hpp>
 #include <support/print.hpp>
@@ -56,6 +57,43 @@ template <class View> std::vector<task_id> ids(View&& v) {
 }
 
 } // namespace
+
+TEST_CASE("a task_ref reads every per-task field of its task") {
+  graph g;
+  auto thr = g.add_resource({"thread", resource_kind::cpu_thread});
+  auto st = g.add_resource({"stream", resource_kind::gpu_stream});
+  auto l = g.add(cpu_task{.call = cpu_call::launch}, {.name = "launch", .duration = 5, .resource = thr});
+  auto k = g.add(gpu_kernel{.stream = 7},
+                 {.name = "sgemm", .duration = 30, .resource = st, .gap = 4, .trace_start = 1'000,
+                  .layer = "fc1", .phase = phase::backward, .iteration = 2});
+  g.add_dependency(l, k, dep_kind::launch);
+  g.set_mem_delta(k, -64);
+  reschedule(g, k, 9);
+  for (auto t : tasks<gpu_kernel>(g)) {
+    CHECK(t.id == k.id);
+    CHECK(t.name() == "sgemm");
+    CHECK(t.layer() == "fc1");
+    CHECK(t.phase() == phase::backward);
+    CHECK(t.duration() == 30);
+    CHECK(t.resource() == st);
+    CHECK(t.iteration() == 2);
+    CHECK(t.trace_start() == 1'000);
+    CHECK(t.gap() == 4);
+    CHECK(t.priority() == 9);
+    CHECK(t.mem_delta() == -64);
+    CHECK(t.name_id_of() == g.name_id_of(k));
+    CHECK(t.layer_id() == g.intern("fc1"));
+    CHECK(t.kind_name() == "gpu_kernel");
+    CHECK(t.in_degree() == 1);
+    CHECK(t.out_degree() == 0);
+    CHECK(t.payload().stream == 7);
+    CHECK(t.typed() == k);
+  }
+  std::vector<time_ns> starts;
+  for (auto t : tasks(g) | where(pred([](const auto& t) { return t.trace_start() >= 0; })))
+    starts.push_back(t.trace_start());
+  CHECK(starts == std::vector<time_ns>{0, 1'000});
+}
 
 TEST_CASE("tasks<K> views the live tasks of one kind, in id order") {
   model m;

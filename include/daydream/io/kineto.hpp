@@ -54,8 +54,9 @@ struct ingest_options {
   /// least this fraction of its blocked time waits for that session to end.
   double join_coverage = 0.5;
   /// Without `cuda_sync` records, infer what cudaStreamWaitEvent / cudaEventSynchronize
-  /// wait for: the op recorded by the latest cudaEventRecord, or, when the trace has no
-  /// record call (older CUPTI), the op launched last on another stream.
+  /// wait for: of each other stream's last op launched before the latest cudaEventRecord,
+  /// the one that ended last by the start of the waiting op; without record calls, the
+  /// op launched last on another stream (docs/ingest.md, "Dependencies").
   bool infer_event_waits = true;
   /// At most this many warnings are kept in the report (the rest are counted).
   std::size_t max_warnings = 32;

@@ -111,6 +111,10 @@ template <class First, class Second> struct pipeline {
   }
 };
 
+/// `daydream::pipeline{a, b}` deduces the pass types (written out: compilers without
+/// class template argument deduction for aggregates, such as clang before 17, need it).
+template <class First, class Second> pipeline(First, Second) -> pipeline<First, Second>;
+
 //! @cond DAYDREAM_INTERNAL
 namespace detail {
 /// A type that declares itself a pass: a constant static `name`, a `policy` member type,

@@ -348,7 +348,10 @@ TEST_CASE("a rank of a data-parallel job: no default data-parallel scenarios, an
     REQUIRE(!why.error());
     CHECK(std::string_view(why.get_string().value()).find("already data-parallel") != std::string_view::npos);
   }
-  for (auto s : j.root["scenarios"].get_array().value()) {
+  // Bound to a name first: a range-for over value() of a temporary result would iterate
+  // an array whose result object is already gone.
+  auto scenarios = j.root["scenarios"].get_array().value();
+  for (auto s : scenarios) {
     std::string_view name = s["name"].get_string().value();
     CHECK(name.find("workers=") == std::string_view::npos);
   }

@@ -13,6 +13,7 @@
 #include <daydream/validate.hpp>
 #include <support/compare.hpp>
 #include <support/print.hpp>
+#include <support/user_kinds.hpp>
 
 #include <doctest/doctest.h>
 
@@ -27,17 +28,9 @@ using namespace daydream;
 
 namespace {
 
-// A kind a user adds: a data-loader decode step with a byte count.
-struct decode_task {
-  static constexpr std::string_view name = "decode_task";
-  static constexpr resource_kind resource = resource_kind::copy_engine;
-  std::uint64_t bytes = 0;
-  int quality = 90;
-};
-// A kind with no members at all.
-struct marker {};
-
-using my_graph = basic_graph<cpu_task, decode_task, marker>;
+using testing::decode_task;
+using testing::marker;
+using testing::my_graph;
 
 struct noop_pass {
   void operator()(graph&) const {}

@@ -1,0 +1,364 @@
+// Jobs built by hand with exact answers: loading checks, collective matching, the coarse collective model, the straggler, no_straggler and the representative worker.
+// SPDX-License-Identifier: MIT
+#include <daydream/daydream.hpp>
+#include <daydream/io/job.hpp>
+#include <daydream/job.hpp>
+#include <daydream/job_replay.hpp>
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+using namespace daydream;
+
+namespace {
+
+constexpr time_ns us = 1'000;
+
+// One rank of a data-parallel step: the CPU launches a compute kernel and an all-reduce;
+// the all-reduce (on its own stream, 84) waits for the kernel (a stream wait); an
+// optimizer kernel waits for the all-reduce. `recorded` is the all-reduce kernel's
+// recorded duration (its waiting included); `shift` moves the whole trace in time.
+io::kineto_trace make_rank(std::int32_t rank, std::int32_t world, time_ns compute, time_ns recorded,
+                           time_ns shift = 0, const char* kernel = "gemm", std::size_t collectives = 1) {
+  io::kineto_trace t;
+  auto& g = t.g;
+  auto thr = g.add_resource({"thread 1", resource_kind::cpu_thread, sharing::exclusive, rank, -1, 0});
+  auto st = g.add_resource({"stream 7", resource_kind::gpu_stream, sharing::exclusive, rank, rank, 0});
+  auto nc = g.add_resource({"stream 84", resource_kind::gpu_stream, sharing::exclusive, rank, rank, 0});
+  const time_ns t0 = 1'000'000 + shift;
+  auto a = g.add(cpu_task{cpu_call::launch}, {.name = "cudaLaunchKernel", .duration = 5 * us, .resource = thr,
+                                              .trace_start = t0, .phase = phase::backward, .iteration = 1});
+  auto k = g.add(gpu_kernel{.device = rank, .stream = 7}, {.name = kernel, .duration = compute, .resource = st,
+                                                           .trace_start = t0 + 5 * us, .phase = phase::backward, .iteration = 1});
+  g.add_dependency(a.id, k.id, dep_kind::launch);
+  task_id prev_cpu = a.id, prev_comm = no_task;
+  time_ns at = t0 + 5 * us;
+  for (std::size_t c = 0; c < collectives; ++c) {
+    auto l = g.add(cpu_task{cpu_call::launch}, {.name = "cudaLaunchKernel", .duration = 5 * us, .resource = thr,
+                                                .trace_start = at, .phase = phase::backward, .iteration = 1});
+    g.add_dependency(prev_cpu, l.id, dep_kind::cpu_order);
+    auto ar = g.add(comm_task{.op = comm_op::all_reduce, .bytes = 1 << 20, .group_size = std::uint32_t(world),
+                              .device = rank, .stream = 84},
+                    {.name = "ncclKernel_AllReduce_RING_LL_Sum_float", .duration = recorded, .resource = nc,
+                     .trace_start = t0 + 5 * us + compute + time_ns(c) * 200 * us, .phase = phase::backward,
+                     .iteration = 1});
+    g.add_dependency(l.id, ar.id, dep_kind::launch);
+    g.add_dependency(k.id, ar.id, dep_kind::sync);
+    if (prev_comm != no_task) g.add_dependency(prev_comm, ar.id, dep_kind::stream_order);
+    prev_cpu = l.id;
+    prev_comm = ar.id;
+    at += 5 * us;
+  }
+  auto o = g.add(gpu_kernel{.device = rank, .stream = 7}, {.name = "adam", .duration = 10 * us, .resource = st,
+                                                           .trace_start = t0 + 400 * us, .phase = phase::weight_update,
+                                                           .iteration = 1});
+  g.add_dependency(k.id, o.id, dep_kind::stream_order);
+  g.add_dependency(prev_comm, o.id, dep_kind::sync);
+  t.info.rank = rank;
+  t.info.world_size = world;
+  t.info.backend = "nccl";
+  t.info.path = "rank" + std::to_string(rank) + ".json";
+  t.iterations.push_back({1, t0, t0 + 500 * us, "ProfilerStep#1", t0 + 500 * us});
+  return t;
+}
+
+struct built {
+  job j;
+  collective_matching m;
+  alignment_result a;
+  job_graph jg;
+  job_result res;
+};
+
+built run(std::vector<io::kineto_trace> ranks, const job_model_options& o = {}) {
+  built b;
+  b.j = io::make_job(std::move(ranks));
+  b.m = match_collectives(b.j);
+  b.a = no_alignment(make_alignment_input(b.j, b.m));
+  b.jg = build_job_graph(b.j, b.m, b.a, o);
+  b.res = analyse_job(b.j, b.jg);
+  return b;
+}
+
+// Four ranks; rank 3 computes 400 us instead of 100 us, so the others' all-reduce kernels
+// recorded their waiting (350 us) and rank 3's only the transfer (50 us).
+std::vector<io::kineto_trace> straggler_job() {
+  std::vector<io::kineto_trace> v;
+  for (int r = 0; r < 3; ++r) v.push_back(make_rank(r, 4, 100 * us, 350 * us));
+  v.push_back(make_rank(3, 4, 400 * us, 50 * us));
+  return v;
+}
+std::vector<io::kineto_trace> even_job() {
+  std::vector<io::kineto_trace> v;
+  for (int r = 0; r < 4; ++r) v.push_back(make_rank(r, 4, 100 * us, 50 * us));
+  return v;
+}
+
+} // namespace
+
+TEST_CASE("load_job: resources are named and tagged by rank, tasks keep their fields") {
+  auto b = run(even_job());
+  CHECK(b.j.world_size == 4);
+  CHECK(!b.j.partial());
+  REQUIRE(b.jg.ranks == std::vector<std::int32_t>{0, 1, 2, 3});
+  CHECK(b.jg.g.resource_at(0).name == "rank 0: thread 1");
+  CHECK(b.jg.g.find_resource("rank 3: stream 84") != no_resource);
+  std::size_t per_rank = b.j.ranks[0].g.size();
+  // Every rank's tasks, plus one barrier per matched collective; no release (same start).
+  CHECK(b.jg.g.size() == 4 * per_rank + 1);
+  for (std::size_t k = 0; k < 4; ++k)
+    for (task_id t = b.jg.first_task[k]; t < b.jg.first_task[k + 1]; ++t) CHECK(b.jg.rank_of(t) == std::int32_t(k));
+  CHECK(b.jg.rank_of(b.jg.collectives.at(0).barrier) == -1);
+  // The graph's core stores no rank per task: the rank is the resource's node.
+  CHECK(sizeof(b.jg.g.core().duration[0]) == sizeof(time_ns));
+}
+
+TEST_CASE("load_job refuses what is not one job, naming the files") {
+  auto msg = [](std::vector<io::kineto_trace> v, io::job_options o = {}) {
+    try {
+      (void)io::make_job(std::move(v), o);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  {
+    std::vector<io::kineto_trace> v;
+    v.push_back(make_rank(0, 2, 100 * us, 50 * us));
+    v.push_back(make_rank(0, 2, 100 * us, 50 * us));
+    v[1].info.path = "other.json";
+    auto m = msg(std::move(v));
+    CHECK(m.find("rank0.json and other.json are both rank 0") != std::string::npos);
+  }
+  {
+    std::vector<io::kineto_trace> v;
+    v.push_back(make_rank(0, 2, 100 * us, 50 * us));
+    v.push_back(make_rank(1, 4, 100 * us, 50 * us));
+    auto m = msg(std::move(v));
+    CHECK(m.find("rank1.json is of a 4-rank job, rank0.json of a 2-rank job") != std::string::npos);
+  }
+  {
+    std::vector<io::kineto_trace> v;
+    v.push_back(make_rank(0, 2, 100 * us, 50 * us));
+    v.push_back(make_rank(1, 2, 100 * us, 50 * us));
+    v[1].info.rank = -1;
+    auto m = msg(std::move(v));
+    CHECK(m.find("rank1.json does not say its rank") != std::string::npos);
+  }
+  {
+    std::vector<io::kineto_trace> v;
+    v.push_back(make_rank(0, 2, 100 * us, 50 * us));
+    v.push_back(make_rank(1, 2, 100 * us, 50 * us));
+    v[1].iterations.front().number = 7;
+    auto m = msg(std::move(v));
+    CHECK(m.find("share no iteration") != std::string::npos);
+  }
+  {
+    std::vector<io::kineto_trace> v;
+    v.push_back(make_rank(0, 2, 100 * us, 50 * us));
+    v.push_back(make_rank(1, 2, 100 * us, 50 * us));
+    v[1].info.backend = "gloo";
+    CHECK(msg(std::move(v)).find("different jobs") != std::string::npos);
+  }
+  {
+    // Explicit ranks: traces without distributedInfo, mapped by the user.
+    std::vector<io::kineto_trace> v;
+    v.push_back(make_rank(0, 2, 100 * us, 50 * us));
+    v.push_back(make_rank(1, 2, 100 * us, 50 * us));
+    for (auto& t : v) t.info.rank = t.info.world_size = -1;
+    io::job_options o;
+    o.ranks = {1, 0};
+    auto j = io::make_job(std::move(v), o);
+    CHECK(j.world_size == 2);
+    CHECK(j.ranks[0].file == "rank1.json");
+    CHECK(j.ranks[0].g.resource_at(0).node == 0);
+    io::job_options bad;
+    bad.ranks = {0};
+    std::vector<io::kineto_trace> w;
+    w.push_back(make_rank(0, 2, 100 * us, 50 * us));
+    w.push_back(make_rank(1, 2, 100 * us, 50 * us));
+    CHECK_THROWS_AS((void)io::make_job(std::move(w), bad), usage_error);
+  }
+}
+
+TEST_CASE("match_collectives: the k-th collective of a group on every rank; mismatches are refused") {
+  std::vector<io::kineto_trace> v;
+  v.push_back(make_rank(0, 2, 100 * us, 50 * us, 0, "gemm", 3));
+  v.push_back(make_rank(1, 2, 100 * us, 50 * us, 0, "gemm", 3));
+  auto j = io::make_job(std::move(v));
+  auto m = match_collectives(j);
+  REQUIRE(m.collectives.size() == 3);
+  CHECK(m.groups == std::vector<std::string>{"stream 84"});
+  for (std::uint32_t c = 0; c < 3; ++c) {
+    CHECK(m.collectives[c].index == c);
+    CHECK(m.collectives[c].parts.size() == 2);
+    CHECK(m.collectives[c].op == comm_op::all_reduce);
+    CHECK(m.collectives[c].bytes == 1 << 20);
+  }
+  // Rank 1 issued one collective fewer: reported, not guessed.
+  std::vector<io::kineto_trace> w;
+  w.push_back(make_rank(0, 2, 100 * us, 50 * us, 0, "gemm", 3));
+  w.push_back(make_rank(1, 2, 100 * us, 50 * us, 0, "gemm", 2));
+  auto j2 = io::make_job(std::move(w));
+  CHECK_THROWS_WITH_AS(match_collectives(j2),
+                       doctest::Contains("rank 1 (rank1.json) has 2 collective(s) on stream 84, rank 0 (rank0.json) has 3"),
+                       error);
+  // Different sizes of an all-reduce.
+  std::vector<io::kineto_trace> x;
+  x.push_back(make_rank(0, 2, 100 * us, 50 * us));
+  x.push_back(make_rank(1, 2, 100 * us, 50 * us));
+  x[1].g.for_each<comm_task>([&](handle<comm_task> h) { x[1].g.payload(h).bytes = 4096; });
+  auto j3 = io::make_job(std::move(x));
+  CHECK_THROWS_WITH_AS(match_collectives(j3), doctest::Contains("1048576 bytes on rank 0 (rank0.json) but 4096 bytes"),
+                       error);
+}
+
+TEST_CASE("the coarse model: a collective ends on no rank before every rank started it") {
+  auto b = run(straggler_job());
+  REQUIRE(b.jg.collectives.size() == 1);
+  auto& c = b.jg.collectives[0];
+  // Calibrated from the last rank to arrive (rank 3, latest start): its 50 us kernel.
+  CHECK(c.calibrated_from == 3);
+  CHECK(c.transfer == 50 * us);
+  const auto& r = b.res.r;
+  // Rank 3's kernel ends at 5 + 400 us: the barrier, and every part starts there.
+  CHECK(r.end[c.barrier] == 405 * us);
+  for (auto p : c.parts) {
+    CHECK(r.start[p] == 405 * us);
+    CHECK(r.end[p] == 455 * us);
+  }
+  // Every rank: 0 .. optimizer end = 455 + 10 us.
+  for (auto& rr : b.res.ranks) {
+    CHECK(rr.predicted == 465 * us);
+    CHECK(rr.measured == 500 * us);
+    CHECK(rr.compute + rr.transfer + rr.wait + rr.other == rr.predicted);
+  }
+  CHECK(b.res.predicted == 465 * us);
+  // Rank 0: computes 100 + 10 us, waits 405 - 105 = 300 us for rank 3, transfers 50 us.
+  auto& r0 = b.res.ranks[0];
+  CHECK(r0.compute == 110 * us);
+  CHECK(r0.wait == 300 * us);
+  CHECK(r0.waited_for.at(3) == 300 * us);
+  CHECK(r0.transfer == 50 * us);
+  CHECK(r0.other == 5 * us);
+  auto& r3 = b.res.ranks[3];
+  CHECK(r3.wait == 0);
+  CHECK(r3.compute == 410 * us);
+}
+
+TEST_CASE("the straggler is named with the operations that made it late") {
+  auto b = run(straggler_job());
+  auto& s = b.res.straggler;
+  CHECK(s.rank == 3);
+  CHECK(s.caused == 3 * 300 * us);
+  CHECK(s.last_arrivals == 1);
+  REQUIRE(!s.operations.empty());
+  CHECK(s.operations.front().first == "gemm");
+  CHECK(s.operations.front().second == 400 * us);
+  CHECK(s.reason.find("rank 3 arrived last at 1 of 1") != std::string::npos);
+  CHECK(s.reason.find("gemm (400 us)") != std::string::npos);
+  // The critical path runs through rank 3, then the synchronization, then a rank's transfer.
+  bool through3 = false;
+  for (auto& seg : b.res.critical) through3 = through3 || seg.rank == 3;
+  CHECK(through3);
+  // An even job has no straggler.
+  auto e = run(even_job());
+  CHECK(e.res.straggler.rank == -1);
+  CHECK(e.res.straggler.reason.find("no rank waited") != std::string::npos);
+}
+
+TEST_CASE("no_straggler predicts exactly the job without the straggler") {
+  auto b = run(straggler_job());
+  auto ns = no_straggler(b.j, b.res, {3});
+  CHECK(ns.like == 1);
+  CHECK(ns.changed > 0);
+  CHECK(ns.unmatched == 0);
+  job_model_options o;
+  o.start_like = ns.start_like;
+  auto jg = build_job_graph(ns.j, b.m, b.a, o);
+  auto res = analyse_job(ns.j, jg);
+  auto e = run(even_job());
+  CHECK(e.res.predicted == 5 * us + 100 * us + 50 * us + 10 * us);
+  CHECK(res.predicted == e.res.predicted);
+  for (std::size_t k = 0; k < 4; ++k) CHECK(res.ranks[k].predicted == e.res.ranks[k].predicted);
+  CHECK_THROWS_AS((void)no_straggler(b.j, b.res, {9}), usage_error);
+}
+
+TEST_CASE("a rank that starts late makes the others wait, and is named") {
+  std::vector<io::kineto_trace> v;
+  v.push_back(make_rank(0, 2, 100 * us, 50 * us));
+  v.push_back(make_rank(1, 2, 100 * us, 50 * us, 1000 * us));
+  auto b = run(std::move(v));
+  CHECK(b.jg.release == std::vector<time_ns>{0, 1000 * us});
+  CHECK(b.res.r.end[b.jg.collectives[0].barrier] == 1105 * us);
+  CHECK(b.res.straggler.rank == 1);
+  REQUIRE(!b.res.straggler.operations.empty());
+  CHECK(b.res.straggler.operations.front().first.find("started late") != std::string::npos);
+  CHECK(b.res.straggler.operations.front().second == 1000 * us);
+  // Rank 0 waits 1000 us; rank 1's iteration starts at its release.
+  CHECK(b.res.ranks[0].wait == 1000 * us);
+  CHECK(b.res.ranks[1].predicted == 165 * us);
+  CHECK(b.res.ranks[0].predicted == 1165 * us);
+}
+
+TEST_CASE("scenarios: network scale and collective algorithm change the transfer only") {
+  job_model_options o;
+  o.network_scale = 2;
+  auto b = run(even_job(), o);
+  // 50 us calibrated: the ring's latency part (2(p-1) alpha) stays, the rest halves.
+  const time_ns alpha = ring_all_reduce_time(0, 4, o.cluster.ring_link());
+  CHECK(alpha > 0);
+  CHECK(b.jg.collectives[0].transfer == alpha + (50 * us - alpha) / 2);
+  job_model_options t;
+  t.changed_to = collective_algorithm::tree;
+  auto c = run(even_job(), t);
+  const auto link = t.cluster.ring_link();
+  const double ratio = double(tree_all_reduce_time(1 << 20, 4, link)) / double(ring_all_reduce_time(1 << 20, 4, link));
+  CHECK(c.jg.collectives[0].transfer == time_ns(std::llround(50'000 * ratio)));
+  job_model_options cl;
+  cl.transfer = job_model_options::transfer_source::cluster;
+  auto d = run(even_job(), cl);
+  CHECK(d.jg.collectives[0].transfer == ring_all_reduce_time(1 << 20, 4, cl.cluster.ring_link()));
+  CHECK(d.jg.collectives[0].calibrated_from == -1);
+}
+
+TEST_CASE("representative worker: equal to the full replay on identical ranks") {
+  auto b = run(even_job());
+  auto g = representative_graph(b.j, b.m, b.a, job_model_options{}, 0);
+  auto r = replay(g);
+  CHECK(iteration_time(g, r, 1) == b.res.predicted);
+  // From the cluster model alone.
+  job_model_options o;
+  auto g2 = representative_graph(b.j.ranks[0].g, 4, o);
+  auto r2 = replay(g2);
+  CHECK(iteration_time(g2, r2, 1) == 5 * us + 100 * us + ring_all_reduce_time(1 << 20, 4, o.cluster.ring_link()) + 10 * us);
+}
+
+TEST_CASE("partial job: missing ranks are copies of the traced ones, and it says so") {
+  std::vector<io::kineto_trace> v;
+  v.push_back(make_rank(0, 8, 100 * us, 50 * us));
+  v.push_back(make_rank(1, 8, 100 * us, 50 * us));
+  auto b = run(std::move(v));
+  CHECK(b.j.partial());
+  CHECK(b.j.missing() == std::vector<std::int32_t>{2, 3, 4, 5, 6, 7});
+  CHECK(b.j.copy_of(5) == 1);
+  CHECK(b.j.copy_of(4) == 0);
+  REQUIRE(b.j.notes.size() == 1);
+  CHECK(b.j.notes[0].find("2 of 8 ranks traced") != std::string::npos);
+  CHECK(b.m.collectives[0].group_size == 8);
+  CHECK(b.res.predicted == 165 * us);
+}
+
+TEST_CASE("alignment quality: spread of completions and causality violations") {
+  alignment_input in;
+  in.ranks = {0, 1};
+  in.collectives.push_back({{0, 0, 0, 100 * us}, {1, 0, 500 * us, 600 * us}});
+  auto a = no_alignment(in);
+  CHECK(a.violations == 1);
+  CHECK(a.residual_ns == 500 * us);
+  auto q = alignment_quality(in, {{0, 0}, {1, -500 * us}});
+  CHECK(q.second == 0);
+  CHECK(q.first == 0);
+}

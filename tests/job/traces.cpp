@@ -1,0 +1,91 @@
+// Real jobs end to end: the bundled 8-rank DLRM job (every rank within 2% of its measured iteration) and two sampled ranks of a 128-rank job as a partial job.
+// SPDX-License-Identifier: MIT
+#include <daydream/daydream.hpp>
+#include <daydream/io/job.hpp>
+#include <daydream/job.hpp>
+#include <daydream/job_replay.hpp>
+
+#include <doctest/doctest.h>
+#include <support/corpus.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+using namespace daydream;
+
+namespace {
+
+// The 8-rank DLRM job on V100s: rank 0 is bundled with the examples, ranks 1-7 in tests/data.
+std::vector<std::filesystem::path> dlrm_job() {
+  std::vector<std::filesystem::path> v{daydream::testing::bundled("dlrm_v100_rank0.json.gz"),
+                                       std::filesystem::path(DAYDREAM_SOURCE_DIR) / "tests" / "data" /
+                                           "param_dlrm_8rank_v100"};
+  if (!std::filesystem::is_directory(v[1])) throw std::runtime_error("bundled job missing: " + v[1].string());
+  return v;
+}
+
+} // namespace
+
+TEST_CASE("the 8-rank DLRM job: every rank's iteration within 2% of its measured one") {
+  auto j = io::load_job(dlrm_job());
+  REQUIRE(j.world_size == 8);
+  REQUIRE(j.ranks.size() == 8);
+  CHECK(!j.partial());
+  auto m = match_collectives(j);
+  // 5 SendRecv (all-to-all) and 3 all-reduce kernels per rank, on one NCCL stream.
+  CHECK(m.groups == std::vector<std::string>{"stream 84"});
+  REQUIRE(m.collectives.size() == 8);
+  auto a = no_alignment(make_alignment_input(j, m));
+  auto jg = build_job_graph(j, m, a);
+  auto res = analyse_job(j, jg);
+  REQUIRE(res.ranks.size() == 8);
+  for (auto& rr : res.ranks) {
+    const double err = double(rr.predicted - rr.measured) / double(rr.measured);
+    std::printf("DLRM rank %d: measured %.3f ms, predicted %.3f ms (%+.2f%%), compute %.3f transfer %.3f wait %.3f other %.3f\n",
+                rr.rank, rr.measured / 1e6, rr.predicted / 1e6, 100 * err, rr.compute / 1e6, rr.transfer / 1e6,
+                rr.wait / 1e6, rr.other / 1e6);
+    CHECK(std::fabs(err) < 0.02);
+    CHECK(rr.compute + rr.transfer + rr.wait + rr.other == rr.predicted);
+  }
+  std::printf("DLRM straggler: %s\n", res.straggler.reason.c_str());
+  CHECK(res.straggler.rank >= 0);
+}
+
+TEST_CASE("two sampled ranks of a 128-rank job load as a partial job") {
+  auto dir = std::filesystem::path(DAYDREAM_SOURCE_DIR) / "tests" / "data" / "hta_sampled_128rank";
+  REQUIRE(std::filesystem::is_directory(dir));
+  auto j = io::load_job({dir});
+  CHECK(j.world_size == 128);
+  REQUIRE(j.ranks.size() == 2);
+  CHECK(j.partial());
+  CHECK(j.missing().size() == 126);
+  REQUIRE(!j.notes.empty());
+  CHECK(j.notes[0].find("2 of 128 ranks traced") != std::string::npos);
+  // The traces were down-sampled (events dropped at random): each rank kept a different
+  // subset of its NCCL kernels, so the 6th on stream 84 is an all-to-all on one rank and an
+  // all-reduce on the other. Matching refuses to guess, naming both files.
+  CHECK_THROWS_WITH_AS(match_collectives(j), doctest::Contains("sampled_rank-1.json.gz): the ranks' collectives do not match"),
+                       error);
+  auto m = match_collectives_or_none(j);
+  CHECK(m.collectives.empty());
+  CHECK(m.unmatched.find("collective #6 on stream 84 is all_to_all") != std::string::npos);
+  auto jg = build_job_graph(j, m, no_alignment(make_alignment_input(j, m)));
+  auto res = analyse_job(j, jg);
+  REQUIRE(res.ranks.size() == 2);
+  for (std::size_t k = 0; k < 2; ++k) {
+    auto& rr = res.ranks[k];
+    const double err = double(rr.predicted - rr.measured) / double(rr.measured);
+    std::printf("128-rank job, rank %d: measured %.3f ms, predicted %.3f ms (%+.2f%%)\n", rr.rank, rr.measured / 1e6,
+                rr.predicted / 1e6, 100 * err);
+    // Unjoined, each rank replays as it does alone.
+    auto g = j.ranks[k].g;
+    auto r = replay(g);
+    std::vector<time_ns> alone;
+    for (auto i : res.iterations) alone.push_back(iteration_time(g, r, i));
+    CHECK(rr.per_iteration == alone);
+  }
+  CHECK(res.straggler.rank == -1);
+}

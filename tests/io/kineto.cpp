@@ -10,6 +10,9 @@
 
 #include "trace_text.hpp"
 
+#include <support/compare.hpp>
+#include <support/corpus.hpp>
+
 #include <doctest/doctest.h>
 #include <zlib.h>
 
@@ -818,6 +821,65 @@ TEST_CASE("files: gzip is found by its magic bytes; bad files give clear errors"
   // truncated JSON inside a valid gzip stream
   auto cut = d.gz("cut.json.gz", std::string_view(text).substr(0, text.size() - 40));
   CHECK(message(cut).find("daydream: " + cut.string() + ": byte ") == 0);
+}
+
+TEST_CASE("load_kineto_files: every file as load_kineto loads it, in input order, whatever the threads") {
+  temp_dir d;
+  const std::vector<std::filesystem::path> files = {
+      testing::bundled("hta_sampled_128rank/sampled_rank-1.json.gz"),
+      d.file("two_steps.json", two_steps()),
+      testing::bundled("hta_micro_a100/cuda_event_sync_multi_stream_trace.json.gz"),
+      d.gz("two_steps.json.gz", two_steps()),
+      testing::bundled("hta_sampled_128rank/sampled_rank-0.json.gz"),
+  };
+  dio::ingest_options opt;
+  opt.merge_slices = false; // the options reach every load
+  std::vector<dio::kineto_trace> one_by_one;
+  for (auto& f : files) one_by_one.push_back(dio::load_kineto(f, opt));
+  CHECK(one_by_one[0].info.rank == 1);
+  CHECK(one_by_one[4].info.rank == 0);
+  for (unsigned threads : {0u, 1u, 2u, 3u, 8u}) {
+    auto all = dio::load_kineto_files(files, opt, threads);
+    REQUIRE(all.size() == files.size());
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      CHECK(all[i].info.path == files[i].string());
+      CHECK(testing::graph_difference(all[i].g, one_by_one[i].g) == "");
+      CHECK(all[i].report.events == one_by_one[i].report.events);
+      CHECK(all[i].report.in_graph == one_by_one[i].report.in_graph);
+      CHECK(all[i].report.ignored == one_by_one[i].report.ignored);
+      CHECK(all[i].iterations.size() == one_by_one[i].iterations.size());
+      check_accounting(all[i]);
+    }
+  }
+  CHECK(dio::load_kineto_files(std::vector<std::filesystem::path>{}).empty());
+}
+
+TEST_CASE("load_kineto_files: the error of the first failing file in input order, naming it") {
+  temp_dir d;
+  auto good = d.file("good.json", two_steps());
+  auto empty = d.file("empty.json", "");
+  auto missing = d.p / "missing.json";
+  auto fake = d.file("fake.json.gz", two_steps());
+  const std::vector<std::filesystem::path> files = {good, good, missing, good, empty, fake, good};
+  for (unsigned threads : {1u, 2u, 4u, 16u}) {
+    std::string message;
+    try {
+      dio::load_kineto_files(files, {}, threads);
+    } catch (const daydream::error& e) {
+      message = e.what();
+    }
+    CHECK(message.rfind("daydream: " + missing.string() + ": cannot open: ", 0) == 0);
+  }
+  const std::vector<std::filesystem::path> later = {good, fake, empty};
+  for (unsigned threads : {1u, 3u}) {
+    std::string message;
+    try {
+      dio::load_kineto_files(later, {}, threads);
+    } catch (const daydream::error& e) {
+      message = e.what();
+    }
+    CHECK(message.rfind("daydream: " + fake.string() + ": the name ends in .gz", 0) == 0);
+  }
 }
 
 TEST_CASE("every truncation and byte flip of a trace gives a result or an error, never a crash") {

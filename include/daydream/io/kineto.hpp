@@ -14,13 +14,19 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <map>
+#include <new>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -284,6 +290,76 @@ inline kineto_trace parse_kineto(std::string_view json, std::string_view source_
 inline kineto_trace load_kineto(const std::filesystem::path& file, const ingest_options& options = {}) {
   auto buf = detail::read_trace_file(file);
   return detail::ingest(buf, file.string(), options);
+}
+
+/// Loads several trace files at once (a job's rank traces), one task per file on
+/// `threads` threads (0: one per hardware thread; never more than there are files; 1: on
+/// the calling thread). The result holds the traces in the order of `files`, each
+/// exactly what `load_kineto(files[i], options)` returns, whatever the number of threads
+/// and whichever file finished first. Memory: the loads that run at once each take their
+/// own peak (see docs/performance.md), so lower `threads` for many large files.
+///
+/// When a file cannot be loaded, no further file is started, the loads under way finish,
+/// and the error of the first failing file in the order of `files` is thrown (the same
+/// error whatever the number of threads): daydream::error naming the file and the
+/// reason, as load_kineto throws it; another exception (std::bad_alloc) is rethrown as a
+/// daydream::error naming the file.
+///
+///     std::vector<std::filesystem::path> ranks = {"rank-0.json.gz", "rank-1.json.gz"};
+///     auto traces = daydream::io::load_kineto_files(ranks);   // traces[1] is rank-1's
+inline std::vector<kineto_trace> load_kineto_files(std::span<const std::filesystem::path> files,
+                                                   const ingest_options& options = {}, unsigned threads = 0) {
+  const std::size_t n = files.size();
+  std::vector<std::optional<kineto_trace>> done(n);
+  std::vector<std::exception_ptr> failed(n);
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> stop{false};
+  // Files are claimed in input order, so every file before a failed one was claimed
+  // (and is loaded or failed) when loading stops: the first failure in input order is
+  // the same whatever the threads.
+  auto work = [&] {
+    for (;;) {
+      if (stop.load(std::memory_order_relaxed)) return;
+      const std::size_t i = next.fetch_add(1, std::memory_order_relaxed);
+      if (i >= n) return;
+      try {
+        done[i].emplace(load_kineto(files[i], options));
+      } catch (const error&) {
+        failed[i] = std::current_exception();
+        stop.store(true, std::memory_order_relaxed);
+      } catch (const std::exception& e) {
+        try {
+          throw error("daydream: " + files[i].string() + ": " + e.what());
+        } catch (...) {
+          failed[i] = std::current_exception();
+        }
+        stop.store(true, std::memory_order_relaxed);
+      }
+    }
+  };
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t workers = std::min<std::size_t>(threads, n);
+  if (workers <= 1) {
+    work();
+  } else {
+    std::vector<std::jthread> pool;
+    pool.reserve(workers - 1);
+    for (std::size_t k = 1; k < workers; ++k) {
+      try {
+        pool.emplace_back(work);
+      } catch (const std::system_error&) {
+        break; // no more threads to be had: the ones started (and this one) do the rest
+      }
+    }
+    work();
+  } // the pool joins here
+  std::vector<kineto_trace> out;
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (failed[i]) std::rethrow_exception(failed[i]);
+    out.push_back(std::move(*done[i]));
+  }
+  return out;
 }
 
 /// Keeps the iterations `first` .. `last` of a loaded trace (one: first == last) and

@@ -7,6 +7,7 @@
 #ifndef DAYDREAM_EXAMPLES_WHATIF_WHATIF_HPP
 #define DAYDREAM_EXAMPLES_WHATIF_WHATIF_HPP
 
+#include "job.hpp"
 #include "output.hpp"
 #include "report.hpp"
 #include "scenario.hpp"
@@ -32,6 +33,10 @@ namespace whatif {
 /// The options of the what-if command.
 struct options {
   std::string trace;                 ///< the Kineto trace
+  /// The trace arguments as given: one trace (then `trace`), or every rank of a job
+  /// (several files or a directory: the job mode, job.hpp).
+  std::vector<std::string> traces;
+  job_cli job;                       ///< job-mode options (--rank, --on-rank, --representative, ...)
   std::int32_t iteration = -1;       ///< one iteration to analyse; -1: every steady-state one
   std::vector<std::string> specs;    ///< scenarios; empty: every applicable bundled pass
   bool json = false;
@@ -52,7 +57,17 @@ inline std::string pass_help(const daydream::passes::registry<graph>& reg) {
 /// Adds the what-if options to `app` (the `whatif` subcommand or daydream-whatif itself).
 inline void add_options(CLI::App& app, options& o, const daydream::passes::registry<graph>& reg) {
   app.footer(pass_help(reg));
-  app.add_option("trace", o.trace, "Kineto trace (.json or .json.gz); default: the bundled ResNet-50 trace");
+  app.add_option("trace", o.traces,
+                 "Kineto trace (.json or .json.gz); default: the bundled ResNet-50 trace. Several traces, or a "
+                 "directory of them, are the ranks of one distributed job (job mode, docs/jobs.md)");
+  app.add_option("--rank", o.job.ranks, "job mode: the rank of each trace, in order, for traces without distributedInfo");
+  app.add_option("--on-rank", o.job.on_ranks, "job mode: apply single-GPU passes to these ranks only (repeatable)");
+  app.add_flag("--representative", o.job.representative,
+               "job mode: also predict from one worker plus the collective model (dPRO's representative worker)");
+  app.add_option("--transfer", o.job.transfer,
+                 "job mode: a collective's transfer time from 'trace' (the last rank to arrive) or 'cluster' (--cluster)");
+  app.add_option("--cluster", o.job.cluster,
+                 "job mode: the cluster, as the distributed passes' keys (machines=2,workers_per_machine=4,bandwidth=100Gbps)");
   app.add_option("--iteration", o.iteration,
                  "analyse only this iteration (ProfilerStep number); default: every steady-state one, "
                  "with the median shown");
@@ -82,8 +97,20 @@ template <class Entry> std::string not_applicable_reason(const Entry& e, const g
 /// Runs the what-if analysis with the passes of `reg` and prints it on `out`. Throws
 /// daydream::usage_error for what the user asked wrongly (exit status 2) and
 /// daydream::error for bad input (1).
-inline int run(const options& o, std::FILE* out, std::FILE* err,
+inline int run(const options& opts, std::FILE* out, std::FILE* err,
                const daydream::passes::registry<graph>& reg = daydream::passes::bundled()) {
+  if (is_job(opts.traces)) {
+    auto cli = opts.job;
+    cli.traces = opts.traces;
+    return run_job(cli, opts.specs, opts.json, opts.timeline, opts.report, opts.iteration, opts.replay, opts.progress,
+                   out, err, reg);
+  }
+  options o = opts;
+  if (o.traces.size() == 1) o.trace = o.traces.front();
+  if (!o.job.ranks.empty() || !o.job.on_ranks.empty() || o.job.representative || !o.job.cluster.empty() ||
+      o.job.transfer != "trace")
+    throw daydream::usage_error("daydream whatif: --rank, --on-rank, --representative, --transfer and --cluster are for "
+                                "a job (several traces or a directory)");
   // Every spec is checked before anything runs: a typo must not cost a trace load and
   // half the scenarios. Building a pass reads only its parameters, so any failure here
   // is the user's to fix.

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -74,6 +75,45 @@ public:
     return *this;
   }
 
+  /// Adds the replay `r` of a graph of several ranks (a job graph, daydream/job.hpp) as
+  /// the scenario `name`: one process per rank (the `node` of the resources, named
+  /// "<name>: rank N"), each of its resources a thread track; tasks without a resource
+  /// (the job's collective barriers) go to the process "<name>: job".
+  template <class Graph>
+  chrome_trace& add_ranks(std::string_view name, const Graph& g, const replay_result& r) {
+    std::map<std::int32_t, int> pid_of;
+    for (std::size_t res = 0; res < g.resource_count(); ++res) pid_of.emplace(g.resource_at(resource_id(res)).node, 0);
+    const int job_pid = ++scenarios_;
+    meta("process_name", job_pid, 0, fmt::format("{}: job", name));
+    sort_index(job_pid);
+    for (auto& [node, pid] : pid_of) {
+      pid = ++scenarios_;
+      meta("process_name", pid, 0, fmt::format("{}: rank {}", name, node));
+      sort_index(pid);
+    }
+    for (std::size_t res = 0; res < g.resource_count(); ++res) {
+      const auto& info = g.resource_at(resource_id(res));
+      meta("thread_name", pid_of[info.node], int(res) + 1, info.name.empty() ? fmt::format("resource {}", res) : info.name);
+    }
+    meta("thread_name", job_pid, 0, "collectives");
+    g.for_each_task([&](task_id t) {
+      if (t >= r.start.size() || r.start[t] < 0) return;
+      auto res = g.resource_of(t);
+      w_.begin_object();
+      w_.field("name", g.name(t)).field("cat", g.kind_name(t)).field("ph", "X");
+      w_.key("ts").raw(format_us(r.start[t]));
+      w_.key("dur").raw(format_us(r.end[t] - r.start[t]));
+      w_.field("pid", res == no_resource ? job_pid : pid_of[g.resource_at(res).node])
+          .field("tid", res == no_resource ? 0 : int(res) + 1);
+      w_.key("args").begin_object();
+      w_.field("id", t).field("kind", g.kind_name(t)).field("layer", g.layer(t))
+          .field("phase", to_string(g.phase_of(t))).field("iteration", g.iteration(t));
+      w_.end_object();
+      w_.end_object();
+    });
+    return *this;
+  }
+
   /// The finished document.
   std::string str() const {
     json_writer done = w_;
@@ -90,6 +130,10 @@ public:
   }
 
 private:
+  void sort_index(int pid) {
+    w_.begin_object().field("name", "process_sort_index").field("ph", "M").field("pid", pid)
+        .field("tid", 0).key("args").begin_object().field("sort_index", pid).end_object().end_object();
+  }
   void meta(std::string_view what, int pid, int tid, std::string_view name) {
     w_.begin_object().field("name", what).field("ph", "M").field("pid", pid).field("tid", tid);
     w_.key("args").begin_object().field("name", name).end_object().end_object();

@@ -1,0 +1,502 @@
+// Defines the job mode of the what-if command: every rank of a distributed job replayed together, explained per rank, and job scenarios.
+// SPDX-License-Identifier: MIT
+//
+//   rank0.json rank1.json ... | DIR --load_job--> job --match--> collectives --align--> offsets
+//        --build_job_graph--> one graph --replay--> per rank: predicted vs measured, compute / transfer / wait,
+//        straggler, critical path; scenarios: no_straggler, network:scale=S, collective:algorithm=A,
+//        any single-GPU pass on all or --on-rank ranks; --representative: one worker + the collective model.
+#ifndef DAYDREAM_EXAMPLES_WHATIF_JOB_HPP
+#define DAYDREAM_EXAMPLES_WHATIF_JOB_HPP
+
+#include "output.hpp"
+#include "report.hpp"
+#include "scenario.hpp"
+
+#include <daydream/daydream.hpp>
+#include <daydream/io/chrome_trace.hpp>
+#include <daydream/io/job.hpp>
+#include <daydream/io/json_writer.hpp>
+#include <daydream/job.hpp>
+#include <daydream/job_replay.hpp>
+#include <daydream/passes/all.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace whatif {
+
+/// What the job mode reads from the command line.
+struct job_cli {
+  std::vector<std::string> traces;       ///< files or directories
+  std::vector<std::int32_t> ranks;       ///< --rank: explicit ranks, file by file
+  std::vector<std::int32_t> on_ranks;    ///< --on-rank: ranks single-GPU passes apply to (empty: all)
+  bool representative = false;           ///< --representative
+  std::string transfer = "trace";        ///< --transfer trace|cluster
+  std::string cluster;                   ///< --cluster KEY=VALUE,...
+};
+
+/// One job scenario's result.
+struct job_scenario {
+  std::string name;
+  std::vector<std::string> notes;  ///< what it changed, for people
+  bool applied = true;
+  std::string reason;              ///< why it changed nothing, or why it failed (error)
+  std::string error;
+  daydream::job_graph jg;
+  daydream::job_result res;
+};
+
+/// A job analysed: the baseline and the scenarios.
+struct job_analysis {
+  daydream::job j;
+  daydream::collective_matching m;
+  daydream::alignment_result unaligned, alignment;
+  daydream::job_model_options model;
+  daydream::job_graph jg;
+  daydream::job_result base;
+  std::vector<job_scenario> scenarios;
+  std::vector<std::string> warnings;
+  std::int32_t representative_rank = -1;
+  time_ns representative = -1;     ///< representative-worker prediction, -1 if not asked
+};
+
+//! @cond DAYDREAM_INTERNAL
+namespace detail {
+inline std::vector<std::int32_t> parse_rank_list(const std::string& spec, const std::string& s) {
+  std::vector<std::int32_t> out;
+  std::string cur;
+  auto flush = [&] {
+    if (cur.empty()) return;
+    try {
+      std::size_t used = 0;
+      auto v = std::stoi(cur, &used);
+      if (used != cur.size() || v < 0) throw std::invalid_argument(cur);
+      out.push_back(v);
+    } catch (const std::exception&) {
+      throw daydream::usage_error("daydream whatif: scenario '" + spec + "': ranks=" + s +
+                                  " is not a list of ranks (write ranks=3 or ranks=3/5)");
+    }
+    cur.clear();
+  };
+  for (char c : s) {
+    if (c == '/' || c == ';' || c == ' ') flush();
+    else cur += c;
+  }
+  flush();
+  return out;
+}
+} // namespace detail
+//! @endcond
+
+/// Replays `j` under `model` (re-matching its collectives) and explains it.
+inline void replay_job(job_scenario& s, const daydream::job& j, const job_analysis& a,
+                       const daydream::job_model_options& model, const std::vector<std::int32_t>& iterations,
+                       const daydream::replay_options& ro, bool rematch) {
+  auto m = rematch ? daydream::match_collectives(j) : a.m;
+  s.jg = daydream::build_job_graph(j, m, a.alignment, model);
+  s.res = daydream::analyse_job(j, s.jg, iterations, ro);
+}
+
+/// Runs one job scenario spec on `a` (the baseline done).
+inline job_scenario run_job_scenario(const job_analysis& a, const std::string& spec, const job_cli& cli,
+                                     const daydream::passes::registry<graph>& reg, const daydream::replay_options& ro) {
+  job_scenario s;
+  s.name = spec;
+  const auto colon = spec.find(':');
+  const std::string name = spec.substr(0, colon);
+  const std::string rest = colon == std::string::npos ? std::string() : spec.substr(colon + 1);
+  auto iterations = a.base.iterations;
+  if (name == "no_straggler") {
+    auto p = daydream::pass_params::parse(name, rest);
+    std::vector<std::int32_t> ranks;
+    if (p.has("ranks")) ranks = detail::parse_rank_list(spec, p.get_string("ranks", ""));
+    const auto like = std::int32_t(p.get_int("like", -1));
+    p.finish();
+    if (ranks.empty()) {
+      if (a.base.straggler.rank < 0) {
+        s.applied = false;
+        s.reason = "no straggler: " + a.base.straggler.reason;
+        s.jg = a.jg;
+        s.res = a.base;
+        return s;
+      }
+      ranks = {a.base.straggler.rank};
+    }
+    auto ns = daydream::no_straggler(a.j, a.base, ranks, like);
+    auto model = a.model;
+    model.start_like = ns.start_like;
+    std::string rs;
+    for (auto r : ns.ranks) rs += (rs.empty() ? "" : ", ") + std::to_string(r);
+    s.notes.push_back(fmt::format("rank(s) {} take rank {}'s task durations ({} tasks; {} without a counterpart kept) "
+                                  "and start",
+                                  rs, ns.like, ns.changed, ns.unmatched));
+    replay_job(s, ns.j, a, model, iterations, ro, false);
+    return s;
+  }
+  if (name == "network" || name == "collective") {
+    auto p = daydream::pass_params::parse(name, rest);
+    auto model = a.model;
+    if (name == "network") {
+      model.network_scale = p.get_double("scale", 2.0);
+      if (!(model.network_scale > 0))
+        throw daydream::usage_error("daydream whatif: scenario '" + spec + "': scale must be positive");
+      s.notes.push_back(fmt::format("network bandwidth x{}", model.network_scale));
+    } else {
+      auto alg = p.get_string("algorithm", "tree");
+      if (alg != "ring" && alg != "tree")
+        throw daydream::usage_error("daydream whatif: scenario '" + spec + "': algorithm must be ring or tree");
+      const auto to = alg == "tree" ? daydream::collective_algorithm::tree : daydream::collective_algorithm::ring;
+      if (model.transfer == daydream::job_model_options::transfer_source::cluster) model.algorithm = to;
+      else model.changed_to = to;
+      s.notes.push_back("collectives run as " + alg);
+    }
+    p.finish();
+    if (a.m.collectives.empty()) {
+      s.applied = false;
+      s.reason = "the job has no matched collective";
+    }
+    replay_job(s, a.j, a, model, iterations, ro, false);
+    return s;
+  }
+  // A single-GPU pass chain on every rank (or the --on-rank ones).
+  std::vector<daydream::passes::erased_pass<graph>> chain;
+  try {
+    chain = reg.make_chain(spec);
+  } catch (const daydream::usage_error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw daydream::usage_error(e.what());
+  }
+  try {
+    auto j = a.j;
+    bool any = false;
+    std::string why;
+    for (auto& r : j.ranks) {
+      if (!cli.on_ranks.empty() && std::find(cli.on_ranks.begin(), cli.on_ranks.end(), r.rank) == cli.on_ranks.end())
+        continue;
+      for (auto& p : chain) {
+        auto rep = p.run(r.g);
+        any = any || rep.applied;
+        if (!rep.applied && why.empty()) why = rep.reason;
+      }
+    }
+    s.applied = any;
+    if (!any) s.reason = why.empty() ? "the passes changed nothing" : why;
+    s.notes.push_back(cli.on_ranks.empty() ? std::string("on every rank")
+                                           : fmt::format("on rank(s) {}", fmt::join(cli.on_ranks, ", ")));
+    replay_job(s, j, a, a.model, iterations, ro, a.m.unmatched.empty());
+  } catch (const daydream::usage_error&) {
+    throw;
+  } catch (const std::exception& e) {
+    s.error = e.what();
+  }
+  return s;
+}
+
+/// The job's JSON: the contract `job: {world_size, ranks: [...], alignment: {...},
+/// straggler: {...}}` plus scenarios with per-rank predicted_us.
+inline std::string job_json(const job_analysis& a) {
+  daydream::io::json_writer w(true);
+  w.begin_object();
+  w.key("traces").begin_array();
+  for (auto& r : a.j.ranks) w.value(r.file);
+  w.end_array();
+  w.key("iterations").begin_array();
+  for (auto i : a.base.iterations) w.value(i);
+  w.end_array();
+  w.field("iteration", a.base.iteration);
+  w.key("warnings").begin_array();
+  for (auto& s : a.warnings) w.value(s);
+  w.end_array();
+  time_ns meas = -1;
+  for (auto& r : a.base.ranks) meas = std::max(meas, r.measured);
+  w.key("measured_us");
+  if (meas > 0) w.value(us(meas)); else w.null();
+  w.field("baseline_us", us(a.base.predicted));
+  w.key("job").begin_object();
+  w.field("world_size", a.j.world_size);
+  w.field("partial", a.j.partial());
+  w.key("missing_ranks").begin_array();
+  for (auto r : a.j.missing()) w.value(r);
+  w.end_array();
+  w.key("ranks").begin_array();
+  for (std::size_t k = 0; k < a.j.ranks.size(); ++k) {
+    auto& rr = a.base.ranks[k];
+    w.begin_object();
+    w.field("rank", rr.rank).field("file", a.j.ranks[k].file);
+    w.key("measured_us");
+    if (rr.measured > 0) w.value(us(rr.measured)); else w.null();
+    w.field("baseline_us", us(rr.predicted));
+    auto off = a.alignment.offset.find(rr.rank);
+    w.field("clock_offset_us", us(off == a.alignment.offset.end() ? 0 : off->second));
+    w.field("compute_us", us(rr.compute)).field("transfer_us", us(rr.transfer)).field("wait_us", us(rr.wait));
+    w.field("other_us", us(rr.other));
+    w.key("waited_for_us").begin_object();
+    for (auto& [who, t] : rr.waited_for) w.field(std::to_string(who), us(t));
+    w.end_object();
+    w.end_object();
+  }
+  w.end_array();
+  w.key("alignment").begin_object();
+  w.field("method", a.alignment.method).field("aligned", a.alignment.aligned);
+  w.field("residual_us", a.alignment.residual_ns / 1e3).field("violations", a.alignment.violations);
+  w.field("unaligned_residual_us", a.unaligned.residual_ns / 1e3).field("unaligned_violations", a.unaligned.violations);
+  w.end_object();
+  w.key("straggler").begin_object();
+  w.key("rank");
+  if (a.base.straggler.rank >= 0) w.value(a.base.straggler.rank); else w.null();
+  w.field("reason", a.base.straggler.reason);
+  w.field("caused_wait_us", us(a.base.straggler.caused));
+  w.key("operations").begin_array();
+  for (auto& [n, t] : a.base.straggler.operations) w.begin_object().field("name", n).field("time_us", us(t)).end_object();
+  w.end_array();
+  w.end_object();
+  w.key("collectives").begin_object();
+  w.field("matched", a.m.collectives.size()).field("method", a.m.method);
+  w.key("groups").begin_array();
+  for (auto& g : a.m.groups) w.value(g);
+  w.end_array();
+  w.key("unmatched");
+  if (a.m.unmatched.empty()) w.null(); else w.value(a.m.unmatched);
+  w.field("transfer_from", a.model.transfer == daydream::job_model_options::transfer_source::trace
+                               ? "trace (the last rank to arrive)" : "cluster model");
+  w.end_object();
+  w.key("critical_path").begin_array();
+  for (auto& c : a.base.critical) {
+    w.begin_object();
+    w.key("rank");
+    if (c.rank >= 0) w.value(c.rank); else w.null();
+    w.field("time_us", us(c.time)).field("tasks", c.tasks).end_object();
+  }
+  w.end_array();
+  w.key("representative");
+  if (a.representative >= 0)
+    w.begin_object().field("rank", a.representative_rank).field("predicted_us", us(a.representative)).end_object();
+  else
+    w.null();
+  w.key("notes").begin_array();
+  for (auto& n : a.j.notes) w.value(n);
+  w.end_array();
+  w.end_object();
+  w.key("scenarios").begin_array();
+  for (auto& s : a.scenarios) {
+    const bool ok = s.error.empty();
+    w.begin_object();
+    w.field("name", s.name);
+    w.field("applied", ok && s.applied);
+    w.key("reason");
+    if (!ok) w.value(s.error);
+    else if (!s.applied) w.value(s.reason);
+    else w.null();
+    w.key("notes").begin_array();
+    for (auto& n : s.notes) w.value(n);
+    w.end_array();
+    w.key("predicted_us");
+    if (ok) w.value(us(s.res.predicted)); else w.null();
+    w.key("speedup");
+    if (ok && s.res.predicted > 0) w.value(double(a.base.predicted) / double(s.res.predicted)); else w.null();
+    w.key("ranks").begin_array();
+    if (ok)
+      for (auto& rr : s.res.ranks) {
+        w.begin_object().field("rank", rr.rank).field("predicted_us", us(rr.predicted));
+        w.field("compute_us", us(rr.compute)).field("transfer_us", us(rr.transfer)).field("wait_us", us(rr.wait));
+        w.end_object();
+      }
+    w.end_array();
+    w.key("straggler");
+    if (ok && s.res.straggler.rank >= 0) w.value(s.res.straggler.rank); else w.null();
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  return w.take() + "\n";
+}
+
+/// The job as a table.
+inline void print_job_table(std::FILE* out, const job_analysis& a) {
+  for (auto& s : a.warnings) fmt::print(out, "warning: {}\n", s);
+  fmt::print(out, "job of {} rank(s), {} traced; iteration {}; {} collective(s) matched ({})\n", a.j.world_size,
+             a.j.ranks.size(), a.base.iteration, a.m.collectives.size(),
+             a.m.unmatched.empty() ? a.m.method : std::string("not joined"));
+  fmt::print(out, "clock alignment: {}; completion spread {:.1f} us, {} causality violation(s)\n\n", a.alignment.method,
+             a.alignment.residual_ns / 1e3, a.alignment.violations);
+  fmt::print(out, "{:>5} {:>12} {:>12} {:>8} {:>11} {:>11} {:>11} {:>11}  {}\n", "rank", "measured", "predicted", "error",
+             "compute", "transfer", "wait", "other", "waited for");
+  for (std::size_t k = 0; k < a.base.ranks.size(); ++k) {
+    auto& rr = a.base.ranks[k];
+    std::string whom;
+    for (auto& [r, t] : rr.waited_for) whom += fmt::format("{}rank {} {:.2f} ms", whom.empty() ? "" : ", ", r, t / 1e6);
+    fmt::print(out, "{:>5} {:>12} {:>12} {:>7.2f}% {:>11} {:>11} {:>11} {:>11}  {}\n", rr.rank,
+               rr.measured > 0 ? ms(rr.measured) : std::string("n/a"), ms(rr.predicted),
+               rr.measured > 0 ? 100.0 * double(rr.predicted - rr.measured) / double(rr.measured) : 0.0, ms(rr.compute),
+               ms(rr.transfer), ms(rr.wait), ms(rr.other), whom);
+  }
+  fmt::print(out, "\njob iteration (slowest rank): {}\n", ms(a.base.predicted));
+  fmt::print(out, "straggler: {}\n", a.base.straggler.reason);
+  std::string path;
+  for (auto& c : a.base.critical)
+    path += fmt::format("{}{} {:.2f} ms", path.empty() ? "" : " -> ", c.rank >= 0 ? "rank " + std::to_string(c.rank) : "sync",
+                        c.time / 1e6);
+  fmt::print(out, "critical path: {}\n", path);
+  if (a.representative >= 0)
+    fmt::print(out, "representative worker (rank {} + collective model): {}\n", a.representative_rank, ms(a.representative));
+  if (!a.scenarios.empty()) {
+    fmt::print(out, "\n{:<32} {:>12} {:>8}  {}\n", "scenario", "iteration", "speedup", "per rank / notes");
+    for (auto& s : a.scenarios) {
+      if (!s.error.empty()) { fmt::print(out, "{:<32} {:>12} {:>8}  refused: {}\n", s.name, "-", "-", s.error); continue; }
+      std::string per;
+      for (auto& rr : s.res.ranks) per += fmt::format("{}{}:{:.2f}", per.empty() ? "" : " ", rr.rank, rr.predicted / 1e6);
+      std::string notes;
+      for (auto& n : s.notes) notes += "; " + n;
+      if (!s.applied) notes += "; not applied: " + s.reason;
+      fmt::print(out, "{:<32} {:>12} {:>7.2f}x  ms {}{}\n", s.name, ms(s.res.predicted),
+                 double(a.base.predicted) / double(std::max<time_ns>(1, s.res.predicted)), per, notes);
+    }
+  }
+}
+
+/// The job's HTML report: per-rank chart of compute / transfer / wait / other, and the scenarios.
+inline std::string job_html(const job_analysis& a) {
+  std::string h;
+  auto out = std::back_inserter(h);
+  fmt::format_to(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>daydream job what-if</title>"
+                      "<style>body{{font-family:sans-serif;margin:2em;color:#222;max-width:80em}}table{{border-collapse:collapse}}"
+                      "td,th{{padding:4px 10px;border-bottom:1px solid #ddd;text-align:right}}td.l,th.l{{text-align:left}}"
+                      ".bar{{display:flex;height:18px;width:32em}}.bar span{{display:block;height:100%}}"
+                      ".key span{{display:inline-block;width:.9em;height:.9em;margin:0 .3em 0 1em}}"
+                      ".warn{{background:#fff3cd;border:1px solid #e0b400;padding:.6em 1em;margin:.5em 0}}</style></head><body>\n"
+                      "<h1>daydream what-if: job of {} ranks</h1>\n",
+                 a.j.world_size);
+  for (auto& w : a.warnings) fmt::format_to(out, "<div class=\"warn\"><b>Warning:</b> {}</div>\n", html_escape(w));
+  fmt::format_to(out, "<p>Straggler: {}</p>\n", html_escape(a.base.straggler.reason));
+  fmt::format_to(out, "<h2>Per rank (iteration {})</h2>\n<p class=\"key\"><span style=\"background:#4878d0\"></span>compute"
+                      "<span style=\"background:#ee854a\"></span>transfer<span style=\"background:#d65f5f\"></span>"
+                      "waiting for others<span style=\"background:#ccc\"></span>other</p>\n<table><tr><th>rank</th>"
+                      "<th>measured</th><th>predicted</th><th class=\"l\">compute / transfer / wait / other</th></tr>\n",
+                 a.base.iteration);
+  time_ns longest = 1;
+  for (auto& rr : a.base.ranks) longest = std::max(longest, rr.predicted);
+  for (auto& rr : a.base.ranks) {
+    auto pct = [&](time_ns t) { return 100.0 * double(t) / double(longest); };
+    fmt::format_to(out,
+                   "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"l\"><div class=\"bar\">"
+                   "<span style=\"width:{:.2f}%;background:#4878d0\" title=\"compute {}\"></span>"
+                   "<span style=\"width:{:.2f}%;background:#ee854a\" title=\"transfer {}\"></span>"
+                   "<span style=\"width:{:.2f}%;background:#d65f5f\" title=\"wait {}\"></span>"
+                   "<span style=\"width:{:.2f}%;background:#ccc\" title=\"other {}\"></span></div></td></tr>\n",
+                   rr.rank, rr.measured > 0 ? ms(rr.measured) : std::string("n/a"), ms(rr.predicted), pct(rr.compute),
+                   ms(rr.compute), pct(rr.transfer), ms(rr.transfer), pct(rr.wait), ms(rr.wait), pct(rr.other), ms(rr.other));
+  }
+  fmt::format_to(out, "</table>\n<h2>Scenarios</h2>\n<table><tr><th class=\"l\">scenario</th><th>job iteration</th>"
+                      "<th>speedup</th><th class=\"l\">notes</th></tr>\n<tr><td class=\"l\">baseline</td><td>{}</td><td>1.00x</td><td></td></tr>\n",
+                 ms(a.base.predicted));
+  for (auto& s : a.scenarios) {
+    std::string notes;
+    for (auto& n : s.notes) notes += (notes.empty() ? "" : "; ") + n;
+    if (!s.error.empty()) notes = "refused: " + s.error;
+    else if (!s.applied) notes += "; not applied: " + s.reason;
+    fmt::format_to(out, "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>\n",
+                   html_escape(s.name), s.error.empty() ? ms(s.res.predicted) : std::string("-"),
+                   s.error.empty() ? fmt::format("{:.2f}x", double(a.base.predicted) / double(std::max<time_ns>(1, s.res.predicted)))
+                                   : std::string("-"),
+                   html_escape(notes));
+  }
+  fmt::format_to(out, "</table>\n</body></html>\n");
+  return h;
+}
+
+/// Whether the trace arguments make a job: several files, or a directory.
+inline bool is_job(const std::vector<std::string>& traces) {
+  return traces.size() > 1 || (traces.size() == 1 && std::filesystem::is_directory(traces.front()));
+}
+
+/// Runs the what-if analysis of a job. `specs` as for one trace; empty: the job scenarios
+/// no_straggler, network:scale=2 and collective:algorithm=tree.
+inline int run_job(const job_cli& cli, const std::vector<std::string>& specs_in, bool json, const std::string& timeline,
+                   const std::string& report, std::int32_t iteration, const daydream::replay_options& ro, bool progress,
+                   std::FILE* out, std::FILE* err, const daydream::passes::registry<graph>& reg) {
+  if (cli.transfer != "trace" && cli.transfer != "cluster")
+    throw daydream::usage_error("daydream whatif: --transfer must be trace or cluster, not '" + cli.transfer + "'");
+  std::vector<std::filesystem::path> paths(cli.traces.begin(), cli.traces.end());
+  daydream::io::job_options jo;
+  jo.ranks = cli.ranks;
+  if (progress) { fmt::print(err, "reading {} trace path(s)...", paths.size()); std::fflush(err); }
+  job_analysis a;
+  a.j = daydream::io::load_job(paths, jo);
+  if (progress) fmt::print(err, "\r\x1b[K");
+  for (auto& n : a.j.notes) a.warnings.push_back(n);
+  a.m = daydream::match_collectives_or_none(a.j);
+  if (!a.m.unmatched.empty())
+    a.warnings.push_back("the ranks are replayed side by side, not joined: " + a.m.unmatched);
+  auto in = daydream::make_alignment_input(a.j, a.m);
+  a.unaligned = daydream::no_alignment(in);
+  a.alignment = a.unaligned;
+  // The cluster: one GPU per machine unless --cluster says otherwise; workers = the world.
+  std::string cspec = cli.cluster;
+  if (cspec.find("workers") == std::string::npos && cspec.find("machines") == std::string::npos)
+    cspec = "workers=" + std::to_string(a.j.world_size) + (cspec.empty() ? "" : "," + cspec);
+  {
+    auto p = daydream::pass_params::parse("cluster", cspec);
+    a.model.cluster = daydream::cluster::from_params(p);
+    p.finish();
+  }
+  a.model.transfer = cli.transfer == "cluster" ? daydream::job_model_options::transfer_source::cluster
+                                               : daydream::job_model_options::transfer_source::trace;
+  std::vector<std::int32_t> its;
+  if (iteration >= 0) {
+    auto common = a.j.common_iterations();
+    if (std::find(common.begin(), common.end(), iteration) == common.end())
+      throw daydream::usage_error(fmt::format("daydream whatif: not every rank traced iteration {}", iteration));
+    its = {iteration};
+  }
+  a.jg = daydream::build_job_graph(a.j, a.m, a.alignment, a.model);
+  a.base = daydream::analyse_job(a.j, a.jg, its, ro);
+  if (a.base.predicted <= 0) throw daydream::error("daydream whatif: the job's replay has no task in the analysed iterations");
+  if (cli.representative) {
+    // The rank whose predicted iteration is the median.
+    std::vector<std::pair<time_ns, std::size_t>> v;
+    for (std::size_t k = 0; k < a.base.ranks.size(); ++k) v.emplace_back(a.base.ranks[k].predicted, k);
+    std::sort(v.begin(), v.end());
+    const auto k = v[(v.size() - 1) / 2].second;
+    auto g = daydream::representative_graph(a.j, a.m, a.alignment, a.model, k);
+    auto r = daydream::replay(g, daydream::trace_order_policy{}, ro);
+    a.representative_rank = a.j.ranks[k].rank;
+    a.representative = daydream::iteration_time(g, r, a.base.iteration);
+  }
+  auto specs = specs_in;
+  if (specs.empty()) specs = {"no_straggler", "network:scale=2", "collective:algorithm=tree"};
+  for (auto& s : specs) {
+    if (progress) { fmt::print(err, "\r\x1b[Kpredicting {}...", s); std::fflush(err); }
+    a.scenarios.push_back(run_job_scenario(a, s, cli, reg, ro));
+  }
+  if (progress) fmt::print(err, "\r\x1b[K");
+  if (json) std::fputs(job_json(a).c_str(), out);
+  else print_job_table(out, a);
+  if (!timeline.empty()) {
+    daydream::io::chrome_trace ct;
+    ct.add_ranks("baseline", a.jg.g, a.base.r);
+    for (auto& s : a.scenarios)
+      if (s.error.empty()) ct.add_ranks(s.name, s.jg.g, s.res.r);
+    ct.save(timeline);
+  }
+  if (!report.empty()) {
+    std::ofstream f(report, std::ios::binary);
+    f << job_html(a);
+    if (!f) throw daydream::error("daydream whatif: cannot write report to '" + report + "'");
+  }
+  if (json)
+    for (auto& s : a.scenarios)
+      if (!s.error.empty()) fmt::print(err, "daydream whatif: scenario '{}' refused: {}\n", s.name, s.error);
+  return 0;
+}
+
+} // namespace whatif
+
+#endif

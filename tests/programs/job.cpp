@@ -1,0 +1,132 @@
+// Tests the what-if program's job mode in process: several traces or a directory are one job,
+// and its --json keeps the contract (job.world_size, job.ranks[...], job.alignment, job.straggler,
+// per-rank predicted_us in every scenario).
+// SPDX-License-Identifier: MIT
+#include <support/corpus.hpp>
+
+#include <whatif/whatif.hpp>
+
+#include <doctest/doctest.h>
+#include <simdjson.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string slurp(std::FILE* f) {
+  std::string s;
+  std::rewind(f);
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
+  std::fclose(f);
+  return s;
+}
+
+std::string run_json(whatif::options o) {
+  std::FILE* out = std::tmpfile();
+  std::FILE* err = std::tmpfile();
+  REQUIRE(out);
+  REQUIRE(err);
+  o.json = true;
+  CHECK(whatif::run(o, out, err) == 0);
+  slurp(err);
+  return slurp(out);
+}
+
+double num(simdjson::dom::element e) {
+  if (e.is_double()) return double(e.get_double());
+  if (e.is_int64()) return double(e.get_int64());
+  return double(e.get_uint64());
+}
+
+// The bundled 8-rank DLRM job: rank 0 with the examples, ranks 1-7 in one directory.
+std::vector<std::string> dlrm_job() {
+  return {daydream::testing::bundled("dlrm_v100_rank0.json.gz").string(),
+          (std::filesystem::path(DAYDREAM_SOURCE_DIR) / "tests" / "data" / "param_dlrm_8rank_v100").string()};
+}
+
+} // namespace
+
+TEST_CASE("whatif job mode: the JSON contract on the 8-rank DLRM job") {
+  whatif::options o;
+  o.traces = dlrm_job();
+  o.job.representative = true;
+  auto text = run_json(o);
+  simdjson::dom::parser parser;
+  simdjson::dom::element root = parser.parse(text);
+  auto job = root["job"];
+  CHECK(int64_t(job["world_size"]) == 8);
+  simdjson::dom::array ranks = job["ranks"];
+  REQUIRE(ranks.size() == 8);
+  std::int64_t expect = 0;
+  double slowest = 0;
+  for (auto r : ranks) {
+    CHECK(int64_t(r["rank"]) == expect++);
+    CHECK(std::string_view(r["file"]).find(".json.gz") != std::string_view::npos);
+    const double meas = num(r["measured_us"]), base = num(r["baseline_us"]);
+    CHECK(std::fabs(base - meas) / meas < 0.02);
+    CHECK(num(r["clock_offset_us"]) == 0.0);
+    const double parts = num(r["compute_us"]) + num(r["transfer_us"]) + num(r["wait_us"]) + num(r["other_us"]);
+    CHECK(std::fabs(parts - base) < 0.01);
+    slowest = std::max(slowest, base);
+  }
+  CHECK(num(root["baseline_us"]) == slowest);
+  auto al = job["alignment"];
+  CHECK(num(al["residual_us"]) >= 0);
+  CHECK(int64_t(al["violations"]) >= 0);
+  auto st = job["straggler"];
+  CHECK(int64_t(st["rank"]) == 7);
+  CHECK(std::string_view(st["reason"]).find("rank 7 arrived last") != std::string_view::npos);
+  CHECK(num(job["representative"]["predicted_us"]) > 0);
+  simdjson::dom::array scen = root["scenarios"];
+  REQUIRE(scen.size() == 3);
+  for (auto s : scen) {
+    simdjson::dom::array per = s["ranks"];
+    REQUIRE(per.size() == 8);
+    double mx = 0;
+    for (auto r : per) mx = std::max(mx, num(r["predicted_us"]));
+    CHECK(num(s["predicted_us"]) == mx);
+  }
+  CHECK(std::string_view(scen.at(0)["name"]) == "no_straggler");
+}
+
+TEST_CASE("whatif job mode: a partial job says so; a single-GPU pass runs on the chosen ranks") {
+  whatif::options o;
+  o.traces = {(std::filesystem::path(DAYDREAM_SOURCE_DIR) / "tests" / "data" / "hta_sampled_128rank").string()};
+  o.specs = {"fused_adam"};
+  o.job.on_ranks = {1};
+  auto text = run_json(o);
+  simdjson::dom::parser parser;
+  simdjson::dom::element root = parser.parse(text);
+  CHECK(int64_t(root["job"]["world_size"]) == 128);
+  CHECK(bool(root["job"]["partial"]));
+  simdjson::dom::array warnings = root["warnings"];
+  bool said = false;
+  for (auto w : warnings) said = said || std::string_view(w).find("2 of 128 ranks traced") != std::string_view::npos;
+  CHECK(said);
+  simdjson::dom::array scen = root["scenarios"];
+  REQUIRE(scen.size() == 1);
+  simdjson::dom::array per = scen.at(0)["ranks"];
+  REQUIRE(per.size() == 2);
+  simdjson::dom::array ranks = root["job"]["ranks"];
+  // fused_adam on rank 1 only: rank 0 (not joined to rank 1: its collectives do not match)
+  // is unchanged, rank 1's optimizer is replaced.
+  CHECK(bool(scen.at(0)["applied"]));
+  CHECK(num(per.at(0)["predicted_us"]) == num(ranks.at(0)["baseline_us"]));
+  CHECK(num(per.at(1)["predicted_us"]) != num(ranks.at(1)["baseline_us"]));
+}
+
+TEST_CASE("whatif job mode: options for a job given one trace are a usage error") {
+  whatif::options o;
+  o.traces = {daydream::testing::bundled("dlrm_v100_rank0.json.gz").string()};
+  o.job.representative = true;
+  std::FILE* out = std::tmpfile();
+  std::FILE* err = std::tmpfile();
+  CHECK_THROWS_AS(whatif::run(o, out, err), daydream::usage_error);
+  std::fclose(out);
+  std::fclose(err);
+}

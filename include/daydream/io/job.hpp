@@ -29,6 +29,8 @@ struct job_options {
   /// Groups of ranks that ran on one host (and so share a clock), for clock alignment.
   std::vector<std::vector<std::int32_t>> same_host;
   ingest_options ingest; ///< how each trace is read
+  /// Threads that read the traces at once (load_kineto_files; 0: one per hardware thread).
+  unsigned threads = 0;
 };
 
 /// The trace files of `paths`: a directory stands for the Kineto traces in it (`*.json`,
@@ -144,17 +146,15 @@ inline job make_job(std::vector<kineto_trace> traces, const job_options& o = {})
 /// them (job_files). Rank and world size come from each trace's `distributedInfo`, or
 /// from job_options. Throws daydream::error naming the files for missing rank
 /// information, duplicate ranks, mismatched world sizes and traces of different jobs
-/// (make_job), and as load_kineto does for a file that cannot be read.
+/// (make_job), and as load_kineto does for a file that cannot be read. The files are read
+/// in parallel (load_kineto_files, job_options::threads).
 ///
 ///     auto j = daydream::io::load_job({"traces/"});
 ///     auto m = daydream::match_collectives(j);
 ///     auto jg = daydream::build_job_graph(j, m, daydream::no_alignment(daydream::make_alignment_input(j, m)));
 inline job load_job(const std::vector<std::filesystem::path>& paths, const job_options& o = {}) {
   auto files = job_files(paths);
-  std::vector<kineto_trace> traces;
-  traces.reserve(files.size());
-  for (auto& f : files) traces.push_back(load_kineto(f, o.ingest));
-  return make_job(std::move(traces), o);
+  return make_job(load_kineto_files(files, o.ingest, o.threads), o);
 }
 
 } // namespace daydream::io

@@ -517,6 +517,54 @@ TEST_CASE("a blocking copy enqueues its copy at its start and waits for it to fi
   CHECK(replay(g2).end[find(g2, "cudaMemcpy", 1)] == 300'000);
 }
 
+TEST_CASE("an asynchronous copy from pageable memory blocks the host while it stages the copy") {
+  // cudaMemcpyAsync from pageable memory: the call stages the copy through pinned buffers
+  // and returns when the last chunk is staged, 60 us before that chunk lands (more than
+  // sync_tolerance). The host was still busy for the copy: the replay must not start the
+  // copy only when the call returns (that would count the copy twice).
+  auto json = trace({
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "0", "5", corr(3)),
+      X("kernel", "busy", 0, 7, "5", "95", gpu(3)),
+      X("cpu_op", "aten::copy_", 1, 1, "8", "3192"),
+      X("cuda_runtime", "cudaMemcpyAsync", 1, 1, "10", "3000", corr(1)),
+      X("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 7, "200", "2870",
+        R"J({"device": 0, "stream": 7, "correlation": 1, "bytes": 19267584})J"),
+      X("cuda_runtime", "cudaStreamSynchronize", 1, 1, "3020", "60", corr(2)),
+      X("cpu_op", "aten::relu", 1, 1, "3300", "50"),
+  });
+  auto t = dio::parse_kineto(json, "pageable");
+  auto& g = t.g;
+  check_invariants(g);
+  auto copy = find(g, "Memcpy HtoD (Pageable -> Device)");
+  auto enqueue = find(g, "cudaMemcpyAsync", 0), wait = find(g, "cudaMemcpyAsync", 1);
+  CHECK(g.duration(enqueue) == 0);
+  CHECK(g.dependency_kind(enqueue, copy) == dep_kind::launch);
+  CHECK(g.dependency_kind(copy, wait) == dep_kind::sync);
+  auto r = replay(g);
+  // the copy starts 200 us in, as in the trace (the call's work before it, kept as a gap
+  // after "busy"), and ends at 3070 us; the host resumes then (60 us later than the
+  // trace's return: the chunk still in flight)
+  CHECK(r.start[copy] == 200'000);
+  CHECK(r.end[copy] == 3'070'000);
+  auto relu = find(g, "aten::relu");
+  CHECK(r.end[relu] - r.start[relu] == 50'000);
+  // The host resumes at 3070 us, not at the trace's 3010: the synchronize that follows
+  // (10 us after the return; 10 us past the copy's end in the trace) then ends at 3090
+  // instead of 3080, so the rest of the iteration runs 10 us late, not 60 us and not a
+  // whole copy (2.87 ms) late as when the copy waited for the call's return.
+  CHECK(r.start[relu] == 3'310'000);
+  // a copy from pinned memory (not staged by the host) is not blocking by this rule
+  auto pinned = trace({
+      X("cuda_runtime", "cudaMemcpyAsync", 1, 1, "10", "3000", corr(1)),
+      X("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 0, 7, "200", "2870",
+        R"J({"device": 0, "stream": 7, "correlation": 1, "bytes": 19267584})J"),
+  });
+  auto tp = dio::parse_kineto(pinned, "pinned");
+  std::size_t calls = 0;
+  tp.g.for_each_task([&](task_id x) { calls += tp.g.name(x) == "cudaMemcpyAsync"; });
+  CHECK(calls == 1); // not cut into a launch piece and a wait
+}
+
 TEST_CASE("a launch blocked by a full launch queue waits for the GPU op that freed a slot") {
   auto json = trace({
       X("cuda_runtime", "cudaLaunchKernel", 1, 1, "0", "5", corr(1)),
@@ -935,5 +983,17 @@ TEST_CASE("thread ids are named as the trace writes them: a legacy trace's strin
   REQUIRE_MESSAGE(std::filesystem::exists(f), "missing bundled trace " << f.string());
   auto t = dio::load_kineto(f);
   CHECK(t.g.find_resource("thread 25738 (pid 25738, main)") != no_resource);
-  CHECK(t.g.find_resource("thread 25772 (pid 25738)") != no_resource);
+  // the autograd engine's thread, told by its *Backward operators (no evaluate_function
+  // wrappers before PyTorch 1.9): all its work in an iteration is backward, the
+  // AccumulateGrad calls that have no Backward in their name included
+  auto bwd = t.g.find_resource("thread 25772 (pid 25738, backward)");
+  REQUIRE(bwd != no_resource);
+  std::size_t accumulate = 0, not_backward = 0;
+  t.g.for_each_task([&](task_id x) {
+    if (t.g.resource_of(x) != bwd || t.g.iteration(x) < 0) return;
+    accumulate += t.g.name(x) == "torch::autograd::AccumulateGrad";
+    not_backward += t.g.phase_of(x) != phase::backward;
+  });
+  CHECK(accumulate > 0);
+  CHECK(not_backward == 0);
 }

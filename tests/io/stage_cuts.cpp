@@ -76,7 +76,36 @@ TEST_CASE("cuts: the main thread is the one with step markers; merging joins pie
   CHECK(th.slices[1].end == 60'000);
 }
 
-TEST_CASE("cuts: a blocking copy gets a zero-length launch piece at its start") {
+TEST_CASE("cuts: a blocking copy on a busy stream gets a zero-length launch piece at its start") {
+  // the stream still runs "busy" (5-45) when the call begins at 10: the copy waits for it
+  auto t = decode(trace({
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "0", "5", corr(2)),
+      X("kernel", "busy", 0, 7, "5", "40", gpu(2)),
+      X("cuda_runtime", "cudaMemcpy", 1, 1, "10", "100", corr(1)),
+      X("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 0, 7, "50", "55", gpu(1)),
+  }));
+  auto& d = t->d;
+  auto tt = group_threads(d);
+  auto L = link_gpu_ops(d, tt);
+  warning_log w;
+  auto its = find_iterations(d, w);
+  auto F = flatten_threads(d, tt, L, its);
+  build_settings s;
+  auto blocking = find_blocking_copies(d, tt, L, F, s);
+  const auto call = cpu_named(d, "cudaMemcpy", 10);
+  CHECK(blocking[call] == gpu_named(d, "Memcpy DtoH (Device -> Pageable)"));
+  REQUIRE(tt.threads[0].cuts.size() == 1);
+  apply_cuts(tt.threads[0]);
+  auto& sl = tt.threads[0].slices;
+  REQUIRE(sl.size() == 3);
+  CHECK(sl[1].start == 10'000);  // the launch piece
+  CHECK(sl[1].end == 10'000);
+  CHECK(sl[2].start == 10'000);  // the wait
+  CHECK(sl[2].end == 110'000);
+}
+
+TEST_CASE("cuts: a blocking copy on an idle stream is launched where the copy starts") {
+  // nothing runs on the stream: the 40 us before the copy are the call's own work
   auto t = decode(trace({
       X("cuda_runtime", "cudaMemcpy", 1, 1, "10", "100", corr(1)),
       X("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 0, 7, "50", "55", gpu(1)),
@@ -93,7 +122,8 @@ TEST_CASE("cuts: a blocking copy gets a zero-length launch piece at its start") 
   REQUIRE(tt.threads[0].cuts.size() == 1);
   apply_cuts(tt.threads[0]);
   REQUIRE(tt.threads[0].slices.size() == 2);
-  CHECK(tt.threads[0].slices[0].end == 10'000);     // the launch piece
-  CHECK(tt.threads[0].slices[1].start == 10'000);   // the wait
+  CHECK(tt.threads[0].slices[0].start == 10'000); // the launch piece: the call's own work
+  CHECK(tt.threads[0].slices[0].end == 50'000);
+  CHECK(tt.threads[0].slices[1].start == 50'000); // the wait
   CHECK(tt.threads[0].slices[1].end == 110'000);
 }

@@ -52,14 +52,6 @@ graph scaled(const graph& g, bool gpu, double f) {
 /// The bundled corpus: 29 traces in tests/data and the 2 of examples/traces.
 constexpr std::size_t bundled_count = 31;
 
-/// Bundled traces whose steady-state iterations replay outside the 2% bar today, with
-/// why; they are reported as warnings (and in docs/accuracy.md), every other trace must
-/// hold the bar. Remove an entry once the model covers its trace.
-const std::map<std::string, const char*, std::less<>> known_outside_bar = {
-    {"kineto_resnet50_v100_legacy/num_workers_4.steps5-8.json.gz",
-     "legacy Kineto, DataLoader with 4 worker processes: the replay runs 2.3-2.4% long"},
-};
-
 TEST_CASE("the bundled corpus is all there, and the run says how many traces it uses") {
   auto all = testing::corpus();
   std::size_t bundled = 0;
@@ -108,7 +100,6 @@ TEST_CASE("the unmodified graph replays every steady-state iteration within 2% o
     auto& t = load(f);
     auto r = replay(t.g);
     auto rows = tests::accuracy(t, r);
-    auto known = known_outside_bar.find(name);
     ++traces;
     for (auto& row : rows) {
       if (!row.steady) continue;
@@ -116,12 +107,7 @@ TEST_CASE("the unmodified graph replays every steady-state iteration within 2% o
       CAPTURE(row.iteration);
       CAPTURE(row.measured);
       CAPTURE(row.replayed);
-      if (known != known_outside_bar.end()) {
-        INFO("known: " << std::string(known->second));
-        WARN(std::fabs(row.error()) <= 0.02);
-      } else {
-        CHECK(std::fabs(row.error()) <= 0.02);
-      }
+      CHECK(std::fabs(row.error()) <= 0.02);
       ++checked;
       bundled_checked += bundled;
     }

@@ -78,6 +78,17 @@ inline main_threads choose_main_threads(const decoded_trace& d, thread_table& tt
   return M;
 }
 
+/// Whether `g` is a copy from pageable memory that the call [st, end) spent most of its
+/// copy staging: the call is long, the copy started inside it, and the call returned
+/// after at least half of the copy had passed. Such a call returns when it has staged the
+/// last chunk, which may still be in flight (tens to hundreds of microseconds for a large
+/// copy, more than `sync_tolerance`); it still blocked the host for the copy.
+inline bool staged_pageable_copy(const gpu_event& g, time_ns st, time_ns end, const build_settings& s) {
+  if (g.cat != ecat::memcpy || !copy_is_pageable(g.name)) return false;
+  if (end - st < s.implicit_sync_min || g.ts < st || g.ts >= end) return false;
+  return 2 * (end - g.ts) >= g.dur;
+}
+
 /// The copy a runtime call waits for, if it is a blocking copy (by API, or by timing: a
 /// long asynchronous copy that returns right after its copy ends), or no_index.
 inline std::uint32_t blocking_copy_of(const decoded_trace& d, const gpu_links& L, const flat_events& F,
@@ -90,6 +101,7 @@ inline std::uint32_t blocking_copy_of(const decoded_trace& d, const gpu_links& L
     auto& g = d.gpu[op];
     if (g.cat == ecat::kernel) continue;
     const time_ns ce = g.ts + g.dur;
+    if (staged_pageable_copy(g, st, end, s)) return op;
     if (ce > end + s.sync_tolerance) continue; // returned before its copy ended: not blocking
     if (sem == call_semantics::blocking_copy) return op;
     if (end - st >= s.implicit_sync_min && ce > st && end - ce <= s.implicit_sync_window) return op;
@@ -97,9 +109,35 @@ inline std::uint32_t blocking_copy_of(const decoded_trace& d, const gpu_links& L
   return no_index;
 }
 
-/// Stage 7: blocking copies. The call gets a zero-length piece at its start that enqueues
-/// the copy (a launch cut), and the rest of the call waits for the copy to end. Returns,
-/// per cpu event, the copy it blocks on or no_index.
+/// Whether the stream of GPU op `o` was still running earlier work when call `r`, which
+/// launched `o`, started.
+inline bool stream_busy_at(const decoded_trace& d, const gpu_links& L, std::uint32_t o, std::uint32_t r) {
+  auto& st = L.streams[L.op_stream[o]];
+  auto it = std::lower_bound(st.ops.begin(), st.ops.end(), d.gpu[o].ts,
+                             [&](std::uint32_t a, time_ns t) { return d.gpu[a].ts < t; });
+  while (it != st.ops.end() && *it != o) ++it;
+  if (it == st.ops.begin() || it == st.ops.end()) return false;
+  auto& p = d.gpu[*(it - 1)];
+  return p.ts + p.dur > d.cpu[r].ts;
+}
+
+/// Where blocking copy call `r` is cut into the piece that enqueues copy `o` and the wait
+/// for it. When the stream was busy as the call began, the copy waited for the stream: the
+/// cut is at the call's start (a zero-length launch piece; the copy then follows the
+/// stream's earlier work). When the stream was idle, the time from the call's start to
+/// the copy's is the call's own work (a stream synchronization, staging the first chunk
+/// of a pageable copy): the cut is at the copy's start.
+inline time_ns blocking_cut_time(const decoded_trace& d, const gpu_links& L, const flat_events& F,
+                                 std::uint32_t o, std::uint32_t r) {
+  const time_ns st = d.cpu[r].ts, copy = d.gpu[o].ts;
+  if (copy <= st || copy >= F.attr[r].end || stream_busy_at(d, L, o, r)) return st;
+  return copy;
+}
+
+/// Stage 7: blocking copies. The call gets a piece that enqueues the copy (a launch cut:
+/// zero-length at the call's start, or up to the copy's start, see blocking_cut_time),
+/// and the rest of the call waits for the copy to end. Returns, per cpu event, the copy it
+/// blocks on or no_index.
 inline std::vector<std::uint32_t> find_blocking_copies(const decoded_trace& d, thread_table& tt, const gpu_links& L,
                                                        const flat_events& F, const build_settings& s) {
   std::vector<std::uint32_t> blocking(d.cpu.size(), no_index);
@@ -108,7 +146,7 @@ inline std::vector<std::uint32_t> find_blocking_copies(const decoded_trace& d, t
     auto copy = blocking_copy_of(d, L, F, s, e);
     if (copy == no_index) continue;
     auto& x = d.cpu[e];
-    if (F.attr[e].end > x.ts) tt.threads[x.thread].cuts.push_back({x.ts, cut_launch, e});
+    if (F.attr[e].end > x.ts) tt.threads[x.thread].cuts.push_back({blocking_cut_time(d, L, F, copy, e), cut_launch, e});
     blocking[e] = copy;
   }
   return blocking;
@@ -127,7 +165,7 @@ inline bool head_needs_anchor(const decoded_trace& d, const gpu_links& L, const 
                               const std::vector<std::uint32_t>& blocking, const build_settings& s, std::uint32_t o) {
   auto r = L.launch_of[o];
   if (r == no_index) return true;
-  const time_ns launched = blocking[r] != no_index ? d.cpu[r].ts : F.attr[r].end;
+  const time_ns launched = blocking[r] != no_index ? blocking_cut_time(d, L, F, o, r) : F.attr[r].end;
   return d.gpu[o].ts - launched > s.launch_latency;
 }
 

@@ -132,9 +132,11 @@ inline void set_durations_and_gaps(const decoded_trace& d, const thread_table& t
       // the launch returned is launch latency, not kept.
       const time_ns ready = E.gpu_ready[nx];
       time_ns gap = full;
-      // (A copy enqueued by a blocking copy call is "ready" at the call's start only
-      // nominally: the time before it starts is the call's own work, kept as a gap.)
-      const bool nominal = L.launch_of[nx] != no_index && P.blocking_copy[L.launch_of[nx]] != no_index;
+      // (A copy enqueued by a blocking copy call that began while this stream was busy is
+      // "ready" at the call's start only nominally: the time from the stream's previous
+      // op to the copy is kept as a gap. See blocking_cut_time.)
+      const auto call = L.launch_of[nx];
+      const bool nominal = call != no_index && P.blocking_copy[call] != no_index && pend > d.cpu[call].ts;
       if (!nominal && ready != std::numeric_limits<time_ns>::min() && ready > pend && n.ts - ready <= s.launch_latency)
         gap = 0;
       g.core().gap[T.gpu_task[st.ops[k]]] = gap;

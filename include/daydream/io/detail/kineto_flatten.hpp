@@ -168,8 +168,10 @@ inline flat_events flatten_threads(const decoded_trace& d, thread_table& tt, con
       cursor = std::max(cursor, top.end);
       stack.pop_back();
     }
+    // The autograd engine's thread: evaluate_function wrappers (PyTorch >= 1.9), or, in
+    // older traces without them, *Backward operators (the main thread is excluded later).
     for (auto e : ev)
-      if (starts_with(d.cpu[e].name, "autograd::engine::evaluate_function")) { th.backward = true; break; }
+      if (is_backward_root(d.cpu[e].name, d.cpu[e].cat == ecat::cpu_op)) { th.backward = true; break; }
   }
   return F;
 }

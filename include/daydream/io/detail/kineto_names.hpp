@@ -159,6 +159,11 @@ inline copy_kind copy_direction(std::string_view n, bool memset) noexcept {
   return copy_kind::d2d;
 }
 
+/// Whether a copy's host side is pageable memory ("Memcpy HtoD (Pageable -> Device)"). A
+/// copy from pageable memory is staged through pinned buffers by the calling thread, so
+/// even cudaMemcpyAsync keeps the host busy for most of the copy.
+inline bool copy_is_pageable(std::string_view n) noexcept { return contains(n, "Pageable"); }
+
 /// Parses N of "ProfilerStep#N"; false if `name` is not a step marker.
 inline bool profiler_step_number(std::string_view name, std::int32_t& n) noexcept {
   if (!starts_with(name, "ProfilerStep#")) return false;

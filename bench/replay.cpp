@@ -112,6 +112,39 @@ BENCHMARK(replay_workers)
     ->ArgNames({"tasks", "workers"})
     ->Unit(benchmark::kMillisecond);
 
+// The floor any replay stands on: Kahn's topological traversal of the same graphs as
+// replay_workers, every live task and every dependency touched once (a counter per task
+// from the core's in-degrees, the out-lists walked as the replay's records are built
+// from them), no resources and no times. Its buffers are kept between iterations, as
+// the replay keeps its working memory per thread.
+void topo_order(benchmark::State& state) {
+  const auto& g = workload(std::size_t(state.range(0)), std::uint32_t(state.range(1)));
+  const auto& c = g.core();
+  const task_id n = c.id_bound();
+  const detail::edge_rec* const edges = c.edges.data();
+  std::vector<std::uint32_t> wait;
+  std::vector<task_id> order;
+  wait.reserve(n);
+  order.reserve(n);
+  for (auto _ : state) {
+    wait.assign(c.n_in.begin(), c.n_in.end());
+    order.clear();
+    for (task_id t = 0; t < n; ++t)
+      if (c.alive[t] && wait[t] == 0) order.push_back(t);
+    for (std::size_t i = 0; i < order.size(); ++i)
+      for (auto e = c.head_out[order[i]]; e != detail::no_edge; e = edges[e].next_out)
+        if (--wait[edges[e].dst] == 0) order.push_back(edges[e].dst);
+    if (order.size() != g.size()) state.SkipWithError("the graph has a cycle");
+    benchmark::DoNotOptimize(order.data());
+  }
+  set_counters(state, g, g.size());
+  state.counters["resources"] = double(g.resource_count());
+}
+BENCHMARK(topo_order)
+    ->ArgsProduct({{1'000'000}, {1, 16, 128, 1024}})
+    ->ArgNames({"tasks", "workers"})
+    ->Unit(benchmark::kMillisecond);
+
 // The reference event loop (tests/support/reference_replay.hpp: one heap event per
 // dispatch and per completion), the oracle of the property tests; same results.
 void replay_reference(benchmark::State& state) {

@@ -39,8 +39,10 @@ namespace daydream::detail {
 /// With an overlap slowdown, every dispatch is a queue event of its own (the folding
 /// needs the end of a task when it starts, which a later transfer may change), and the
 /// running tasks of the slowed streams of a node are re-timed when its first transfer
-/// starts or its last one ends.
-inline replay_result replay_flat(const graph_core& c, key_ref key, const replay_options& opt = {}) {
+/// starts or its last one ends. `Overlap` says whether there is a slowdown (replay_flat
+/// picks the instance), so that a replay without one pays nothing for it.
+template <bool Overlap>
+replay_result replay_flat_impl(const graph_core& c, key_ref key, const replay_options& opt) {
   using task_rec = replay_scratch::task_rec;
   const task_id n = c.id_bound();
   const auto nres = static_cast<std::uint32_t>(c.resources.size());
@@ -54,9 +56,7 @@ inline replay_result replay_flat(const graph_core& c, key_ref key, const replay_
   // resources: 1 slowed computation, 2 communication; by node, the running slowed tasks
   // with the work they have left and their rate since `since`.
   const double slowdown = opt.overlap_slowdown;
-  if (!(slowdown >= 1.0) || !std::isfinite(slowdown))
-    throw error("daydream: replay: overlap_slowdown must be a finite factor >= 1");
-  const bool overlap = slowdown != 1.0;
+  constexpr bool overlap = Overlap;
   std::vector<std::uint32_t> node_of, comm_active;
   std::vector<std::uint8_t> role;
   std::vector<std::vector<task_id>> computing;
@@ -135,11 +135,17 @@ inline replay_result replay_flat(const graph_core& c, key_ref key, const replay_
   enum : std::uint64_t { ev_complete = 0, ev_shared = 1, ev_dispatch = 2 };
   auto tw_of = [](std::uint64_t type, std::uint32_t who) { return (type << 32) | who; };
 
+  // A ready task carries what its start needs (taken from its record while that is in
+  // cache, when the task becomes ready), so that the start does not touch the record:
+  // a replay over many resources touches each record only when the task becomes ready
+  // and when it ends.
   struct ready_entry {
     task_id t;
     time_ns ready;
+    time_ns dur, gap;
     priority_key k{};     // computed once two tasks compete
     bool has_key = false;
+    bool mem;
   };
   // Equal keys run in id order. std heaps put the "largest" first: the one that runs.
   auto runs_later = [](const ready_entry& a, const ready_entry& b) {
@@ -160,6 +166,7 @@ inline replay_result replay_flat(const graph_core& c, key_ref key, const replay_
     time_ns running_end = 0;
     task_id last = no_task;         // last task started
     task_id running = no_task;      // task in progress
+    task_id bound = no_task;        // the task the running one waited for, if it did
     bool pending = false;           // a dispatch is due at dispatch_at
     bool tentative = false;         // ... and was scheduled before that time
   };
@@ -209,9 +216,9 @@ inline replay_result replay_flat(const graph_core& c, key_ref key, const replay_
   // Start times are not stored during the loop: a task's start is its end minus its
   // duration, except on fair-share resources, whose starts are kept here.
   std::vector<std::pair<task_id, time_ns>> shared_starts;
-  auto started_at = [&](task_id t) {
+  auto started_at = [&](task_id t, bool mem) {
     ++started;
-    if (R[t].mem) mem_order.push_back(t);
+    if (mem) mem_order.push_back(t);
   };
 
   // Puts the resource's next event in the queue (defined below).
@@ -249,27 +256,20 @@ inline replay_result replay_flat(const graph_core& c, key_ref key, const replay_
   // The pending dispatch of `s` happens: its best ready task starts at dispatch_at.
   auto commit = [&](exclusive_state& s, std::uint32_t rr) {
     const time_ns at = s.dispatch_at;
-    task_id t;
-    if (s.ready.size() == 1) {
-      t = s.ready.front().t;
-      s.ready.clear();
-    } else {
-      std::pop_heap(s.ready.begin(), s.ready.end(), runs_later);
-      t = s.ready.back().t;
-      s.ready.pop_back();
-    }
-    task_rec& x = R[t];
-    if (at > x.at && s.last != no_task) { // waited for the resource
-      x.pred = s.last;
-      x.why = binding::resource;
-    }
-    started_at(t);
+    if (s.ready.size() > 1) std::pop_heap(s.ready.begin(), s.ready.end(), runs_later);
+    const task_id t = s.ready.back().t;
+    const time_ns ready = s.ready.back().ready, dur = s.ready.back().dur, gap = s.ready.back().gap;
+    const bool mem = s.ready.back().mem;
+    s.ready.pop_back();
+    // Waited for the resource: written into the record when the task ends.
+    s.bound = at > ready ? s.last : no_task;
+    started_at(t, mem);
     if (overlap) start_overlap(rr, at);
-    r.busy[rr] += x.dur;
+    r.busy[rr] += dur;
     s.last = t;
     s.running = t;
-    s.running_end = overlap && role[rr] == 1 ? slowed_end(t, rr, at) : at + x.dur;
-    s.free_at = s.running_end + x.gap;
+    s.running_end = overlap && role[rr] == 1 ? slowed_end(t, rr, at) : at + dur;
+    s.free_at = s.running_end + gap;
     s.pending = !s.ready.empty();
     if (s.pending) {
       s.dispatch_at = s.free_at;
@@ -281,9 +281,9 @@ inline replay_result replay_flat(const graph_core& c, key_ref key, const replay_
     if (s.running != no_task) {
       q.set(rr, s.running_end, tw_of(ev_complete, s.running));
     } else if (s.pending) {
-      const task_rec& x = R[s.ready.front().t];
+      const ready_entry& x = s.ready.front();
       if (x.dur == 0 || x.mem) s.tentative = false;
-      if (s.tentative) q.set(rr, s.dispatch_at + x.dur, tw_of(ev_complete, s.ready.front().t));
+      if (s.tentative) q.set(rr, s.dispatch_at + x.dur, tw_of(ev_complete, x.t));
       else q.set(rr, s.dispatch_at, tw_of(ev_dispatch, rr));
     } else {
       q.set(rr, agent_queue::none, 0);
@@ -315,13 +315,13 @@ inline replay_result replay_flat(const graph_core& c, key_ref key, const replay_
     __builtin_prefetch(adj + std::min<std::size_t>(x.out + 4, c.live_edges), 0);
     const resource_id rr = x.res;
     if (rr == no_resource) {
-      started_at(t);
+      started_at(t, x.mem);
       loose.push_back({now + x.dur, t});
       std::push_heap(loose.begin(), loose.end(), loose_later);
       return;
     }
     if (fair[rr]) {
-      started_at(t);
+      started_at(t, x.mem);
       if (overlap) start_overlap(rr, now);
       shared_starts.push_back({t, now});
       auto& s = fs[slot[rr]];
@@ -344,6 +344,9 @@ inline replay_result replay_flat(const graph_core& c, key_ref key, const replay_
     auto& e = s.ready.emplace_back();
     e.t = t;
     e.ready = now;
+    e.dur = x.dur;
+    e.gap = x.gap;
+    e.mem = x.mem;
     if (s.ready.size() > 1) {
       auto& first = s.ready.front();
       if (!first.has_key) {
@@ -418,6 +421,10 @@ inline replay_result replay_flat(const graph_core& c, key_ref key, const replay_
       auto& s = xs[slot[a]];
       if (s.running != who) commit(s, a); // the dispatch that started it
       s.running = no_task;
+      if (s.bound != no_task) {
+        R[who].pred = s.bound;
+        R[who].why = binding::resource;
+      }
       current = a;
       complete(who, now);
       current = no_resource;
@@ -461,18 +468,20 @@ inline replay_result replay_flat(const graph_core& c, key_ref key, const replay_
   reserve_advised(r.pred, n);
   reserve_advised(r.why, n);
   reserve_advised(r.edge, n);
-  constexpr task_id chunk = task_id(1) << 20;
+  // A block of records at a time (it stays in cache while each result array takes its
+  // field), appended with one size check per block and array.
+  constexpr task_id chunk = task_id(1) << 12;
   for (task_id lo = 0; lo < n; lo += std::min(chunk, n - lo)) {
     const task_id hi = lo + std::min(chunk, n - lo);
-    for (task_id t = lo; t < hi; ++t) {
-      const task_rec& x = R[t];
-      r.start.push_back(x.at - x.dur); // -1 for removed tasks: at = -1, dur = 0
-      r.end.push_back(x.at);
-      r.pred.push_back(x.pred);
-      r.why.push_back(x.why);
-      r.edge.push_back(x.edge);
-    }
-    if (discard) discard_pages(R + lo, std::size_t(hi - lo) * sizeof(task_rec));
+    const task_rec* const b = R + lo;
+    const std::size_t m = hi - lo;
+    // -1 for removed tasks: at = -1, dur = 0
+    append_generated(r.start, m, [b](std::size_t i) { return b[i].at - b[i].dur; });
+    append_generated(r.end, m, [b](std::size_t i) { return b[i].at; });
+    append_generated(r.pred, m, [b](std::size_t i) { return b[i].pred; });
+    append_generated(r.why, m, [b](std::size_t i) { return b[i].why; });
+    append_generated(r.edge, m, [b](std::size_t i) { return b[i].edge; });
+    if (discard) discard_pages(b, m * sizeof(task_rec));
   }
 
   for (const auto& [t, at] : shared_starts) r.start[t] = at;
@@ -489,6 +498,15 @@ inline replay_result replay_flat(const graph_core& c, key_ref key, const replay_
   std::int64_t sum = 0;
   for (auto t : mem_order) r.peak_memory = std::max(r.peak_memory, sum += c.mem_delta[t]);
   return r;
+}
+
+/// The replay kernel (replay_flat_impl), compiled without the overlap slowdown's
+/// bookkeeping when replay_options asks for none.
+inline replay_result replay_flat(const graph_core& c, key_ref key, const replay_options& opt = {}) {
+  const double slowdown = opt.overlap_slowdown;
+  if (!(slowdown >= 1.0) || !std::isfinite(slowdown))
+    throw error("daydream: replay: overlap_slowdown must be a finite factor >= 1");
+  return slowdown != 1.0 ? replay_flat_impl<true>(c, key, opt) : replay_flat_impl<false>(c, key, opt);
 }
 
 } // namespace daydream::detail

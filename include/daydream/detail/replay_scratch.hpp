@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <vector>
 
 #if defined(__linux__)
@@ -41,6 +42,36 @@ inline void discard_pages(const void* p, std::size_t bytes) noexcept {
 template <class T> void reserve_advised(std::vector<T>& v, std::size_t n) {
   v.reserve(n);
   advise_huge_pages(v.data(), n * sizeof(T));
+}
+
+/// A random-access iterator over f(0), f(1), ...: what append_generated hands insert().
+template <class T, class F> struct generated_iterator {
+  using iterator_category = std::random_access_iterator_tag;
+  using value_type = T;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const T*;
+  using reference = T;
+  const F* f;
+  std::size_t i;
+  T operator*() const { return static_cast<T>((*f)(i)); }
+  T operator[](difference_type d) const { return static_cast<T>((*f)(std::size_t(difference_type(i) + d))); }
+  generated_iterator& operator++() { ++i; return *this; }
+  generated_iterator operator++(int) { auto o = *this; ++i; return o; }
+  generated_iterator& operator--() { --i; return *this; }
+  generated_iterator operator--(int) { auto o = *this; --i; return o; }
+  generated_iterator& operator+=(difference_type d) { i = std::size_t(difference_type(i) + d); return *this; }
+  generated_iterator& operator-=(difference_type d) { i = std::size_t(difference_type(i) - d); return *this; }
+  generated_iterator operator+(difference_type d) const { auto o = *this; return o += d; }
+  generated_iterator operator-(difference_type d) const { auto o = *this; return o -= d; }
+  difference_type operator-(const generated_iterator& o) const { return difference_type(i) - difference_type(o.i); }
+  bool operator==(const generated_iterator& o) const { return i == o.i; }
+  bool operator<(const generated_iterator& o) const { return i < o.i; }
+};
+
+/// Appends f(0), ..., f(count - 1) to `v`: one size check for all, where push_back
+/// checks each.
+template <class T, class F> void append_generated(std::vector<T>& v, std::size_t count, F f) {
+  v.insert(v.end(), generated_iterator<T, F>{&f, 0}, generated_iterator<T, F>{&f, count});
 }
 
 /// The working memory of replay_flat, kept per thread between replays so that a search

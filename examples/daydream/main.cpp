@@ -2,7 +2,9 @@
 // SPDX-License-Identifier: MIT
 //
 //   daydream whatif TRACE [--pass SPEC ...]   what would these optimizations do?
+//   daydream optimize TRACE... [--workers N]  which plan is best? (under mpirun: on every rank)
 #include "../program.hpp"
+#include "../optimize/optimize.hpp"
 #include "../whatif/whatif.hpp"
 
 #include <daydream/config.hpp>
@@ -28,11 +30,20 @@ int main(int argc, char** argv) {
   auto* whatif_cmd = app.add_subcommand(
       "whatif", "predict the iteration time and memory of a training run under optimizations, from one trace");
   whatif::add_options(*whatif_cmd, wo, reg);
+  optimize_cmd::options oo;
+  auto* optimize_sub = app.add_subcommand(
+      "optimize", "search the best gradient bucketing, partitioning and op fusion for a data-parallel job "
+                  "(dPRO's optimizer), against the DDP, Horovod, BytePS and fuse-everything baselines");
+  optimize_cmd::add_options(*optimize_sub, oo);
 
   return program::run_program(app, argc, argv, [&] {
     if (whatif_cmd->parsed()) {
       wo.progress = !wo.json && ::isatty(STDERR_FILENO);
       return whatif::run(wo, stdout, stderr);
+    }
+    if (optimize_sub->parsed()) {
+      optimize_cmd::mpi_session mpi;
+      return optimize_cmd::run(oo, stdout, mpi.evaluator());
     }
     return int(program::usage);
   });

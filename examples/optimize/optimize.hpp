@@ -184,6 +184,12 @@ inline std::string describe(const opt::problem& p, const opt::plan& x) {
 
 inline double us(time_ns t) { return double(t) / 1e3; }
 
+/// A kernel name short enough for a line: without its argument list, at most 60 characters.
+inline std::string short_name(std::string_view n) {
+  if (n.size() > 60) n = n.substr(0, n.find('('));
+  return n.size() > 60 ? std::string(n.substr(0, 57)) + "..." : std::string(n);
+}
+
 /// Runs the command: prints the plan (text or JSON) on `out` on rank 0. Returns the exit status.
 inline int run(const options& o, std::FILE* out, const opt::evaluator& ev) {
   // Everything the user typed is checked before a trace is read.
@@ -319,7 +325,7 @@ inline int run(const options& o, std::FILE* out, const opt::evaluator& ev) {
   }
   for (auto& f : res.best.fused) {
     std::string names;
-    for (auto t : f.ops) names += (names.empty() ? "" : " + ") + std::string(p.g.name(t));
+    for (auto t : f.ops) names += (names.empty() ? "" : " + ") + short_name(p.g.name(t));
     fmt::print(out, "  fuse: {}\n", names);
   }
   if (!res.memory_note.empty()) fmt::print(out, "  memory: {}\n", res.memory_note);

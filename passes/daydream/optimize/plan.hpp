@@ -45,12 +45,21 @@ using passes::gradient_set;
 /// How the plan synchronizes gradients.
 enum class transport : std::uint8_t {
   all_reduce,       ///< one flat all-reduce per bucket piece, in order on one communicator (DDP, Horovod)
-  parameter_server, ///< each piece pushed on the uplink and pulled on the downlink, fair-shared (BytePS)
+  parameter_server, ///< each piece pushed on the uplink and pulled on the downlink, fair-shared (BytePS's pass)
+  /// Each piece pushed and pulled through parameter servers on links that send one
+  /// message at a time, in order: a piece's pull overlaps the next piece's push, so
+  /// pieces pipeline (the trade-off of dPRO's Theorem 3: more pieces, more latencies).
+  parameter_server_pipelined,
 };
 
 /// The name of a transport ("all_reduce").
 inline constexpr std::string_view to_string(transport t) noexcept {
-  return t == transport::all_reduce ? "all_reduce" : "parameter_server";
+  switch (t) {
+  case transport::all_reduce: return "all_reduce";
+  case transport::parameter_server: return "parameter_server";
+  case transport::parameter_server_pipelined: return "parameter_server_pipelined";
+  }
+  return "?";
 }
 
 /// Computation ops fused into one kernel: consecutive GPU kernels of one stream, in
@@ -157,11 +166,31 @@ struct problem {
 /// The one-iteration graph of `g`: every task of another iteration (or of none) removed,
 /// bridging dependencies. Iterations of a steady state are alike, so the search
 /// optimizes one and the plan applies to every one (symmetry across iterations).
+///
+/// The tasks are removed in an order that keeps bridging trivial: those before the
+/// iteration's first task in a topological order from the front (each a source when
+/// removed), the others from the back (each a sink unless the iteration waits for it).
 inline graph single_iteration_graph(graph g, std::int32_t iteration) {
-  std::vector<task_id> doomed;
+  std::vector<std::uint32_t> waiting(g.id_bound(), 0);
+  std::vector<task_id> order, todo;
   g.for_each_task([&](task_id t) {
-    if (g.iteration(t) != iteration) doomed.push_back(t);
+    for ([[maybe_unused]] auto d : g.predecessors(t)) ++waiting[t];
+    if (waiting[t] == 0) todo.push_back(t);
   });
+  while (!todo.empty()) {
+    const auto t = todo.back();
+    todo.pop_back();
+    order.push_back(t);
+    for (auto d : g.successors(t))
+      if (--waiting[d.to] == 0) todo.push_back(d.to);
+  }
+  std::size_t first = order.size();
+  for (std::size_t k = 0; k < order.size() && first == order.size(); ++k)
+    if (g.iteration(order[k]) == iteration) first = k;
+  std::vector<task_id> doomed;
+  for (std::size_t k = 0; k < first; ++k) doomed.push_back(order[k]);
+  for (std::size_t k = order.size(); k-- > first;)
+    if (g.iteration(order[k]) != iteration) doomed.push_back(order[k]);
   daydream::remove(g, doomed);
   return g;
 }
@@ -285,8 +314,10 @@ inline std::pair<graph, pass_report> apply_plan(const problem& p, const plan& x)
         }
       }
     } else {
-      auto up = passes::node_link(s.g, "uplink", s.c.network.bandwidth);
-      auto down = passes::node_link(s.g, "downlink", s.c.network.bandwidth);
+      const bool fifo = x.how == transport::parameter_server_pipelined;
+      const auto share = fifo ? sharing::exclusive : sharing::fair;
+      auto up = passes::node_link(s.g, fifo ? "uplink (one at a time)" : "uplink", s.c.network.bandwidth, share);
+      auto down = passes::node_link(s.g, fifo ? "downlink (one at a time)" : "downlink", s.c.network.bandwidth, share);
       for (std::size_t k = 0; k < x.buckets(); ++k) {
         passes::bucket b{p.iteration, 0, {}};
         for (auto i = x.starts[k]; i < x.end_of(k, n); ++i) { b.members.push_back(i); b.bytes += s.gs.grads[i].bytes; }

@@ -159,8 +159,9 @@ inline std::string gradient_range(const problem& p, const plan& x, std::size_t k
 /// links, as apply_plan inserts them), its makespan.
 inline time_ns partial_replay(const problem& p, transport how, std::uint64_t bytes, std::uint64_t piece) {
   graph h;
-  auto up = link_resource(h, "uplink", p.c.network.bandwidth);
-  auto down = link_resource(h, "downlink", p.c.network.bandwidth);
+  const auto share = how == transport::parameter_server_pipelined ? sharing::exclusive : sharing::fair;
+  auto up = link_resource(h, "uplink", p.c.network.bandwidth, share);
+  auto down = link_resource(h, "downlink", p.c.network.bandwidth, share);
   task_id prev = no_task;
   for (auto b : pieces_of(bytes, piece)) {
     const auto t = sync_time(p, how, b);
@@ -205,16 +206,19 @@ inline strategy tensor_fusion_strategy() {
     for (auto& st : v.path)
       if (st.task < v.bucket_of.size() && v.bucket_of[st.task] >= 0) on_path.insert(std::size_t(v.bucket_of[st.task]));
     const auto cuts = cut_points(v.p);
+    std::vector<std::size_t> merge_all; // buckets that Theorem 2 fuses with the one before
     for (auto k : on_path) {
       const auto [b, e] = v.sync_span(k);
       if (k > 0) {
         const auto [pb, pe] = v.sync_span(k - 1);
         const auto fused_bytes = bytes_of(v.p, x.starts[k - 1], x.end_of(k, n));
         const auto fused_end = std::max(pb, v.ready(k)) + sync_time(v.p, x.how, fused_bytes);
-        if (pe > v.ready(k) && fused_end < e)
+        if (pe > v.ready(k) && fused_end < e) {
           out.push_back({"tensor_fusion", "Theorem 2",
                          "fuse " + detail::gradient_range(v.p, x, k - 1) + " with " + detail::gradient_range(v.p, x, k),
                          detail::merged(x, k - 1)});
+          merge_all.push_back(k);
+        }
       }
       // The converse: the part of the bucket ready before the previous sync ended goes first.
       const auto prev_end = k > 0 ? v.sync_span(k - 1).second : time_ns{0};
@@ -239,6 +243,13 @@ inline strategy tensor_fusion_strategy() {
         out.push_back({"tensor_fusion", "Theorem 2 (converse)",
                        "split " + detail::gradient_range(v.p, x, k) + " before gradient " + std::to_string(best_cut),
                        detail::split(x, k, best_cut)});
+    }
+    // Algorithm 1 applies the theorem along the whole critical path before replaying again.
+    if (merge_all.size() > 1) {
+      plan y = x;
+      for (auto k = merge_all.rbegin(); k != merge_all.rend(); ++k) y = detail::merged(y, *k - 1);
+      out.push_back({"tensor_fusion", "Theorem 2",
+                     "fuse " + std::to_string(merge_all.size()) + " bucket pairs along the critical path", std::move(y)});
     }
     return out;
   };
@@ -273,10 +284,18 @@ inline strategy tensor_partition_strategy() {
                          ", alone " + passes::format_time(t),
                      std::move(y)});
     }
-    // The transport itself: the parameter server pipelines push and pull of pieces.
-    plan y = x;
-    y.how = x.how == transport::all_reduce ? transport::parameter_server : transport::all_reduce;
-    out.push_back({"tensor_partition", "", std::string("synchronize through ") + std::string(to_string(y.how)), std::move(y)});
+    // The transport itself (parameter servers, pipelined, pay off with pieces: each
+    // bucket gets its best piece size for the new transport).
+    for (auto how : {transport::all_reduce, transport::parameter_server, transport::parameter_server_pipelined}) {
+      if (how == x.how) continue;
+      plan y = x;
+      y.how = how;
+      for (std::size_t j = 0; j < y.buckets(); ++j)
+        y.piece[j] = how == transport::all_reduce ? 0 : best_partition(v.p, how, bytes_of(v.p, y.starts[j], y.end_of(j, n))).first;
+      out.push_back({"tensor_partition", "Theorem 3",
+                     std::string("synchronize through ") + std::string(to_string(how)) + ", pieces by partial replay",
+                     std::move(y)});
+    }
     return out;
   };
   return s;
@@ -351,8 +370,12 @@ inline strategy op_fusion_strategy(std::size_t max_moves = 8) {
         total += sv;
       });
       if (pairs == 0) continue;
+      auto shorter = [](const std::string& n) {
+        auto m = n.size() > 60 ? n.substr(0, n.find('(')) : n;
+        return m.size() > 60 ? m.substr(0, 57) + "..." : m;
+      };
       out.push_back({"op_fusion", "Theorem 1",
-                     "fuse " + names.first + " + " + names.second + " (" + std::to_string(pairs) +
+                     "fuse " + shorter(names.first) + " + " + shorter(names.second) + " (" + std::to_string(pairs) +
                          " pair(s), symmetry; " + passes::format_time(total) + " of kernel and launch time saved)",
                      std::move(y)});
     }
@@ -412,6 +435,7 @@ struct search_options {
   std::size_t max_rounds = 1000;    ///< rounds of Algorithm 1 at most
   double min_gain = 1e-4;           ///< a move must gain at least this fraction of the iteration
   bool refine = true;               ///< after Algorithm 1 converges, try every merge/split/shift of bucket boundaries
+  std::size_t refine_split_limit = 64; ///< refinement tries splits only with at most this many cut points
   std::optional<std::int64_t> memory_budget; ///< bytes of device memory the plan must fit in
   std::vector<std::string> grad_accum_ks{"2", "4", "8", "16"}; ///< micro-batch counts tried for the memory budget
 };
@@ -435,8 +459,9 @@ struct search_result {
 /// Toolkit for Expediting Distributed DNN Training", MLSys 2022, Algorithm 1) on problem
 /// `p` with `strategies`:
 /// 1. seeds: the plans of known systems (DDP's buckets, one bucket, Horovod-sized
-///    buffers, BytePS partitions, every gradient alone) are evaluated and the fastest is
-///    the start;
+///    buffers, every op's gradients alone and, with tensor_partition, BytePS's
+///    partitions on fair and on pipelined links) are evaluated and the fastest is the
+///    start;
 /// 2. each round replays the current plan, takes the iteration's critical path, and asks
 ///    every strategy for moves on it (Theorems 1-3 on the coarsened view); every move is
 ///    replayed (evaluate_all: on all ranks with an MPI evaluator) and the best one (ties:
@@ -466,8 +491,17 @@ inline search_result search(const problem& p, const std::vector<strategy>& strat
       {"pytorch_ddp", ddp_plan(p)},
       {"fuse_all", fuse_all_plan()},
       {"horovod", greedy_cap_plan(p, 64ull << 20)},
-      {"byteps", byteps_plan(p)},
   };
+  const auto enabled = [&](std::string_view name) {
+    return std::any_of(strategies.begin(), strategies.end(), [&](const strategy& s) { return s.name == name; });
+  };
+  // Parameter servers and pieces are tensor partition's decisions.
+  if (enabled("tensor_partition")) {
+    seeds.push_back({"byteps", byteps_plan(p)});
+    auto x = byteps_plan(p);
+    x.how = transport::parameter_server_pipelined;
+    seeds.push_back({"byteps_pipelined", x});
+  }
   {
     plan alone;
     alone.starts.clear();
@@ -531,8 +565,7 @@ inline search_result search(const problem& p, const std::vector<strategy>& strat
     if (!accept_best(moves, round)) break;
   }
   // 3. Refinement over bucket boundaries.
-  const bool fusion_on = std::any_of(strategies.begin(), strategies.end(), [](auto& s) { return s.name == "tensor_fusion"; });
-  if (o.refine && fusion_on) {
+  if (o.refine && enabled("tensor_fusion")) {
     const auto cuts = cut_points(p);
     for (std::size_t round = res.rounds + 1; round <= o.max_rounds + res.rounds; ++round) {
       if (ev.agree(elapsed() > o.time_budget_s)) { res.budget_hit = true; break; }
@@ -541,7 +574,7 @@ inline search_result search(const problem& p, const std::vector<strategy>& strat
       for (std::size_t k = 0; k + 1 < cur.buckets(); ++k)
         moves.push_back({"tensor_fusion", "refinement", "fuse " + detail::gradient_range(p, cur, k) + " with the next bucket",
                          detail::merged(cur, k)});
-      for (std::size_t k = 0; k < cur.buckets(); ++k)
+      for (std::size_t k = 0; k < cur.buckets() && cuts.size() <= o.refine_split_limit; ++k)
         for (auto c : cuts)
           if (c > cur.starts[k] && c < cur.end_of(k, n))
             moves.push_back({"tensor_fusion", "refinement",

@@ -1,0 +1,26 @@
+# Runs PROGRAM ARGS in one process and under MPIEXEC with two ranks, and requires the same
+# plan (the JSON's "best" and "baselines", and the candidates evaluated) and "ranks": 2.
+#   cmake -DPROGRAM=<exe> -DMPIEXEC=<mpirun> "-DARGS=a|b|c" -P mpi_equal.cmake
+string(REPLACE "|" ";" args "${ARGS}")
+execute_process(COMMAND ${PROGRAM} ${args} OUTPUT_VARIABLE one ERROR_VARIABLE err1 RESULT_VARIABLE rc1)
+if(NOT rc1 STREQUAL "0")
+  message(FATAL_ERROR "one process: exit status ${rc1}\n${one}\n${err1}")
+endif()
+execute_process(COMMAND ${MPIEXEC} --allow-run-as-root --oversubscribe -np 2 ${PROGRAM} ${args}
+                OUTPUT_VARIABLE two ERROR_VARIABLE err2 RESULT_VARIABLE rc2)
+if(NOT rc2 STREQUAL "0")
+  message(FATAL_ERROR "mpirun -np 2: exit status ${rc2}\n${two}\n${err2}")
+endif()
+foreach(out IN ITEMS one two)
+  string(FIND "${${out}}" "\"search\"" at)
+  string(SUBSTRING "${${out}}" 0 ${at} ${out}_plan)
+  string(REGEX MATCH "\"evaluated\": [0-9]+" ${out}_evaluated "${${out}}")
+  string(REGEX MATCH "\"ranks\": [0-9]+" ${out}_ranks "${${out}}")
+endforeach()
+if(NOT one_plan STREQUAL two_plan OR NOT one_evaluated STREQUAL two_evaluated)
+  message(FATAL_ERROR "mpirun -np 2 differs from one process\none:\n${one}\ntwo:\n${two}")
+endif()
+if(NOT one_ranks STREQUAL "\"ranks\": 1" OR NOT two_ranks STREQUAL "\"ranks\": 2")
+  message(FATAL_ERROR "ranks: one process says '${one_ranks}', mpirun -np 2 says '${two_ranks}'\n${two}")
+endif()
+message(STATUS "same plan: ${one_evaluated}")

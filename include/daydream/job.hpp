@@ -188,13 +188,14 @@ inline collective_matching match_collectives(const job& j) {
         same_ids = same_ids && a->first == b->first;
   }
   // Groups as lists of per-rank kernel sequences.
-  std::vector<std::vector<const std::vector<task_id>*>> groups;
+  std::vector<std::vector<std::vector<task_id>>> groups;
   if (same_ids) {
     m.method = "by communication stream id (the same on every rank)";
     for (auto& [s, v] : per.front()) {
       m.groups.push_back("stream " + std::to_string(s));
-      groups.emplace_back();
-      for (auto& p : per) groups.back().push_back(&p.at(s));
+      std::vector<std::vector<task_id>> one;
+      for (auto& p : per) one.push_back(p.at(s));
+      groups.push_back(std::move(one));
     }
   } else {
     m.method = "by order of first use of each rank's communication streams (their ids differ between ranks)";
@@ -206,26 +207,25 @@ inline collective_matching match_collectives(const job& j) {
                     detail::rank_label(j.ranks.front()) + " uses " + std::to_string(n) +
                     ": the collectives cannot be matched (different process groups per rank need "
                     "process-group metadata the traces do not have)");
-    std::vector<std::vector<const std::vector<task_id>*>> ordered(per.size());
+    groups.resize(n);
     for (std::size_t k = 0; k < per.size(); ++k) {
-      for (auto& [s, v] : per[k]) ordered[k].push_back(&v);
+      std::vector<std::vector<task_id>> ordered;
+      for (auto& [s, v] : per[k]) ordered.push_back(v);
       const auto& g = j.ranks[k].g;
-      std::stable_sort(ordered[k].begin(), ordered[k].end(),
-                       [&](auto* a, auto* b) { return g.trace_start(a->front()) < g.trace_start(b->front()); });
+      std::stable_sort(ordered.begin(), ordered.end(), [&](const std::vector<task_id>& a, const std::vector<task_id>& b) {
+        return g.trace_start(a.front()) < g.trace_start(b.front());
+      });
+      for (std::size_t s = 0; s < n; ++s) groups[s].push_back(std::move(ordered[s]));
     }
-    for (std::size_t s = 0; s < n; ++s) {
-      m.groups.push_back("communication stream #" + std::to_string(s + 1));
-      groups.emplace_back();
-      for (std::size_t k = 0; k < per.size(); ++k) groups.back().push_back(ordered[k][s]);
-    }
+    for (std::size_t s = 0; s < n; ++s) m.groups.push_back("communication stream #" + std::to_string(s + 1));
   }
   for (std::uint32_t gi = 0; gi < groups.size(); ++gi) {
     auto& seqs = groups[gi];
-    const std::size_t n = seqs.front()->size();
+    const std::size_t n = seqs.front().size();
     for (std::size_t k = 0; k < seqs.size(); ++k)
-      if (seqs[k]->size() != n)
+      if (seqs[k].size() != n)
         throw error("daydream: load_job: " + detail::rank_label(j.ranks[k]) + " has " +
-                    std::to_string(seqs[k]->size()) + " collective(s) on " + m.groups[gi] + ", " +
+                    std::to_string(seqs[k].size()) + " collective(s) on " + m.groups[gi] + ", " +
                     detail::rank_label(j.ranks.front()) + " has " + std::to_string(n) +
                     ": mismatched collective counts (traces of different steps or of different jobs?); "
                     "they are not matched by guess");
@@ -235,7 +235,7 @@ inline collective_matching match_collectives(const job& j) {
       mc.index = c;
       for (std::size_t k = 0; k < seqs.size(); ++k) {
         const auto& g = j.ranks[k].g;
-        const task_id t = (*seqs[k])[c];
+        const task_id t = seqs[k][c];
         const auto& p = g.payload(g.as<comm_task>(t));
         if (k == 0) {
           mc.op = p.op;

@@ -18,6 +18,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #if defined(__linux__)
@@ -59,7 +60,12 @@ void reset_peak_memory() {
 
 // ---------------------------------------------------------------------------------- inputs
 
-const fs::path traces = DAYDREAM_SHARED_TRACES;
+/// Where the real traces are: $DAYDREAM_EXTRA_TRACES when set (as for the tests), else
+/// `../shared/traces` beside the source tree.
+const fs::path traces = [] {
+  if (const char* env = std::getenv("DAYDREAM_EXTRA_TRACES"); env && *env) return fs::path(env);
+  return fs::path(DAYDREAM_SHARED_TRACES);
+}();
 
 /// A real trace decompressed once into a plain .json file in the temporary directory
 /// (MB/s are counted on the JSON text, so the plain file is what the number is about).
@@ -225,7 +231,8 @@ void load_real(benchmark::State& state, const char* rel, bool plain) {
     state.SkipWithError("trace not found");
     return;
   }
-  time_load(state, p, dio::detail::read_trace_file(p).size());
+  const auto json_bytes = dio::detail::read_trace_file(p).size(); // not held while loading
+  time_load(state, p, json_bytes);
 }
 
 /// The JSON pass alone (simdjson On-Demand into event tables), on the plain real trace.
@@ -284,15 +291,68 @@ BENCHMARK_CAPTURE(load_real, dlrm_rank0_1MB_json, dlrm, true)->Unit(benchmark::k
 ///     python3 scripts/gen_big_trace.py /tmp/big.json
 ///     DAYDREAM_BENCH_TRACE=/tmp/big.json build-bench/bench/daydream_bench_ingest --benchmark_filter=load_file
 void load_file(benchmark::State& state, const fs::path& p) {
-  time_load(state, p, dio::detail::read_trace_file(p).size());
+  const auto json_bytes = dio::detail::read_trace_file(p).size(); // not held while loading
+  time_load(state, p, json_bytes);
+}
+/// The JSON pass alone on the same file (read into memory first, not timed): the
+/// decode speed load_file is compared with.
+void decode_file(benchmark::State& state, const fs::path& p) {
+  auto buf = dio::detail::read_trace_file(p);
+  for (auto _ : state) {
+    simdjson::ondemand::parser parser;
+    dio::detail::decoded_trace d;
+    dio::detail::decode_kineto(parser, buf.padded(), p.string(), d);
+    benchmark::DoNotOptimize(d.cpu.size());
+  }
+  state.SetBytesProcessed(std::int64_t(state.iterations()) * std::int64_t(buf.size()));
 }
 [[maybe_unused]] const bool load_file_registered = [] {
-  if (const char* p = std::getenv("DAYDREAM_BENCH_TRACE"))
+  if (const char* p = std::getenv("DAYDREAM_BENCH_TRACE")) {
+    benchmark::RegisterBenchmark("decode_file", decode_file, fs::path(p))
+        ->Iterations(1)
+        ->Unit(benchmark::kSecond)
+        ->UseRealTime();
     benchmark::RegisterBenchmark("load_file", load_file, fs::path(p))
         ->Iterations(1)
         ->Unit(benchmark::kSecond)
         ->UseRealTime();
+  }
   return true;
 }();
+
+/// A job's rank traces loaded at once: load_kineto_files on `range(0)` copies of the
+/// bundled ResNet-50 trace (plain JSON; the copies are distinct files) with `range(1)`
+/// threads (0: one per hardware thread). Throughput is MB/s of JSON over all files; the
+/// speedup is threads:N against threads:1 of the same run.
+void load_files(benchmark::State& state) {
+  const auto one = plain_copy(resnet50);
+  if (one.empty()) {
+    state.SkipWithError("trace not found");
+    return;
+  }
+  std::vector<fs::path> files;
+  for (std::int64_t k = 0; k < state.range(0); ++k) {
+    auto p = fs::temp_directory_path() / ("daydream_bench_rank" + std::to_string(k) + ".json");
+    if (!fs::exists(p)) fs::copy_file(one, p);
+    files.push_back(p);
+  }
+  const auto bytes = std::int64_t(fs::file_size(one)) * state.range(0);
+  std::size_t tasks = 0;
+  for (auto _ : state) {
+    auto all = dio::load_kineto_files(files, {}, unsigned(state.range(1)));
+    tasks = 0;
+    for (auto& t : all) tasks += t.g.size();
+    benchmark::DoNotOptimize(tasks);
+  }
+  state.SetBytesProcessed(std::int64_t(state.iterations()) * bytes);
+  state.counters["files"] = double(files.size());
+  state.counters["tasks"] = double(tasks);
+  state.counters["hardware_threads"] = double(std::thread::hardware_concurrency());
+}
+BENCHMARK(load_files)
+    ->ArgsProduct({{8}, {1, 2, 0}})
+    ->ArgNames({"files", "threads"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 } // namespace

@@ -227,9 +227,13 @@ inline kineto_trace ingest(const padded_buffer& file, std::string_view source, c
   padded_buffer closed;
   if (padded_buffer::lacks_closing_bracket(file.view())) closed = padded_buffer::closed_array(file.view());
   const padded_buffer& buf = closed.size() ? closed : file;
-  simdjson::ondemand::parser parser;
   decoded_trace d;
-  decode_kineto(parser, buf.padded(), source, d, file.size());
+  {
+    // The parser's structural index and string buffer (about as large as the JSON) go
+    // before the graph is built: the tables point into the file and d.unescaped only.
+    simdjson::ondemand::parser parser;
+    decode_kineto(parser, buf.padded(), source, d, file.size());
+  }
   build_output b;
   build_graph(d, settings_of(opt), b);
   kineto_trace t;

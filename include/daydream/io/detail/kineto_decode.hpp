@@ -307,6 +307,22 @@ private:
     return false;
   }
 
+  /// Reads a string value into a view that outlives the parser: the JSON text between
+  /// its quotes when it has no escapes (the common case, no copy), else simdjson's
+  /// unescaped copy kept in the output's `unescaped`.
+  simdjson::error_code get_text(simdjson::ondemand::value& v, std::string_view& out) {
+    const std::string_view tok = trim(v.raw_json_token());
+    if (tok.size() >= 2 && tok.front() == '"' && tok.back() == '"' &&
+        tok.find('\\') == std::string_view::npos) {
+      out = tok.substr(1, tok.size() - 2);
+      return simdjson::SUCCESS;
+    }
+    std::string_view s;
+    if (auto err = v.get_string().get(s)) return err;
+    out = out_.unescaped.emplace_back(s);
+    return simdjson::SUCCESS;
+  }
+
   void read_id(simdjson::ondemand::value& v, id_value& out, const char* field,
                simdjson::ondemand::document& doc) {
     json_type t;
@@ -323,7 +339,7 @@ private:
         out.num = static_cast<std::int64_t>(u);
       }
     } else if (t == json_type::string) {
-      if (auto err = v.get_string().get(out.str)) syntax(err, &doc);
+      if (auto err = get_text(v, out.str)) syntax(err, &doc);
       out.text = out.str;
       out.is_string = true;
     } else {
@@ -339,7 +355,7 @@ private:
   std::string_view read_string(simdjson::ondemand::value& v, const char* field,
                                simdjson::ondemand::document& doc) {
     std::string_view s;
-    if (auto err = v.get_string().get(s)) {
+    if (auto err = get_text(v, s)) {
       json_type t;
       if (err == simdjson::INCORRECT_TYPE && !v.type().get(t))
         fail_event(std::string("field '") + field + "' must be a string, not " + std::string(type_name(t)));
@@ -388,7 +404,7 @@ private:
       auto as_str = [&](std::string_view& dst) {
         json_type vt;
         if (!val.type().get(vt) && vt == json_type::string) {
-          if (auto err = val.get_string().get(dst)) syntax(err, &doc);
+          if (auto err = get_text(val, dst)) syntax(err, &doc);
         }
       };
       auto as_raw = [&](std::string_view& dst) {
@@ -676,8 +692,8 @@ private:
 //! @endcond
 
 /// Decodes the Kineto trace in `json` (padded) into `out`. `source` names it in errors.
-/// The string views in `out` point into `json` and into `parser`'s string buffer: both
-/// must outlive `out`'s use.
+/// The string views in `out` point into `json` and into `out.unescaped`: `json` must
+/// outlive `out`'s use; the parser need not (its memory can go before the graph is built).
 /// `input_size` is the size of the input as the user has it, named as its end in errors
 /// (a JSON array left open is decoded with its `]` appended).
 inline void decode_kineto(simdjson::ondemand::parser& parser, simdjson::padded_string_view json,

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
@@ -175,6 +176,10 @@ struct decoded_trace {
   std::vector<std::string> gpus;        ///< deviceProperties names
   std::int32_t rank = -1, world_size = -1;
   std::string backend;
+  /// The strings of the trace that held escapes, unescaped (the other strings are views
+  /// of the JSON text between their quotes): the tables point here, never into the
+  /// parser, which can go once decoding is done. A deque: its elements never move.
+  std::deque<std::string> unescaped;
 };
 
 } // namespace daydream::io::detail

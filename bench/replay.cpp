@@ -109,6 +109,7 @@ void replay_workers(benchmark::State& state) {
 }
 BENCHMARK(replay_workers)
     ->ArgsProduct({{1'000'000}, {1, 16, 128, 1024}})
+    ->Args({10'000'000, 1024})
     ->ArgNames({"tasks", "workers"})
     ->Unit(benchmark::kMillisecond);
 
@@ -142,6 +143,7 @@ void topo_order(benchmark::State& state) {
 }
 BENCHMARK(topo_order)
     ->ArgsProduct({{1'000'000}, {1, 16, 128, 1024}})
+    ->Args({10'000'000, 1024})
     ->ArgNames({"tasks", "workers"})
     ->Unit(benchmark::kMillisecond);
 

@@ -871,6 +871,25 @@ TEST_CASE("files: gzip is found by its magic bytes; bad files give clear errors"
   CHECK(message(cut).find("daydream: " + cut.string() + ": byte ") == 0);
 }
 
+TEST_CASE("strings with escapes are unescaped; the graph does not depend on the parser's memory") {
+  // Names, categories, string pids and tids with escapes are unescaped into the decoded
+  // tables' own storage; the others are views of the JSON text. The parser is gone before
+  // the graph is built (a dangling view would show here, and under ASan).
+  auto t = dio::parse_kineto(R"J({"traceEvents": [
+    {"ph": "X", "cat": "cpu_\u006fp", "name": "a\"b\\c\u00e9", "pid": "p\u0031", "tid": "worker \"7\"", "ts": 1, "dur": 2},
+    {"ph": "X", "cat": "cpu_op", "name": "plain", "pid": "p1", "tid": "worker \"7\"", "ts": 4, "dur": 2},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 5, "tid": 6, "ts": 10, "dur": 3}]})J",
+                             "escapes");
+  CHECK(t.report.in_graph == 3);
+  check_accounting(t);
+  CHECK(find(t.g, "a\"b\\c\xc3\xa9") != no_task);
+  const auto plain = find(t.g, "plain"), mm = find(t.g, "aten::mm");
+  CHECK(t.g.resource_of(plain) == t.g.resource_of(find(t.g, "a\"b\\c\xc3\xa9"))); // one thread: p1 / worker "7"
+  CHECK(t.g.resource_of(plain) != t.g.resource_of(mm));
+  CHECK(t.g.resource_at(t.g.resource_of(plain)).name.find("worker \"7\"") != std::string::npos);
+  CHECK(t.g.resource_at(t.g.resource_of(plain)).name.find("pid p1") != std::string::npos);
+}
+
 TEST_CASE("load_kineto_files: every file as load_kineto loads it, in input order, whatever the threads") {
   temp_dir d;
   const std::vector<std::filesystem::path> files = {

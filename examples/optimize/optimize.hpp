@@ -323,10 +323,17 @@ inline int run(const options& o, std::FILE* out, const opt::evaluator& ev) {
     fmt::print(out, "  bucket {:>3}: {:>9}, {} tensor(s){}: {}\n", k, format_bytes(double(opt::bytes_of(p, a, b))), b - a,
                res.best.piece[k] ? " in pieces of " + format_bytes(double(res.best.piece[k])) : std::string(), names);
   }
-  for (auto& f : res.best.fused) {
-    std::string names;
-    for (auto t : f.ops) names += (names.empty() ? "" : " + ") + short_name(p.g.name(t));
-    fmt::print(out, "  fuse: {}\n", names);
+  {
+    // Fusion groups by the names of their kernels (identical blocks fuse alike).
+    std::vector<std::pair<std::string, std::size_t>> groups;
+    for (auto& f : res.best.fused) {
+      std::string names;
+      for (auto t : f.ops) names += (names.empty() ? "" : " + ") + short_name(p.g.name(t));
+      auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.first == names; });
+      if (it == groups.end()) groups.push_back({names, 1});
+      else ++it->second;
+    }
+    for (auto& [names, count] : groups) fmt::print(out, "  fuse ({}x): {}\n", count, names);
   }
   if (!res.memory_note.empty()) fmt::print(out, "  memory: {}\n", res.memory_note);
   fmt::print(out, "\nsearch log:\n");

@@ -164,7 +164,7 @@ struct problem {
 
 
 /// The one-iteration graph of `g`: every task of another iteration (or of none) removed,
-/// bridging dependencies. Iterations of a steady state are alike, so the search
+/// bridging dependencies, then compacted (task ids renumbered). Iterations of a steady state are alike, so the search
 /// optimizes one and the plan applies to every one (symmetry across iterations).
 ///
 /// The tasks are removed in an order that keeps bridging trivial: those before the
@@ -192,6 +192,7 @@ inline graph single_iteration_graph(graph g, std::int32_t iteration) {
   for (std::size_t k = order.size(); k-- > first;)
     if (g.iteration(order[k]) != iteration) doomed.push_back(order[k]);
   daydream::remove(g, doomed);
+  g.compact(); // candidates copy the graph: no dead tasks to carry along
   return g;
 }
 
@@ -207,7 +208,16 @@ inline problem make_problem(const graph& g, std::int32_t iteration, const cluste
   p.c = c;
   p.sizes = sizes;
   p.model_bytes = model_bytes;
-  p.gs = passes::find_gradients(p.g, sizes, model_bytes);
+  // The gradients as every plan sees them: after the recorded gradient synchronization (a
+  // rank of a data-parallel job) is removed, as run_data_parallel removes it (a gradient
+  // is ready when the last kernel before its hook ends, which is then no NCCL kernel).
+  // Removal keeps ids, so they are the ids of p.g too.
+  {
+    graph stripped = p.g;
+    const auto rec = passes::find_recorded_collectives(stripped);
+    if (rec.distributed()) passes::strip_gradient_sync(stripped, rec);
+    p.gs = passes::find_gradients(stripped, sizes, model_bytes);
+  }
   if (p.gs.grads.empty())
     throw error(what + ": iteration " + std::to_string(iteration) + " has no gradients to synchronize" +
                 (p.gs.note.empty() ? std::string() : " (" + p.gs.note + ")"));

@@ -519,7 +519,16 @@ inline search_result search(const problem& p, const std::vector<strategy>& strat
   std::size_t best_seed = 0;
   for (std::size_t i = 1; i < times.size(); ++i)
     if (times[i] < times[best_seed]) best_seed = i;
-  if (!std::isfinite(times[best_seed])) throw error("daydream optimize: no plan could be replayed on this graph");
+  if (!std::isfinite(times[best_seed])) {
+    // Say why: the first seed again, its error passed on.
+    std::string why = "its replay measured no time for the iteration";
+    try {
+      evaluate(p, xs.front());
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    throw error("daydream optimize: no plan could be replayed on this graph (" + seeds.front().first + "'s plan: " + why + ")");
+  }
   plan cur = seeds[best_seed].second;
   double cur_t = times[best_seed];
   res.best_from = seeds[best_seed].first;

@@ -416,6 +416,37 @@ inline plan greedy_cap_plan(const problem& p, std::uint64_t cap) {
   return x;
 }
 
+/// Horovod's fusion buffers as a plan: gradients ready within one `cycle` (ready times
+/// from replaying plan `x`'s graph; cycles at multiples of `cycle` from the iteration's
+/// start) packed in ready order into buffers of at most `cap` bytes, without the wait
+/// for the cycle's end (the all-reduce starts when the buffer's last gradient is ready).
+inline plan horovod_plan(const problem& p, const plan& x, time_ns cycle = 5'000'000,
+                         std::uint64_t cap = 64ull << 20) {
+  auto [h, rep] = apply_plan(p, x);
+  auto r = daydream::replay(h, trace_order_policy{}, p.replay);
+  auto span = span_of(h, r, p.iteration);
+  const time_ns begin = span ? span->begin : 0;
+  auto boundary = [&](task_id t) { return (r.end[t] - begin + cycle - 1) / cycle; };
+  plan y;
+  y.starts.clear();
+  y.piece.clear();
+  std::uint64_t cur = 0;
+  time_ns cur_cycle = -1;
+  for (std::size_t i = 0; i < p.gs.grads.size(); ++i) {
+    const auto& gr = p.gs.grads[i];
+    const auto c = boundary(gr.ready);
+    const bool same_op = i > 0 && p.gs.grads[i - 1].ready == gr.ready; // never cut between an op's gradients
+    if (i == 0 || (!same_op && (c != cur_cycle || cur + gr.bytes > cap))) {
+      y.starts.push_back(i);
+      y.piece.push_back(0);
+      cur = 0;
+    }
+    cur_cycle = c;
+    cur += gr.bytes;
+  }
+  return y;
+}
+
 /// A baseline: a known system's synchronization, run as its bundled pass on the
 /// problem's graph and replayed like every candidate.
 struct baseline {

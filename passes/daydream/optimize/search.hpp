@@ -490,7 +490,8 @@ inline search_result search(const problem& p, const std::vector<strategy>& strat
   std::vector<std::pair<std::string, plan>> seeds = {
       {"pytorch_ddp", ddp_plan(p)},
       {"fuse_all", fuse_all_plan()},
-      {"horovod", greedy_cap_plan(p, 64ull << 20)},
+      {"horovod_64MiB", greedy_cap_plan(p, 64ull << 20)},
+      {"horovod", horovod_plan(p, ddp_plan(p))},
   };
   const auto enabled = [&](std::string_view name) {
     return std::any_of(strategies.begin(), strategies.end(), [&](const strategy& s) { return s.name == name; });

@@ -184,9 +184,8 @@ inline std::string describe(const opt::problem& p, const opt::plan& x) {
 
 inline double us(time_ns t) { return double(t) / 1e3; }
 
-/// A kernel name short enough for a line: without its argument list, at most 60 characters.
+/// A kernel name short enough for a line: at most 60 characters.
 inline std::string short_name(std::string_view n) {
-  if (n.size() > 60) n = n.substr(0, n.find('('));
   return n.size() > 60 ? std::string(n.substr(0, 57)) + "..." : std::string(n);
 }
 

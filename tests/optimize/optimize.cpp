@@ -198,6 +198,7 @@ TEST_CASE("a user strategy registers like a pass and its edits are applied") {
   std::mt19937 rng(3);
   auto m = random_model(rng, 5);
   auto p = problem_of(m, "workers=8,bandwidth=10Gbps");
+  //! [user_strategy]
   auto reg = opt::bundled_strategies();
   reg.add({"faster_optimizer", "halves the optimizer kernel", [](const opt::search_view& v) {
              std::vector<opt::move> out;
@@ -212,6 +213,7 @@ TEST_CASE("a user strategy registers like a pass and its edits are applied") {
              return out;
            }});
   auto res = opt::search(p, reg.select({"tensor_fusion", "faster_optimizer"}));
+//! [user_strategy]
   REQUIRE(res.best.edits.size() == 1);
   CHECK(res.best.edits[0].name == "faster_optimizer");
   CHECK(std::any_of(res.log.begin(), res.log.end(), [](auto& d) { return d.strategy == "faster_optimizer"; }));

@@ -370,10 +370,7 @@ inline strategy op_fusion_strategy(std::size_t max_moves = 8) {
         total += sv;
       });
       if (pairs == 0) continue;
-      auto shorter = [](const std::string& n) {
-        auto m = n.size() > 60 ? n.substr(0, n.find('(')) : n;
-        return m.size() > 60 ? m.substr(0, 57) + "..." : m;
-      };
+      auto shorter = [](const std::string& n) { return n.size() > 60 ? n.substr(0, 57) + "..." : n; };
       out.push_back({"op_fusion", "Theorem 1",
                      "fuse " + shorter(names.first) + " + " + shorter(names.second) + " (" + std::to_string(pairs) +
                          " pair(s), symmetry; " + passes::format_time(total) + " of kernel and launch time saved)",

@@ -320,7 +320,10 @@ inline int run(const options& o, std::FILE* out, const opt::evaluator& ev) {
       names += (names.empty() ? "" : ", ") + (p.gs.grads[i].layer.empty() ? "gradient " + std::to_string(i) : p.gs.grads[i].layer);
     }
     fmt::print(out, "  bucket {:>3}: {:>9}, {} tensor(s){}: {}\n", k, format_bytes(double(opt::bytes_of(p, a, b))), b - a,
-               res.best.piece[k] ? " in pieces of " + format_bytes(double(res.best.piece[k])) : std::string(), names);
+               res.best.piece[k] && res.best.piece[k] < opt::bytes_of(p, a, b)
+                   ? " in pieces of " + format_bytes(double(res.best.piece[k]))
+                   : std::string(),
+               names);
   }
   {
     // Fusion groups by the names of their kernels (identical blocks fuse alike).

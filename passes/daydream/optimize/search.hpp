@@ -209,8 +209,10 @@ inline strategy tensor_fusion_strategy() {
     std::vector<std::size_t> merge_all; // buckets that Theorem 2 fuses with the one before
     for (auto k : on_path) {
       const auto [b, e] = v.sync_span(k);
+      if (e == 0) continue; // no synchronization task of the bucket was replayed
       if (k > 0) {
         const auto [pb, pe] = v.sync_span(k - 1);
+        if (pe == 0) continue;
         const auto fused_bytes = bytes_of(v.p, x.starts[k - 1], x.end_of(k, n));
         const auto fused_end = std::max(pb, v.ready(k)) + sync_time(v.p, x.how, fused_bytes);
         if (pe > v.ready(k) && fused_end < e) {
@@ -428,7 +430,7 @@ inline strategy_registry bundled_strategies() {
 
 /// How the search runs.
 struct search_options {
-  double time_budget_s = 30;        ///< wall-clock budget; the search stops after the round that exceeds it
+  double time_budget_s = 30;        ///< wall-clock budget, checked between rounds and every 64 candidates per rank
   std::size_t max_rounds = 1000;    ///< rounds of Algorithm 1 at most
   double min_gain = 1e-4;           ///< a move must gain at least this fraction of the iteration
   bool refine = true;               ///< after Algorithm 1 converges, try every merge/split/shift of bucket boundaries
@@ -540,10 +542,18 @@ inline search_result search(const problem& p, const std::vector<strategy>& strat
     for (auto& m : moves)
       if (seen.insert(m.next.key()).second) uniq.push_back(std::move(m));
     if (uniq.empty()) return false;
-    std::vector<plan> cand;
-    for (auto& m : uniq) cand.push_back(m.next);
-    auto ts = evaluate_all(p, cand, ev);
-    res.evaluated += cand.size();
+    // In chunks, so that a long round stops when the time budget is spent (rank 0
+    // decides for every rank; the candidates replayed so far still count).
+    std::vector<double> ts;
+    const std::size_t chunk = 64 * std::size_t(std::max(1, ev.ranks));
+    for (std::size_t at = 0; at < uniq.size(); at += chunk) {
+      std::vector<plan> cand;
+      for (std::size_t i = at; i < std::min(uniq.size(), at + chunk); ++i) cand.push_back(uniq[i].next);
+      auto part = evaluate_all(p, cand, ev);
+      ts.insert(ts.end(), part.begin(), part.end());
+      res.evaluated += cand.size();
+      if (at + chunk < uniq.size() && ev.agree(elapsed() > o.time_budget_s)) { res.budget_hit = true; break; }
+    }
     std::size_t k = 0;
     for (std::size_t i = 1; i < ts.size(); ++i)
       if (ts[i] < ts[k]) k = i;

@@ -18,6 +18,25 @@ using namespace daydream::io::detail;
 using namespace daydream::testing;
 using namespace daydream::testing::trace_text;
 
+namespace {
+/// A decoded trace through stage 4 (threads grouped, GPU ops linked, iterations found,
+/// threads flattened): what the cut stages start from.
+struct flattened {
+  std::unique_ptr<decoded> src;
+  thread_table tt;
+  gpu_links L;
+  warning_log w;
+  iteration_table its;
+  flat_events F;
+  explicit flattened(std::unique_ptr<decoded> t) : src(std::move(t)) {
+    tt = group_threads(src->d);
+    L = link_gpu_ops(src->d, tt);
+    its = find_iterations(src->d, w);
+    F = flatten_threads(src->d, tt, L, its);
+  }
+};
+} // namespace
+
 TEST_CASE("cuts: a cut splits the slice it falls in; an anchor in idle time becomes a marker") {
   thread_rec th;
   slice a; a.start = 0; a.end = 100; a.ev = 0;
@@ -52,12 +71,11 @@ TEST_CASE("cuts: the main thread is the one with step markers; merging joins pie
       X("cpu_op", "aten::conv2d", 1, 1, "10", "50"),
       X("python_function", "helper.py(3): f", 1, 1, "20", "10"),    // splits conv2d's time in three
   }));
-  auto& d = t->d;
-  auto tt = group_threads(d);
-  auto L = link_gpu_ops(d, tt);
-  warning_log w;
-  auto its = find_iterations(d, w);
-  auto F = flatten_threads(d, tt, L, its);
+  flattened f(std::move(t));
+  auto& d = f.src->d;
+  auto& tt = f.tt;
+  auto& its = f.its;
+  auto& F = f.F;
   auto M = choose_main_threads(d, tt);
   const auto main = tt.find({1, 1});
   CHECK(M.first == main);
@@ -84,12 +102,11 @@ TEST_CASE("cuts: a blocking copy on a busy stream gets a zero-length launch piec
       X("cuda_runtime", "cudaMemcpy", 1, 1, "10", "100", corr(1)),
       X("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 0, 7, "50", "55", gpu(1)),
   }));
-  auto& d = t->d;
-  auto tt = group_threads(d);
-  auto L = link_gpu_ops(d, tt);
-  warning_log w;
-  auto its = find_iterations(d, w);
-  auto F = flatten_threads(d, tt, L, its);
+  flattened f(std::move(t));
+  auto& d = f.src->d;
+  auto& tt = f.tt;
+  auto& L = f.L;
+  auto& F = f.F;
   build_settings s;
   auto blocking = find_blocking_copies(d, tt, L, F, s);
   const auto call = cpu_named(d, "cudaMemcpy", 10);
@@ -110,12 +127,11 @@ TEST_CASE("cuts: a blocking copy on an idle stream is launched where the copy st
       X("cuda_runtime", "cudaMemcpy", 1, 1, "10", "100", corr(1)),
       X("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 0, 7, "50", "55", gpu(1)),
   }));
-  auto& d = t->d;
-  auto tt = group_threads(d);
-  auto L = link_gpu_ops(d, tt);
-  warning_log w;
-  auto its = find_iterations(d, w);
-  auto F = flatten_threads(d, tt, L, its);
+  flattened f(std::move(t));
+  auto& d = f.src->d;
+  auto& tt = f.tt;
+  auto& L = f.L;
+  auto& F = f.F;
   build_settings s;
   auto blocking = find_blocking_copies(d, tt, L, F, s);
   CHECK(blocking[0] == 0);

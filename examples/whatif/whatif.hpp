@@ -214,20 +214,24 @@ inline int run_sweep_mode(const options& o, std::FILE* out, std::FILE* err,
   prepare(quiet, trace, a, err);
   if (!grid) {
     // The applicable bundled passes, at their default scenario, that take a varied key.
-    std::vector<std::string> chains;
+    std::vector<std::string> chains, left_out;
     for (auto& e : reg.entries()) {
-      if (!e.applicable(trace.g)) continue;
       auto spec = e.scenario_params.empty() ? std::string(e.name)
                                             : std::string(e.name) + ":" + std::string(e.scenario_params);
       auto keys = reg.parameters(spec);
-      for (auto& ax : axes)
-        if (std::find(keys.begin(), keys.end(), ax.key) != keys.end()) { chains.push_back(spec); break; }
+      bool takes = false;
+      for (auto& ax : axes) takes = takes || std::find(keys.begin(), keys.end(), ax.key) != keys.end();
+      if (!takes) continue;
+      if (e.applicable(trace.g)) chains.push_back(spec);
+      else left_out.push_back(fmt::format("{} ({})", e.name, not_applicable_reason(e, trace.g)));
     }
     if (chains.empty()) {
-      std::string keys;
+      std::string keys, why;
       for (auto& ax : axes) keys += (keys.empty() ? "" : ", ") + ax.key;
-      throw daydream::usage_error("daydream whatif: no bundled pass that applies to " + o.trace + " takes " + keys +
-                                  "; name the chains with --pass");
+      for (auto& l : left_out) why += (why.empty() ? "" : "; ") + l;
+      throw daydream::usage_error(
+          "daydream whatif: no bundled pass that applies to " + o.trace + " takes " + keys +
+          (why.empty() ? std::string() : "; those that take it do not apply: " + why) + "; name the chains with --pass");
     }
     grid = daydream::passes::expand_sweep(reg, chains, axes);
     check(*grid);

@@ -1,0 +1,343 @@
+// Tests of passes/daydream/strategy: cluster and strategy specs, the model read from a
+// single-GPU graph, and the compiled strategies' identities on uniform layers.
+// SPDX-License-Identifier: MIT
+#include <daydream/strategy/cluster_spec.hpp>
+#include <daydream/strategy/model.hpp>
+#include <daydream/strategy/simulate.hpp>
+#include <daydream/strategy/strategy_spec.hpp>
+
+#include <daydream/dependency.hpp>
+#include <daydream/graph.hpp>
+#include <daydream/kinds.hpp>
+#include <daydream/replay.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ds = daydream::strategy;
+using daydream::phase;
+using daydream::task_id;
+using daydream::time_ns;
+
+namespace {
+
+// One iteration of `layers` uniform layers on one GPU: per layer a forward GEMM of `f` ns,
+// and in reverse order a backward GEMM of `b` ns followed by the AccumulateGrad of its
+// `param` bytes; then the optimizer kernel of `update` ns. Each kernel's launch takes
+// `launch` ns on one thread; the GPU is the bottleneck when launch < kernel.
+struct uniform_trace {
+  daydream::graph g;
+  daydream::resource_id thread = g.add_resource({"thread 1", daydream::resource_kind::cpu_thread});
+  daydream::resource_id stream =
+      g.add_resource({"stream 7", daydream::resource_kind::gpu_stream, daydream::sharing::exclusive, 0, 0});
+  task_id last_cpu = daydream::no_task, last_gpu = daydream::no_task;
+  time_ns clock = 0;
+
+  task_id cpu(std::string_view name, time_ns dur, std::string_view layer, phase ph, std::uint64_t bytes = 0) {
+    auto c = g.add(daydream::cpu_task{daydream::cpu_call::launch, daydream::no_name, 0, bytes},
+                   {.name = name, .duration = dur, .resource = thread, .trace_start = clock++, .layer = layer,
+                    .phase = ph});
+    if (last_cpu != daydream::no_task) g.add_dependency(last_cpu, c, daydream::dep_kind::cpu_order);
+    last_cpu = c;
+    return c;
+  }
+  void kernel(std::string_view name, time_ns dur, std::string_view layer, phase ph, time_ns launch,
+              std::uint64_t bytes = 0) {
+    auto c = cpu("cudaLaunchKernel", launch, layer, ph, bytes);
+    auto k = g.add(daydream::gpu_kernel{0, 7, 0, 0}, {.name = name, .duration = dur, .resource = stream,
+                                                      .trace_start = clock++, .layer = layer, .phase = ph});
+    if (last_gpu != daydream::no_task) g.add_dependency(last_gpu, k, daydream::dep_kind::stream_order);
+    g.add_dependency(c, k, daydream::dep_kind::launch);
+    last_gpu = k;
+  }
+  uniform_trace(int layers, time_ns f, time_ns b, time_ns update, std::uint64_t param, time_ns launch = 0,
+                std::uint64_t stash = 0) {
+    for (int i = 0; i < layers; ++i)
+      kernel("volta_sgemm_128x64_tn", f, "layer" + std::to_string(i), phase::forward, launch, stash);
+    for (int i = layers; i-- > 0;) {
+      cpu("autograd::engine::evaluate_function: MmBackward0", 0, "layer" + std::to_string(i), phase::backward);
+      kernel("volta_sgemm_128x64_nt", b, "layer" + std::to_string(i), phase::backward, launch);
+      cpu("torch::autograd::AccumulateGrad", 0, "layer" + std::to_string(i), phase::backward, param);
+    }
+    kernel("multi_tensor_apply_kernel<adam>", update, "", phase::weight_update, launch);
+  }
+};
+
+// A cluster whose links cost nothing.
+ds::cluster_spec free_links(std::uint32_t nodes, std::uint32_t per_node) {
+  ds::cluster_spec c;
+  c.name = "free";
+  c.links.machines = nodes;
+  c.links.workers_per_machine = per_node;
+  c.links.network = {1e30, 0};
+  c.links.nvlink = {1e30, 0};
+  c.links.pcie = {1e30, 0};
+  c.memory_bytes = 1e15;
+  return c;
+}
+
+// A model of uniform layers with given sizes (no graph needed for volumes and memory).
+ds::model_profile uniform_model(int layers, std::uint64_t param, std::uint64_t output, std::uint64_t stash) {
+  ds::model_profile m;
+  for (int i = 0; i < layers; ++i) {
+    ds::layer_profile l;
+    l.name = "block" + std::to_string(i);
+    l.forward_split = 1000;
+    l.backward_split = 2000;
+    l.param_bytes = param;
+    l.output_bytes = output;
+    l.stash_bytes = stash;
+    m.layers.push_back(l);
+  }
+  m.update = 100;
+  return m;
+}
+
+template <class F> std::string error_of(F f) {
+  try {
+    f();
+  } catch (const daydream::usage_error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+} // namespace
+
+TEST_CASE("cluster_spec: NODESxDEVICES with link keys, presets, and bad specs named") {
+  auto c = ds::cluster_spec::parse("4x8:nvlink=300GB/s,nic=100Gbps,mem=32GiB");
+  CHECK(c.links.machines == 4);
+  CHECK(c.links.workers_per_machine == 8);
+  CHECK(c.devices() == 32);
+  CHECK(c.links.nvlink.bandwidth == doctest::Approx(300e9));
+  CHECK(c.links.network.bandwidth == doctest::Approx(12.5e9));
+  CHECK(c.memory_bytes == doctest::Approx(32.0 * (1ull << 30)));
+  auto d = ds::cluster_spec::parse("dgx-a100:nodes=4");
+  CHECK(d.devices() == 32);
+  CHECK(d.links.nvlink.bandwidth == doctest::Approx(300e9));
+  CHECK(d.memory_bytes == doctest::Approx(80.0 * (1ull << 30)));
+  CHECK(ds::cluster_spec::parse("proteus-titanxp").links.nvlink.bandwidth == 0);
+  for (auto& p : ds::cluster_spec::presets()) CHECK(ds::cluster_spec::parse(p.name).devices() >= 8);
+  CHECK(error_of([] { ds::cluster_spec::parse("4y8"); }).find("expected NODESxDEVICES") != std::string::npos);
+  CHECK(error_of([] { ds::cluster_spec::parse("0x8"); }).find("node count") != std::string::npos);
+  CHECK(error_of([] { ds::cluster_spec::parse("2x8:nvlnk=300GB/s"); }).find("nvlnk") != std::string::npos);
+  CHECK(error_of([] { ds::cluster_spec::parse("2x8:nic=fast"); }).find("cluster '2x8:nic=fast'") !=
+        std::string::npos);
+}
+
+TEST_CASE("strategy_spec: parse, canonical form, bad items named") {
+  auto s = ds::strategy_spec::parse("tp=2,dp=8,pp=4,micro=16,zero=1,recompute=blocks");
+  CHECK(s.dp == 8);
+  CHECK(s.tp == 2);
+  CHECK(s.pp == 4);
+  CHECK(s.micro == 16);
+  CHECK(s.devices() == 64);
+  CHECK(s.to_string() == "dp=8,tp=2,pp=4,micro=16,zero=1,recompute=blocks");
+  CHECK(ds::strategy_spec::parse(s.to_string()) == s);
+  CHECK(ds::strategy_spec::parse("pp=4").micro == 4);
+  CHECK(ds::strategy_spec::parse("dp=2,schedule=gpipe").to_string() == "dp=2,tp=1,pp=1,micro=1,schedule=gpipe");
+  CHECK(error_of([] { ds::strategy_spec::parse("dp=2,zero=4"); }).find("zero must be 0, 1, 2 or 3") !=
+        std::string::npos);
+  CHECK(error_of([] { ds::strategy_spec::parse("dp=0"); }).find("dp must be a positive whole number") !=
+        std::string::npos);
+  CHECK(error_of([] { ds::strategy_spec::parse("dp=2,recompute=some"); }).find("recompute must be") !=
+        std::string::npos);
+  CHECK(error_of([] { ds::strategy_spec::parse("dp=2,mp=2"); }).find("mp") != std::string::npos);
+}
+
+TEST_CASE("profile_model: per-layer times, parameter bytes and the time outside the layers") {
+  uniform_trace t(4, 100, 200, 50, 4096, 5);
+  auto m = ds::profile_model(t.g);
+  REQUIRE(m.layers.size() == 4);
+  CHECK(m.layers[0].name == "layer0");
+  CHECK(m.layers[3].name == "layer3");
+  for (auto& l : m.layers) {
+    CHECK(l.forward_split == 100);
+    CHECK(l.forward_other == 0);
+    CHECK(l.backward_split == 200);
+    CHECK(l.param_bytes == 4096);
+  }
+  CHECK(m.update == 50);
+  // The first launch (5 ns) comes before the GPU starts; nothing else is exposed.
+  CHECK(m.iteration == daydream::replay(t.g).makespan);
+  CHECK(m.other == 5);
+  CHECK(m.gradient_source == "trace (AccumulateGrad input shapes)");
+}
+
+TEST_CASE("dp=tp=pp=1 predicts the single-GPU replay") {
+  for (time_ns launch : {0, 5, 150}) {
+    CAPTURE(launch);
+    uniform_trace t(6, 100, 200, 50, 4096, launch);
+    auto m = ds::profile_model(t.g);
+    auto e = ds::simulate(ds::strategy_spec{}, free_links(1, 1), m);
+    CHECK(e.predicted == daydream::replay(t.g).makespan);
+    CHECK(e.comm.total() == 0);
+  }
+}
+
+TEST_CASE("a pipeline of p uniform stages and m micro-batches with free links takes (m+p-1)/(m p) of the compute") {
+  const time_ns f = 400, b = 800, update = 800;
+  uniform_trace t(8, f, b, update, 1024);
+  auto m = ds::profile_model(t.g);
+  const time_ns compute = 8 * (f + b);
+  for (std::uint32_t p : {1u, 2u, 4u, 8u})
+    for (std::uint32_t mb : {1u, 2u, 4u, 8u})
+      for (auto sched : {ds::pipeline_schedule::one_f_one_b, ds::pipeline_schedule::gpipe}) {
+        ds::strategy_spec s;
+        s.pp = p;
+        s.micro = mb;
+        s.schedule = sched;
+        CAPTURE(s.to_string());
+        auto e = ds::simulate(s, free_links(1, 8), m);
+        // Each stage updates its own layers' parameters: update / p after its last backward.
+        CHECK(e.predicted == compute * (mb + p - 1) / (mb * p) + update / p);
+        auto stages = ds::balance_stages(m, p);
+        for (auto& [a, z] : stages) CHECK(z - a == 8 / p);
+      }
+}
+
+TEST_CASE("data-parallel ring all-reduce sends 2(n-1)/n of the gradient bytes per worker; ZeRO-3 1.5x") {
+  auto m = uniform_model(4, 1'000'000, 1000, 1000);
+  const double grads = 4'000'000;
+  for (std::uint32_t n : {2u, 4u, 8u}) {
+    CAPTURE(n);
+    ds::strategy_spec s;
+    s.dp = n;
+    auto plain = ds::simulate(s, free_links(1, 8), m);
+    CHECK(plain.comm.dp == doctest::Approx(2.0 * (n - 1) / n * grads));
+    CHECK(plain.comm.zero == 0);
+    CHECK(plain.comm.tp == 0);
+    CHECK(plain.comm.pp == 0);
+    for (std::uint32_t z : {1u, 2u}) {
+      s.zero = z;
+      auto e = ds::simulate(s, free_links(1, 8), m);
+      CHECK(e.comm.dp + e.comm.zero == doctest::Approx(plain.comm.dp));
+    }
+    s.zero = 3;
+    auto z3 = ds::simulate(s, free_links(1, 8), m);
+    CHECK(z3.comm.dp + z3.comm.zero == doctest::Approx(1.5 * plain.comm.dp));
+  }
+}
+
+TEST_CASE("Megatron tensor parallelism: 2 all-reduces of b*s*h in forward and 2 in backward per transformer layer") {
+  // 3 transformer layers, each recorded as two layers (attention, MLP) whose output is b*s*h bytes.
+  const std::uint64_t bsh = 8 * 512 * 1024 * 2;
+  auto m = uniform_model(6, 1 << 20, bsh, bsh);
+  for (std::uint32_t t : {2u, 4u, 8u})
+    for (std::uint32_t mb : {1u, 4u}) {
+      ds::strategy_spec s;
+      s.tp = t;
+      s.micro = mb;
+      CAPTURE(s.to_string());
+      auto e = ds::simulate(s, free_links(1, 8), m);
+      // Per micro-batch b/m: 4 all-reduces per transformer layer, each 2(t-1)/t of its bytes.
+      const double per_micro = double(bsh) / mb;
+      CHECK(e.comm.tp == doctest::Approx(3 * 4 * mb * 2.0 * (t - 1) / t * per_micro));
+    }
+}
+
+TEST_CASE("pipeline sends: each boundary carries the activations forward and their gradients back") {
+  auto m = uniform_model(8, 1 << 20, 1000, 2000);
+  ds::strategy_spec s;
+  s.pp = 4;
+  s.micro = 8;
+  auto e = ds::simulate(s, free_links(1, 8), m);
+  // 3 boundaries x 8 micro-batches x (1000 / 8) bytes x 2 directions, over 4 devices.
+  CHECK(e.comm.pp == doctest::Approx(3.0 * 8 * 125 * 2 / 4));
+}
+
+TEST_CASE("ZeRO stages cut per-device optimizer state, then gradients, then parameters by 1/dp") {
+  auto m = uniform_model(4, 1'000'000, 1000, 1000);
+  ds::strategy_spec s;
+  s.dp = 4;
+  auto z0 = ds::simulate(s, free_links(1, 8), m);
+  CHECK(z0.memory[0].params == doctest::Approx(4e6));
+  CHECK(z0.memory[0].gradients == doctest::Approx(4e6));
+  CHECK(z0.memory[0].optimizer == doctest::Approx(12e6)); // 1e6 parameters x 12 bytes
+  s.zero = 1;
+  auto z1 = ds::simulate(s, free_links(1, 8), m);
+  CHECK(z1.memory[0].optimizer == doctest::Approx(z0.memory[0].optimizer / 4));
+  CHECK(z1.memory[0].gradients == doctest::Approx(4e6));
+  s.zero = 2;
+  auto z2 = ds::simulate(s, free_links(1, 8), m);
+  CHECK(z2.memory[0].gradients == doctest::Approx(1e6));
+  CHECK(z2.memory[0].params == doctest::Approx(4e6));
+  s.zero = 3;
+  auto z3 = ds::simulate(s, free_links(1, 8), m);
+  CHECK(z3.memory[0].params == doctest::Approx(1e6));
+  CHECK(z3.peak_memory < z2.peak_memory);
+  CHECK(z2.peak_memory < z1.peak_memory);
+  CHECK(z1.peak_memory < z0.peak_memory);
+}
+
+TEST_CASE("activations in flight: GPipe holds every micro-batch, 1F1B at most the stages after it; recompute keeps inputs") {
+  auto m = uniform_model(8, 0, 100, 1000);
+  ds::strategy_spec s;
+  s.pp = 4;
+  s.micro = 8;
+  auto one = ds::simulate(s, free_links(1, 8), m);
+  for (std::uint32_t k = 0; k < 4; ++k) CHECK(one.memory[k].in_flight == 4 - k);
+  // 2 layers of stage 0 x 1000 bytes / 8 per micro-batch x 4 in flight.
+  CHECK(one.memory[0].activations == doctest::Approx(4 * 2 * 125.0));
+  s.schedule = ds::pipeline_schedule::gpipe;
+  auto gp = ds::simulate(s, free_links(1, 8), m);
+  for (auto& mem : gp.memory) CHECK(mem.in_flight == 8);
+  s.schedule = ds::pipeline_schedule::one_f_one_b;
+  s.recompute = ds::recompute_mode::blocks;
+  auto rc = ds::simulate(s, free_links(1, 8), m);
+  // Stage 1: the inputs of its 2 layers (100 / 8 each) x 3 in flight, plus one layer's stash
+  // while it is recomputed. Stage 0's first input is the model's input: its stash (1000 / 8).
+  CHECK(rc.memory[1].activations == doctest::Approx(3 * 2 * 12.5 + 125));
+  CHECK(rc.memory[0].activations == doctest::Approx(4 * (125 + 12.5) + 125));
+  CHECK(rc.predicted > one.predicted); // the forward runs again
+  ds::cluster_spec small = free_links(1, 8);
+  small.memory_bytes = 700;
+  CHECK(ds::simulate(s, small, m).oom == false);
+  s.recompute = ds::recompute_mode::none;
+  CHECK(ds::simulate(s, small, m).oom == true);
+}
+
+TEST_CASE("bad strategies: too many devices, a pipeline deeper than the layers, tp not dividing a width") {
+  auto m = uniform_model(4, 1000, 1000, 1000);
+  m.layers[2].width = 1020;
+  auto c = free_links(1, 8);
+  CHECK(error_of([&] { ds::simulate(ds::strategy_spec::parse("dp=4,tp=1,pp=4"), c, m); })
+            .find("needs 16 devices (dp x tp x pp), the cluster 'free' has 8") != std::string::npos);
+  CHECK(error_of([&] { ds::simulate(ds::strategy_spec::parse("pp=8"), c, m); })
+            .find("a pipeline of 8 stages is deeper than the model's 4 layers") != std::string::npos);
+  CHECK(error_of([&] { ds::simulate(ds::strategy_spec::parse("tp=8"), c, m); })
+            .find("tp=8 does not divide layer 'block2' (width 1020)") != std::string::npos);
+  CHECK(error_of([&] { ds::simulate(ds::strategy_spec::parse("tp=4"), c, m); }) == "(no error)");
+  ds::simulate_options o;
+  o.global_batch = 12;
+  CHECK(error_of([&] { ds::simulate(ds::strategy_spec::parse("dp=8"), c, m, o); })
+            .find("does not split into dp x micro") != std::string::npos);
+}
+
+TEST_CASE("links: a group inside a node uses NVLink, across nodes the NIC shared by the groups on it") {
+  auto m = uniform_model(4, 1'000'000, 1000, 1000);
+  auto c = ds::cluster_spec::parse("4x8:nvlink=300GB/s,nic=100Gbps");
+  auto inside = ds::simulate(ds::strategy_spec::parse("dp=8"), c, m);
+  CHECK(inside.dp_link.name == "NVLink");
+  auto across = ds::simulate(ds::strategy_spec::parse("dp=4,tp=8"), c, m);
+  CHECK(across.tp_link.name == "NVLink");
+  CHECK(across.dp_link.name == "NIC");
+  CHECK(across.dp_link.sharing == 8); // the 8 tp ranks of a node each belong to another dp group
+  CHECK(across.dp_link.link.bandwidth == doctest::Approx(12.5e9 / 8));
+  auto pipe = ds::simulate(ds::strategy_spec::parse("tp=8,pp=4,micro=4"), c, m);
+  CHECK(pipe.pp_link.name == "NIC");
+  CHECK(pipe.pp_link.sharing == 8);
+  // Slower links never make an iteration faster.
+  CHECK(across.predicted >= ds::simulate(ds::strategy_spec::parse("dp=4,tp=8"), free_links(4, 8), m).predicted);
+}
+
+TEST_CASE("grid: every dp x tp x pp x micro for the device count") {
+  auto m = uniform_model(4, 1000, 1000, 1000);
+  auto g = ds::grid(8, m);
+  // (dp,tp,pp): pp=1: 4 (tp 1,2,4,8) x micro 1; pp=2: 3 x 3 micros; pp=4: 2 x 3; pp=8 > 4 layers.
+  CHECK(g.size() == 4 + 9 + 6);
+  for (auto& s : g) CHECK(s.devices() == 8);
+}

@@ -237,7 +237,7 @@ inline compiled_strategy compile(const strategy_spec& s, const cluster_spec& c, 
       b_first = f_first, b_send = f_first;
   comm_bytes sum;
   for (std::uint32_t k = 0; k < p; ++k) {
-    const auto [first, last] = out.stages[k];
+    const std::size_t first = out.stages[k].first, last = out.stages[k].second;
     const auto sk = std::to_string(k);
     const auto node = static_cast<std::int32_t>(k);
     auto comp = g.add_resource({"stage " + sk + " compute", resource_kind::gpu_stream, sharing::exclusive, node, node});

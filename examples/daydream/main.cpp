@@ -3,8 +3,10 @@
 //
 //   daydream whatif TRACE [--pass SPEC ...]   what would these optimizations do?
 //   daydream optimize TRACE... [--workers N]  which plan is best? (under mpirun: on every rank)
+//   daydream strategy TRACE --cluster C --strategy S ... [--grid]  which dp x tp x pp strategy is best?
 #include "../program.hpp"
 #include "../optimize/optimize.hpp"
+#include "../strategy/strategy.hpp"
 #include "../whatif/whatif.hpp"
 
 #include <daydream/config.hpp>
@@ -35,6 +37,11 @@ int main(int argc, char** argv) {
       "optimize", "search the best gradient bucketing, partitioning and op fusion for a data-parallel job "
                   "(dPRO's optimizer), against the DDP, Horovod, BytePS and fuse-everything baselines");
   optimize_cmd::add_options(*optimize_sub, oo);
+  strategy_cmd::options so;
+  auto* strategy_sub = app.add_subcommand(
+      "strategy", "predict hybrid parallel strategies (data x tensor x pipeline, ZeRO, re-computation) of the "
+                  "model in one GPU's trace on a described cluster (Proteus)");
+  strategy_cmd::add_options(*strategy_sub, so);
 
   return program::run_program(app, argc, argv, [&] {
     if (whatif_cmd->parsed()) {
@@ -45,6 +52,7 @@ int main(int argc, char** argv) {
       optimize_cmd::mpi_session mpi;
       return optimize_cmd::run(oo, stdout, mpi.evaluator());
     }
+    if (strategy_sub->parsed()) return strategy_cmd::run(so, stdout);
     return int(program::usage);
   });
 }

@@ -191,7 +191,9 @@ TEST_CASE("a pipeline of p uniform stages and m micro-batches with free links ta
         s.micro = mb;
         s.schedule = sched;
         CAPTURE(s.to_string());
-        auto e = ds::simulate(s, free_links(1, 8), m);
+        ds::simulate_options o;
+        o.global_batch = 1; // the profiled batch, cut into m micro-batches
+        auto e = ds::simulate(s, free_links(1, 8), m, o);
         // Each stage updates its own layers' parameters: update / p after its last backward.
         CHECK(e.predicted == compute * (mb + p - 1) / (mb * p) + update / p);
         auto stages = ds::balance_stages(m, p);
@@ -232,7 +234,9 @@ TEST_CASE("Megatron tensor parallelism: 2 all-reduces of b*s*h in forward and 2 
       s.tp = t;
       s.micro = mb;
       CAPTURE(s.to_string());
-      auto e = ds::simulate(s, free_links(1, 8), m);
+      ds::simulate_options o;
+      o.global_batch = 1; // one batch b, cut into m micro-batches
+      auto e = ds::simulate(s, free_links(1, 8), m, o);
       // Per micro-batch b/m: 4 all-reduces per transformer layer, each 2(t-1)/t of its bytes.
       const double per_micro = double(bsh) / mb;
       CHECK(e.comm.tp == doctest::Approx(3 * 4 * mb * 2.0 * (t - 1) / t * per_micro));
@@ -244,7 +248,9 @@ TEST_CASE("pipeline sends: each boundary carries the activations forward and the
   ds::strategy_spec s;
   s.pp = 4;
   s.micro = 8;
-  auto e = ds::simulate(s, free_links(1, 8), m);
+  ds::simulate_options o;
+  o.global_batch = 1;
+  auto e = ds::simulate(s, free_links(1, 8), m, o);
   // 3 boundaries x 8 micro-batches x (1000 / 8) bytes x 2 directions, over 4 devices.
   CHECK(e.comm.pp == doctest::Approx(3.0 * 8 * 125 * 2 / 4));
 }
@@ -278,16 +284,18 @@ TEST_CASE("activations in flight: GPipe holds every micro-batch, 1F1B at most th
   ds::strategy_spec s;
   s.pp = 4;
   s.micro = 8;
-  auto one = ds::simulate(s, free_links(1, 8), m);
+  ds::simulate_options o;
+  o.global_batch = 1;
+  auto one = ds::simulate(s, free_links(1, 8), m, o);
   for (std::uint32_t k = 0; k < 4; ++k) CHECK(one.memory[k].in_flight == 4 - k);
   // 2 layers of stage 0 x 1000 bytes / 8 per micro-batch x 4 in flight.
   CHECK(one.memory[0].activations == doctest::Approx(4 * 2 * 125.0));
   s.schedule = ds::pipeline_schedule::gpipe;
-  auto gp = ds::simulate(s, free_links(1, 8), m);
+  auto gp = ds::simulate(s, free_links(1, 8), m, o);
   for (auto& mem : gp.memory) CHECK(mem.in_flight == 8);
   s.schedule = ds::pipeline_schedule::one_f_one_b;
   s.recompute = ds::recompute_mode::blocks;
-  auto rc = ds::simulate(s, free_links(1, 8), m);
+  auto rc = ds::simulate(s, free_links(1, 8), m, o);
   // Stage 1: the inputs of its 2 layers (100 / 8 each) x 3 in flight, plus one layer's stash
   // while it is recomputed. Stage 0's first input is the model's input: its stash (1000 / 8).
   CHECK(rc.memory[1].activations == doctest::Approx(3 * 2 * 12.5 + 125));
@@ -295,9 +303,9 @@ TEST_CASE("activations in flight: GPipe holds every micro-batch, 1F1B at most th
   CHECK(rc.predicted > one.predicted); // the forward runs again
   ds::cluster_spec small = free_links(1, 8);
   small.memory_bytes = 700;
-  CHECK(ds::simulate(s, small, m).oom == false);
+  CHECK(ds::simulate(s, small, m, o).oom == false);
   s.recompute = ds::recompute_mode::none;
-  CHECK(ds::simulate(s, small, m).oom == true);
+  CHECK(ds::simulate(s, small, m, o).oom == true);
 }
 
 TEST_CASE("bad strategies: too many devices, a pipeline deeper than the layers, tp not dividing a width") {
@@ -313,6 +321,7 @@ TEST_CASE("bad strategies: too many devices, a pipeline deeper than the layers, 
   CHECK(error_of([&] { ds::simulate(ds::strategy_spec::parse("tp=4"), c, m); }) == "(no error)");
   ds::simulate_options o;
   o.global_batch = 12;
+  m.batch = 4; // samples: a micro-batch must hold whole samples
   CHECK(error_of([&] { ds::simulate(ds::strategy_spec::parse("dp=8"), c, m, o); })
             .find("does not split into dp x micro") != std::string::npos);
 }

@@ -87,8 +87,9 @@ struct profile_options {
 /// durations in `g` (the replay does not change a kernel's duration). Parameter bytes:
 /// passes::find_gradients (AccumulateGrad input sizes, or `model_bytes` spread), each
 /// gradient given to its layer, or to the layer whose backward kernel ran last before
-/// it became ready. Stash: layer_instance::stash_bytes. Output: the stash of the next
-/// layer less its parameters (its input), the last layer's own stash less parameters.
+/// it became ready. Stash: layer_instance::stash_bytes (the largest recorded input set of
+/// its forward operators) less its parameter bytes. Output: the next layer's stash (its
+/// input), the last layer's own.
 /// `other` = replayed iteration time - layer time - update time (0 and a note when the
 /// streams overlapped so much that this is negative). Throws daydream::error if the
 /// iteration has no layer with GPU work.
@@ -142,9 +143,11 @@ inline model_profile profile_model(const graph& g, const profile_options& o = {}
   }
   if (grads.grads.empty()) m.notes.push_back("no gradient sizes (give model_bytes): parameters count 0 bytes");
 
+  // The recorded input set of a layer holds its weights too: the stash is the rest.
+  for (auto& l : m.layers) l.stash_bytes = l.stash_bytes > l.param_bytes ? l.stash_bytes - l.param_bytes : 0;
   for (std::size_t i = 0; i < m.layers.size(); ++i) {
     auto& next = m.layers[i + 1 < m.layers.size() ? i + 1 : i];
-    m.layers[i].output_bytes = next.stash_bytes > next.param_bytes ? next.stash_bytes - next.param_bytes : 0;
+    m.layers[i].output_bytes = next.stash_bytes;
   }
 
   g.for_each_task([&](task_id t) {

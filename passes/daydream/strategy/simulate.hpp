@@ -39,7 +39,9 @@ struct simulate_options {
   /// Proteus' overlap factor (replay_options::overlap_slowdown): computation on a device
   /// runs this much slower while its communication runs.
   double overlap_slowdown = 1.0;
-  /// Samples per iteration over all replicas; 0: dp x the profiled batch.
+  /// Samples per iteration over all replicas; 0: the profiled batch x the devices the
+  /// strategy uses, so that every strategy on N devices trains the same global batch and
+  /// dp=N is weak-scaling data parallelism. A micro-batch is global / (dp x micro).
   double global_batch = 0;
 };
 
@@ -89,7 +91,8 @@ struct compiled_strategy {
 
 /// Throws daydream::usage_error when `s` cannot run `m` on `c`: more devices than the
 /// cluster has, a pipeline deeper than the layer count, a tensor-parallel degree that
-/// does not divide a layer's width, a global batch that does not split into dp x micro.
+/// does not divide a layer's width, a global batch (in samples: the profiled batch is
+/// more than 1) that does not split into dp x micro whole micro-batches.
 inline void validate(const strategy_spec& s, const cluster_spec& c, const model_profile& m,
                      const simulate_options& o = {}) {
   const std::string what = "daydream: strategy '" + s.to_string() + "': ";
@@ -103,7 +106,7 @@ inline void validate(const strategy_spec& s, const cluster_spec& c, const model_
     if (l.width && l.splits() && l.width % s.tp)
       throw usage_error(what + "tp=" + std::to_string(s.tp) + " does not divide layer '" + l.name + "' (width " +
                         std::to_string(l.width) + ")");
-  if (o.global_batch > 0) {
+  if (o.global_batch > 0 && m.batch > 1) {
     const double per = o.global_batch / (double(s.dp) * s.micro);
     if (per < 1 || per != std::floor(per))
       throw usage_error(what + "a global batch of " + std::to_string(std::int64_t(o.global_batch)) +
@@ -189,7 +192,7 @@ inline compiled_strategy compile(const strategy_spec& s, const cluster_spec& c, 
   compiled_strategy out;
   out.strategy = s;
   const std::uint32_t p = s.pp, mb = s.micro, t = s.tp, dp = s.dp;
-  out.global_batch = o.global_batch > 0 ? o.global_batch : dp * m.batch;
+  out.global_batch = o.global_batch > 0 ? o.global_batch : double(s.devices()) * m.batch;
   out.micro_share = out.global_batch / (double(dp) * mb * m.batch);
   const double share = out.micro_share;
   out.stages = balance_stages(m, p, t);
@@ -227,9 +230,7 @@ inline compiled_strategy compile(const strategy_spec& s, const cluster_spec& c, 
     return u;
   };
   auto input_bytes = [&](std::size_t i) {
-    if (i > 0) return double(m.layers[i - 1].output_bytes);
-    const auto& l = m.layers[0];
-    return double(l.stash_bytes > l.param_bytes ? l.stash_bytes - l.param_bytes : 0);
+    return double(i > 0 ? m.layers[i - 1].output_bytes : m.layers[0].stash_bytes);
   };
 
   // Tasks whose cross-stage dependencies are added once every stage exists.
@@ -525,7 +526,7 @@ inline std::vector<strategy_spec> grid(std::uint32_t devices, const model_profil
       std::vector<std::uint32_t> micros = pp == 1 ? std::vector<std::uint32_t>{1}
                                                   : std::vector<std::uint32_t>{pp, 2 * pp, 4 * pp};
       for (auto mb : micros) {
-        if (o.global_batch > 0) {
+        if (o.global_batch > 0 && m.batch > 1) {
           const double per = o.global_batch / (double(dp) * mb);
           if (per < 1 || per != std::floor(per)) continue;
         }

@@ -1,0 +1,206 @@
+// Defines the strategy command (daydream strategy): hybrid parallel strategies of the model in one GPU's trace, on a described cluster.
+// SPDX-License-Identifier: MIT
+//
+//   TRACE --load--> model profile (per layer) --compile + replay per strategy--> ranking
+#ifndef DAYDREAM_EXAMPLES_STRATEGY_STRATEGY_HPP
+#define DAYDREAM_EXAMPLES_STRATEGY_STRATEGY_HPP
+
+#include <daydream/config.hpp>
+#include <daydream/io/json_writer.hpp>
+#include <daydream/io/kineto.hpp>
+#include <daydream/params.hpp>
+#include <daydream/passes/support/format.hpp>
+#include <daydream/strategy/cluster_spec.hpp>
+#include <daydream/strategy/model.hpp>
+#include <daydream/strategy/simulate.hpp>
+#include <daydream/strategy/strategy_spec.hpp>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace strategy_cmd {
+
+namespace ds = daydream::strategy;
+using daydream::passes::format_bytes;
+using daydream::passes::format_time;
+
+/// The options of the strategy command.
+struct options {
+  std::string trace;
+  std::string cluster;                 ///< PRESET or NODESxDEVICES[:key=value,...]
+  std::vector<std::string> strategies; ///< strategy specs
+  bool grid = false;                   ///< every dp x tp x pp x micro for the device count
+  std::uint32_t devices = 0;           ///< devices of the grid; 0: the cluster's
+  std::string zero = "0", recompute = "none", schedule = "1f1b"; ///< of the grid's strategies
+  double global_batch = 0;             ///< samples per iteration over all replicas; 0: dp x batch
+  double batch = 1;                    ///< samples in the traced iteration
+  std::string model_bytes;             ///< parameter bytes when the trace has no gradient sizes
+  std::int32_t iteration = -1;         ///< the traced iteration to read; -1: a steady one
+  double overlap = 1.0;                ///< Proteus' overlap factor
+  double optimizer_bytes = 12;         ///< optimizer state per parameter
+  bool json = false;
+};
+
+/// Adds the strategy options to `app`.
+inline void add_options(CLI::App& app, options& o) {
+  app.add_option("trace", o.trace, "Kineto trace of one GPU's training run")->required();
+  std::string presets;
+  for (auto& p : ds::cluster_spec::presets()) presets += (presets.empty() ? "" : ", ") + std::string(p.name);
+  app.add_option("--cluster", o.cluster,
+                 "the cluster: a preset (" + presets + ", each with an optional :nodes=N) or "
+                 "NODESxDEVICES[:nvlink=..,pcie=..,nic=..,mem=..] (4x8:nvlink=300GB/s,nic=100Gbps,mem=32GiB)")
+      ->required();
+  app.add_option("--strategy", o.strategies,
+                 "a strategy (repeatable): dp=..,tp=..,pp=..[,micro=..][,zero=0..3][,recompute=none|blocks]"
+                 "[,schedule=1f1b|gpipe]");
+  app.add_flag("--grid", o.grid, "also every valid dp x tp x pp x micro for the device count");
+  app.add_option("--devices", o.devices, "devices of the --grid strategies (default: the cluster's)");
+  app.add_option("--zero", o.zero, "ZeRO stage of the --grid strategies (0-3)")->capture_default_str();
+  app.add_option("--recompute", o.recompute, "re-computation of the --grid strategies (none, blocks)")
+      ->capture_default_str();
+  app.add_option("--schedule", o.schedule, "pipeline schedule of the --grid strategies (1f1b, gpipe)")
+      ->capture_default_str();
+  app.add_option("--global-batch", o.global_batch,
+                 "samples per iteration over all replicas (default: dp x --batch: each replica runs the traced batch)");
+  app.add_option("--batch", o.batch, "samples in the traced iteration (default 1: throughput in traced batches)");
+  app.add_option("--model-bytes", o.model_bytes,
+                 "parameter bytes (500MB), spread over the gradients when the trace records no gradient sizes");
+  app.add_option("--iteration", o.iteration, "traced iteration to read (default: a steady-state one)");
+  app.add_option("--overlap", o.overlap, "overlap factor: computation runs this much slower while its device "
+                                         "communicates (Proteus; >= 1)")
+      ->capture_default_str();
+  app.add_option("--optimizer-bytes", o.optimizer_bytes,
+                 "optimizer state bytes per parameter (Adam with fp32 master weights: 12)")
+      ->capture_default_str();
+  app.add_flag("--json", o.json, "print one JSON object on stdout");
+}
+
+/// Runs the command: prints the ranking as text or JSON on `out`. Returns the exit status.
+inline int run(const options& o, std::FILE* out) {
+  auto cluster = ds::cluster_spec::parse(o.cluster);
+  if (o.strategies.empty() && !o.grid)
+    throw daydream::usage_error("daydream strategy: give --strategy SPEC (repeatable) or --grid");
+  if (!(o.overlap >= 1)) throw daydream::usage_error("daydream strategy: --overlap must be at least 1");
+  if (!(o.batch > 0)) throw daydream::usage_error("daydream strategy: --batch must be positive");
+  if (o.global_batch < 0) throw daydream::usage_error("daydream strategy: --global-batch must be positive");
+  if (!(o.optimizer_bytes >= 0)) throw daydream::usage_error("daydream strategy: --optimizer-bytes must not be negative");
+  std::vector<ds::strategy_spec> specs;
+  for (auto& s : o.strategies) specs.push_back(ds::strategy_spec::parse(s));
+  ds::strategy_spec base;
+  if (o.grid) {
+    base = ds::strategy_spec::parse("zero=" + o.zero + ",recompute=" + o.recompute + ",schedule=" + o.schedule);
+    if (o.devices > cluster.devices())
+      throw daydream::usage_error(fmt::format("daydream strategy: --devices {} is more than the cluster '{}' has ({})",
+                                              o.devices, cluster.name, cluster.devices()));
+  }
+  double model_bytes = 0;
+  if (!o.model_bytes.empty()) {
+    auto p = daydream::pass_params::parse("strategy", "model_bytes=" + o.model_bytes);
+    model_bytes = p.get_bytes("model_bytes", 0);
+  }
+
+  auto trace = daydream::io::load_kineto(o.trace);
+  ds::profile_options po;
+  po.iteration = o.iteration >= 0 ? o.iteration : std::max(0, trace.default_iteration());
+  po.model_bytes = model_bytes;
+  po.batch = o.batch;
+  auto model = ds::profile_model(trace.g, po);
+  if (model.param_bytes() == 0)
+    throw daydream::error("daydream strategy: " + o.trace +
+                          ": the trace carries no gradient sizes (profile with record_shapes=True), so parameter, "
+                          "gradient and optimizer memory and data-parallel traffic are unknown; give --model-bytes");
+  ds::simulate_options so;
+  so.overlap_slowdown = o.overlap;
+  so.global_batch = o.global_batch;
+  so.optimizer_bytes_per_param = o.optimizer_bytes;
+  if (o.grid)
+    for (auto& s : ds::grid(o.devices ? o.devices : cluster.devices(), model, base, so))
+      if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
+  if (specs.empty())
+    throw daydream::usage_error(fmt::format("daydream strategy: no valid strategy for {} devices",
+                                            o.devices ? o.devices : cluster.devices()));
+
+  std::vector<ds::evaluation> evals;
+  for (auto& s : specs) evals.push_back(ds::simulate(s, cluster, model, so));
+  std::stable_sort(evals.begin(), evals.end(), [](const ds::evaluation& a, const ds::evaluation& b) {
+    return a.samples_per_s > b.samples_per_s;
+  });
+  const ds::evaluation* best = nullptr;
+  for (auto& e : evals)
+    if (!e.oom) { best = &e; break; }
+  const double single = double(model.iteration);
+
+  if (o.json) {
+    daydream::io::json_writer w(true);
+    w.begin_object();
+    w.field("trace", o.trace).field("iteration", po.iteration).field("cluster", cluster.describe());
+    w.field("layers", model.layers.size()).field("single_gpu_us", single / 1e3);
+    w.key("strategies").begin_array();
+    for (auto& e : evals) {
+      w.begin_object();
+      w.field("strategy", e.strategy.to_string()).field("predicted_us", double(e.predicted) / 1e3);
+      w.field("samples_per_s", e.samples_per_s).field("peak_memory_bytes", e.peak_memory).field("oom", e.oom);
+      w.key("comm_bytes").begin_object();
+      w.field("dp", e.comm.dp).field("tp", e.comm.tp).field("pp", e.comm.pp).field("zero", e.comm.zero);
+      w.end_object();
+      w.field("devices", e.strategy.devices()).field("bound", e.bound);
+      w.end_object();
+    }
+    w.end_array();
+    if (best) w.field("best", best->strategy.to_string());
+    else w.key("best").null();
+    w.key("notes").begin_array();
+    for (auto& n : model.notes) w.value(n);
+    w.end_array();
+    w.end_object();
+    std::fputs((w.take() + "\n").c_str(), out);
+    return 0;
+  }
+
+  fmt::print(out, "daydream strategy: {}, iteration {}: {} layers, {} per iteration on one GPU, parameters {} ({})\n",
+             o.trace, po.iteration, model.layers.size(), format_time(model.iteration),
+             format_bytes(double(model.param_bytes())), model.gradient_source);
+  fmt::print(out, "cluster: {}\n\n", cluster.describe());
+  fmt::print(out, "{:>4}  {:<40} {:>12} {:>12} {:>12} {:>4}  {:>10} {:>10} {:>10} {:>10}\n", "rank", "strategy",
+             "iteration", "samples/s", "peak memory", "OOM", "dp bytes", "tp bytes", "pp bytes", "zero bytes");
+  int rank = 0;
+  for (auto& e : evals)
+    fmt::print(out, "{:>4}  {:<40} {:>12} {:>12.1f} {:>12} {:>4}  {:>10} {:>10} {:>10} {:>10}\n", ++rank,
+               e.strategy.to_string(), format_time(e.predicted), e.samples_per_s, format_bytes(e.peak_memory),
+               e.oom ? "yes" : "no", format_bytes(e.comm.dp), format_bytes(e.comm.tp), format_bytes(e.comm.pp),
+               format_bytes(e.comm.zero));
+  fmt::print(out, "\n");
+  if (!best) {
+    fmt::print(out, "no strategy fits the device memory ({})\n", format_bytes(cluster.memory_bytes));
+  } else {
+    const auto& e = *best;
+    fmt::print(out, "best that fits: {} on {} devices, {:.1f} samples/s ({:.2f}x one GPU's)\n", e.strategy.to_string(),
+               e.strategy.devices(), e.samples_per_s,
+               e.samples_per_s / (model.batch / (single / 1e9)));
+    fmt::print(out, "  bound by: {}\n", e.bound);
+    fmt::print(out, "  busiest stage: compute {}, tensor-parallel all-reduces {}, pipeline bubble {}, "
+                    "gradient sync not hidden {}, weight update {}, outside the layers {}\n",
+               format_time(e.compute), format_time(e.tp_comm), format_time(e.bubble), format_time(e.dp_exposed),
+               format_time(e.update), format_time(e.other));
+    fmt::print(out, "  links: dp {}, tp {}, pp {}\n", e.dp_link.describe(), e.tp_link.describe(),
+               e.pp_link.describe());
+    auto peak = std::max_element(e.memory.begin(), e.memory.end(),
+                                 [](auto& a, auto& b) { return a.total() < b.total(); });
+    fmt::print(out, "  memory per device (largest, stage {}): {} (parameters {}, gradients {}, optimizer {}, "
+                    "activations of {} micro-batches {})\n",
+               peak - e.memory.begin(), format_bytes(e.peak_memory), format_bytes(peak->params),
+               format_bytes(peak->gradients), format_bytes(peak->optimizer), peak->in_flight,
+               format_bytes(peak->activations));
+  }
+  for (auto& n : model.notes) fmt::print(out, "note: {}\n", n);
+  return 0;
+}
+
+} // namespace strategy_cmd
+
+#endif

@@ -350,3 +350,21 @@ TEST_CASE("grid: every dp x tp x pp x micro for the device count") {
   CHECK(g.size() == 4 + 9 + 6);
   for (auto& s : g) CHECK(s.devices() == 8);
 }
+
+TEST_CASE("the busiest stage's breakdown adds up to the iteration time") {
+  auto m = uniform_model(8, 4'000'000, 1 << 20, 1 << 20);
+  m.other = 5000;
+  auto c = ds::cluster_spec::parse("2x8:nvlink=150GB/s,nic=25Gbps");
+  for (std::string spec : {"dp=16", "dp=16,zero=1", "dp=16,zero=3", "dp=4,tp=2,pp=2,micro=4", "tp=8,pp=2,micro=8",
+                    "dp=2,pp=8,micro=16,schedule=gpipe", "dp=8,tp=2,recompute=blocks"}) {
+    CAPTURE(spec);
+    for (double overlap : {1.0, 1.3}) {
+      ds::simulate_options o;
+      o.overlap_slowdown = overlap;
+      auto e = ds::simulate(ds::strategy_spec::parse(spec), c, m, o);
+      CHECK(e.compute + e.tp_comm + e.dp_exposed + e.update + e.other + e.bubble == e.predicted);
+      CHECK(e.bubble >= 0);
+      CHECK(!e.bound.empty());
+    }
+  }
+}

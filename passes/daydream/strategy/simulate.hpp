@@ -447,6 +447,8 @@ struct evaluation {
   std::vector<std::pair<std::size_t, std::size_t>> stages;
   link_use dp_link, tp_link, pp_link;
   /// Breakdown of the iteration on its busiest stage (they add up to `predicted`).
+  /// dp_exposed: gradient reduction between the last backward and the update, plus what
+  /// the gradient queue runs after the update (ZeRO-1/2's all-gather).
   time_ns compute = 0, tp_comm = 0, dp_exposed = 0, update = 0, other = 0, bubble = 0;
   /// What bounds the iteration: "compute", "pipeline bubble", "tensor-parallel all-reduces over ...",
   /// "data-parallel gradient sync over ...", "time outside the layers".
@@ -476,7 +478,7 @@ inline evaluation simulate(const strategy_spec& s, const cluster_spec& c, const 
   e.pp_link = cs.pp_link;
   // The busiest stage: the most computation.
   std::vector<time_ns> comp(cs.stages.size(), 0), tpc(cs.stages.size(), 0), bwd_end(cs.stages.size(), 0),
-      upd_start(cs.stages.size(), 0), upd(cs.stages.size(), 0);
+      upd_start(cs.stages.size(), 0), upd(cs.stages.size(), 0), grad_end(cs.stages.size(), 0);
   cs.g.for_each_task([&](task_id x) {
     const auto res = cs.g.resource_of(x);
     for (std::size_t k = 0; k < cs.stages.size(); ++k) {
@@ -485,7 +487,11 @@ inline evaluation simulate(const strategy_spec& s, const cluster_spec& c, const 
         if (ph == phase::forward || ph == phase::backward) comp[k] += r.duration(x);
         if (ph == phase::backward) bwd_end[k] = std::max(bwd_end[k], r.end[x]);
         if (ph == phase::weight_update) { upd_start[k] = r.start[x]; upd[k] = r.duration(x); }
-      } else if (res == cs.tensor[k]) tpc[k] += r.duration(x);
+      } else if (res == cs.tensor[k]) {
+        tpc[k] += r.duration(x);
+        if (cs.g.phase_of(x) == phase::backward) bwd_end[k] = std::max(bwd_end[k], r.end[x]);
+      }
+      else if (res == cs.gradients[k]) grad_end[k] = std::max(grad_end[k], r.end[x]);
     }
   });
   const auto k = static_cast<std::size_t>(std::max_element(comp.begin(), comp.end()) - comp.begin());
@@ -493,14 +499,17 @@ inline evaluation simulate(const strategy_spec& s, const cluster_spec& c, const 
   e.tp_comm = tpc[k];
   e.update = upd[k];
   e.other = m.other;
-  e.dp_exposed = std::max<time_ns>(0, upd_start[k] - bwd_end[k]);
+  // Gradient sync before the update, and ZeRO's gather after it, that nothing hides.
+  e.dp_exposed = std::max<time_ns>(0, upd_start[k] - bwd_end[k]) +
+                 std::max<time_ns>(0, grad_end[k] - (upd_start[k] + upd[k]));
   e.bubble = std::max<time_ns>(0, e.predicted - e.compute - e.tp_comm - e.update - e.other - e.dp_exposed);
   std::vector<std::pair<time_ns, std::string>> parts{
       {e.bubble, s.pp > 1 ? "pipeline bubble (" + std::to_string(s.pp) + " stages, " + std::to_string(s.micro) +
                                 " micro-batches; sends over " + e.pp_link.describe() + ")"
                           : "waiting (nothing runs on the busiest device)"},
       {e.tp_comm, "tensor-parallel all-reduces over " + e.tp_link.describe()},
-      {e.dp_exposed, "data-parallel gradient sync over " + e.dp_link.describe() + " not hidden by the backward"},
+      {e.dp_exposed, "data-parallel gradient sync" + std::string(s.zero ? " and ZeRO gathers" : "") + " over " +
+                         e.dp_link.describe() + " not hidden by computation"},
       {e.other, "time outside the layers (kept as traced)"}};
   auto worst = std::max_element(parts.begin(), parts.end(),
                                 [](auto& a, auto& b) { return a.first < b.first; });

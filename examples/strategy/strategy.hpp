@@ -6,9 +6,11 @@
 #define DAYDREAM_EXAMPLES_STRATEGY_STRATEGY_HPP
 
 #include <daydream/config.hpp>
+#include <daydream/io/chrome_trace.hpp>
 #include <daydream/io/json_writer.hpp>
 #include <daydream/io/kineto.hpp>
 #include <daydream/params.hpp>
+#include <daydream/replay.hpp>
 #include <daydream/passes/support/format.hpp>
 #include <daydream/strategy/cluster_spec.hpp>
 #include <daydream/strategy/model.hpp>
@@ -43,6 +45,7 @@ struct options {
   std::int32_t iteration = -1;         ///< the traced iteration to read; -1: a steady one
   double overlap = 1.0;                ///< Proteus' overlap factor
   double optimizer_bytes = 12;         ///< optimizer state per parameter
+  std::string timeline;                ///< Chrome-trace file of the strategies; empty: none
   bool json = false;
 };
 
@@ -77,6 +80,9 @@ inline void add_options(CLI::App& app, options& o) {
   app.add_option("--optimizer-bytes", o.optimizer_bytes,
                  "optimizer state bytes per parameter (Adam with fp32 master weights: 12)")
       ->capture_default_str();
+  app.add_option("--timeline", o.timeline,
+                 "write a Chrome trace (Perfetto) of each --strategy and of the best: one process per pipeline "
+                 "stage's device, its queues as tracks");
   app.add_flag("--json", o.json, "print one JSON object on stdout");
 }
 
@@ -134,6 +140,18 @@ inline int run(const options& o, std::FILE* out) {
   for (auto& e : evals)
     if (!e.oom) { best = &e; break; }
   const double single = double(model.iteration);
+  if (!o.timeline.empty()) {
+    std::vector<ds::strategy_spec> shown(specs.begin(), specs.begin() + std::ptrdiff_t(o.strategies.size()));
+    if (best && std::find(shown.begin(), shown.end(), best->strategy) == shown.end()) shown.push_back(best->strategy);
+    daydream::io::chrome_trace ct;
+    daydream::replay_options ro;
+    ro.overlap_slowdown = o.overlap;
+    for (auto& s : shown) {
+      auto cs = ds::compile(s, cluster, model, so);
+      ct.add_ranks(s.to_string(), cs.g, daydream::replay(cs.g, daydream::trace_order_policy{}, ro));
+    }
+    ct.save(o.timeline);
+  }
 
   if (o.json) {
     daydream::io::json_writer w(true);
@@ -198,6 +216,7 @@ inline int run(const options& o, std::FILE* out) {
                format_bytes(peak->activations));
   }
   for (auto& n : model.notes) fmt::print(out, "note: {}\n", n);
+  if (!o.timeline.empty()) fmt::print(out, "timeline: {}\n", o.timeline);
   return 0;
 }
 

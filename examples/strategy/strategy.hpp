@@ -5,6 +5,8 @@
 #ifndef DAYDREAM_EXAMPLES_STRATEGY_STRATEGY_HPP
 #define DAYDREAM_EXAMPLES_STRATEGY_STRATEGY_HPP
 
+#include "../mpi.hpp"
+
 #include <daydream/config.hpp>
 #include <daydream/io/chrome_trace.hpp>
 #include <daydream/io/json_writer.hpp>
@@ -22,6 +24,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -131,14 +135,54 @@ inline int run(const options& o, std::FILE* out) {
     throw daydream::usage_error(fmt::format("daydream strategy: no valid strategy for {} devices",
                                             o.devices ? o.devices : cluster.devices()));
 
-  std::vector<ds::evaluation> evals;
-  for (auto& s : specs) evals.push_back(ds::simulate(s, cluster, model, so));
+  for (auto& s : specs) ds::validate(s, cluster, model, so); // on every rank, before any is left waiting
+
+  // Under mpirun, rank r simulates strategies r, r + size, ...; rank 0 gathers the figures
+  // (written exactly: shortest round-trip decimals) and re-simulates the best to explain it.
+  program::mpi_world world;
+  std::vector<ds::evaluation> evals(specs.size());
+  std::string mine;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    if (int(i % std::size_t(world.size())) != world.rank()) continue;
+    evals[i] = ds::simulate(specs[i], cluster, model, so);
+    const auto& e = evals[i];
+    mine += fmt::format("{} {} {} {} {} {} {} {} {} {}\n", i, e.predicted, e.samples_per_s, e.peak_memory,
+                        int(e.oom), e.comm.dp, e.comm.tp, e.comm.pp, e.comm.zero, e.bound);
+  }
+  auto all = world.gather(mine);
+  if (world.rank() != 0) return 0;
+  for (std::size_t r = 1; r < all.size(); ++r) {
+    std::istringstream in(all[r]);
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream f(line);
+      std::size_t i = 0;
+      int oom = 0;
+      std::string dp, tp, pp, zero, sps, peak;
+      ds::evaluation e;
+      f >> i >> e.predicted >> sps >> peak >> oom >> dp >> tp >> pp >> zero;
+      std::getline(f >> std::ws, e.bound);
+      if (!f.eof() && f.fail()) throw daydream::error("daydream strategy: a rank sent a malformed result: " + line);
+      e.strategy = specs.at(i);
+      e.samples_per_s = std::strtod(sps.c_str(), nullptr);
+      e.peak_memory = std::strtod(peak.c_str(), nullptr);
+      e.oom = oom != 0;
+      e.comm = {std::strtod(dp.c_str(), nullptr), std::strtod(tp.c_str(), nullptr), std::strtod(pp.c_str(), nullptr),
+                std::strtod(zero.c_str(), nullptr)};
+      evals[i] = e;
+    }
+  }
   std::stable_sort(evals.begin(), evals.end(), [](const ds::evaluation& a, const ds::evaluation& b) {
     return a.samples_per_s > b.samples_per_s;
   });
   const ds::evaluation* best = nullptr;
   for (auto& e : evals)
     if (!e.oom) { best = &e; break; }
+  ds::evaluation explained;
+  if (best && best->memory.empty()) {
+    explained = ds::simulate(best->strategy, cluster, model, so);
+    best = &explained;
+  }
   const double single = double(model.iteration);
   if (!o.timeline.empty()) {
     std::vector<ds::strategy_spec> shown(specs.begin(), specs.begin() + std::ptrdiff_t(o.strategies.size()));
@@ -157,7 +201,7 @@ inline int run(const options& o, std::FILE* out) {
     daydream::io::json_writer w(true);
     w.begin_object();
     w.field("trace", o.trace).field("iteration", po.iteration).field("cluster", cluster.describe());
-    w.field("layers", model.layers.size()).field("single_gpu_us", single / 1e3);
+    w.field("layers", model.layers.size()).field("single_gpu_us", single / 1e3).field("ranks", world.size());
     w.key("strategies").begin_array();
     for (auto& e : evals) {
       w.begin_object();

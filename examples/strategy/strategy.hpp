@@ -115,6 +115,10 @@ inline int run(const options& o, std::FILE* out) {
   }
 
   auto trace = daydream::io::load_kineto(o.trace);
+  if (o.iteration >= 0 && std::none_of(trace.iterations.begin(), trace.iterations.end(),
+                                       [&](const auto& it) { return it.number == o.iteration; }))
+    throw daydream::usage_error(fmt::format("daydream strategy: {}: no iteration {} (the trace has {})", o.trace,
+                                            o.iteration, trace.iterations.size()));
   ds::profile_options po;
   po.iteration = o.iteration >= 0 ? o.iteration : std::max(0, trace.default_iteration());
   po.model_bytes = model_bytes;

@@ -232,12 +232,14 @@ inline int run(const options& o, std::FILE* out) {
              o.trace, po.iteration, model.layers.size(), format_time(model.iteration),
              format_bytes(double(model.param_bytes())), model.gradient_source);
   fmt::print(out, "cluster: {}\n\n", cluster.describe());
-  fmt::print(out, "{:>4}  {:<40} {:>12} {:>12} {:>12} {:>4}  {:>10} {:>10} {:>10} {:>10}\n", "rank", "strategy",
+  std::size_t width = 40;
+  for (auto& e : evals) width = std::max(width, e.strategy.to_string().size());
+  fmt::print(out, "{:>4}  {:<{}} {:>12} {:>12} {:>12} {:>4}  {:>10} {:>10} {:>10} {:>10}\n", "rank", "strategy", width,
              "iteration", "samples/s", "peak memory", "OOM", "dp bytes", "tp bytes", "pp bytes", "zero bytes");
   int rank = 0;
   for (auto& e : evals)
-    fmt::print(out, "{:>4}  {:<40} {:>12} {:>12.1f} {:>12} {:>4}  {:>10} {:>10} {:>10} {:>10}\n", ++rank,
-               e.strategy.to_string(), format_time(e.predicted), e.samples_per_s, format_bytes(e.peak_memory),
+    fmt::print(out, "{:>4}  {:<{}} {:>12} {:>12.1f} {:>12} {:>4}  {:>10} {:>10} {:>10} {:>10}\n", ++rank,
+               e.strategy.to_string(), width, format_time(e.predicted), e.samples_per_s, format_bytes(e.peak_memory),
                e.oom ? "yes" : "no", format_bytes(e.comm.dp), format_bytes(e.comm.tp), format_bytes(e.comm.pp),
                format_bytes(e.comm.zero));
   fmt::print(out, "\n");

@@ -83,7 +83,9 @@ TEST_CASE("the 8-rank DLRM job with injected clock errors: the LP takes them out
   CHECK(no_alignment(moved).violations > 0);
   auto a = glpk_alignment(moved);
   CHECK(a.violations == 0);
-  for (auto& [r, off] : a.offset) {
+  for (auto& entry : a.offset) {
+    const std::int32_t r = entry.first;
+    const time_ns off = entry.second;
     CAPTURE(r);
     // Moved by e, the rank needs e less offset; the LP's answer on the recorded clocks
     // is the reference (8 collectives leave some freedom: within a few us).

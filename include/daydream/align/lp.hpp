@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -82,6 +83,12 @@ namespace detail {
 
 struct glp_prob_deleter {
   void operator()(glp_prob* p) const noexcept { glp_delete_prob(p); }
+};
+
+// The parts of one collective on one clock: latest start, earliest and latest end.
+struct clock_part {
+  std::size_t clock;
+  time_ns start, end_lo, end_hi;
 };
 
 // Union-find over clock indices.
@@ -157,23 +164,40 @@ inline lp_alignment_report glpk_alignment_report(const alignment_input& in, cons
   }
   rep.clocks = clocks;
 
-  // The collectives that span two clocks, as (clock, start, end) parts.
-  struct part {
-    std::size_t clock;
-    time_ns start, end;
-  };
+  // The collectives that span two clocks. The parts of one collective on one clock share
+  // an offset: only their latest start and their earliest and latest ends can bind, so
+  // they are kept as one part.
+  using part = detail::clock_part;
   std::vector<std::vector<part>> coll;
+  std::vector<std::size_t> slot(clocks, std::size_t(-1));
+  // Times relative to one origin (the first part's start): nanoseconds since the epoch
+  // (1.7e18) are not exact in a double, differences of a few seconds are.
+  time_ns origin = 0;
+  for (auto& c : in.collectives)
+    if (!c.empty()) {
+      origin = c.front().start;
+      break;
+    }
   for (auto& c : in.collectives) {
     std::vector<part> v;
-    bool two = false;
     for (auto& p : c) {
       if (p.end < p.start)
         throw error("daydream: clock alignment: rank " + std::to_string(p.rank) + "'s part of a collective ends (" +
                     std::to_string(p.end) + " ns) before it starts (" + std::to_string(p.start) + " ns)");
-      v.push_back({clock_of_rank[rank_index(p.rank)], p.start, p.end});
-      two = two || v.back().clock != v.front().clock;
+      const auto k = clock_of_rank[rank_index(p.rank)];
+      const time_ns start = p.start - origin, end = p.end - origin;
+      if (slot[k] == std::size_t(-1)) {
+        slot[k] = v.size();
+        v.push_back({k, start, end, end});
+      } else {
+        auto& q = v[slot[k]];
+        q.start = std::max(q.start, start);
+        q.end_lo = std::min(q.end_lo, end);
+        q.end_hi = std::max(q.end_hi, end);
+      }
     }
-    if (two) coll.push_back(std::move(v));
+    for (auto& q : v) slot[q.clock] = std::size_t(-1);
+    if (v.size() >= 2) coll.push_back(std::move(v));
   }
   rep.collectives = coll.size();
 
@@ -181,6 +205,7 @@ inline lp_alignment_report glpk_alignment_report(const alignment_input& in, cons
   // component's lowest clock outward, a clock's offset is the median over the collectives
   // it shares with placed clocks of (mean placed completion - its completion).
   std::vector<double> init(clocks, 0.0);
+  auto mid = [](const part& p) { return 0.5 * (double(p.end_lo) + double(p.end_hi)); };
   std::vector<std::size_t> component(clocks, std::size_t(-1));
   std::vector<char> reference(clocks, 0);
   std::size_t done = 0, components = 0;
@@ -198,10 +223,10 @@ inline lp_alignment_report glpk_alignment_report(const alignment_input& in, cons
         double sum = 0;
         std::size_t n = 0;
         for (auto& p : c)
-          if (component[p.clock] == comp) sum += double(p.end) + init[p.clock], ++n;
+          if (component[p.clock] == comp) sum += mid(p) + init[p.clock], ++n;
         if (n == 0 || n == c.size()) continue;
         for (auto& p : c)
-          if (component[p.clock] == std::size_t(-1)) cand[p.clock].push_back(sum / double(n) - double(p.end));
+          if (component[p.clock] == std::size_t(-1)) cand[p.clock].push_back(sum / double(n) - mid(p));
       }
       for (std::size_t k = 0; k < clocks; ++k) {
         if (cand[k].empty()) continue;
@@ -217,152 +242,188 @@ inline lp_alignment_report glpk_alignment_report(const alignment_input& in, cons
   for (std::size_t k = 0; k < ranks.size(); ++k)
     if (component[clock_of_rank[k]] != 0) rep.unconnected.push_back(ranks[k]);
 
-  // Columns: offsets (corrections to `init`, in ns) 1..clocks, then per collective
-  // lo, hi, st, v. Row values are relative to a per-collective base (its earliest start
-  // on the initial offsets), so the LP's numbers stay small.
-  std::unique_ptr<glp_prob, detail::glp_prob_deleter> lp(glp_create_prob());
-  glp_prob* P = lp.get();
-  glp_set_obj_dir(P, GLP_MIN);
-  const std::size_t ncols = clocks + 4 * coll.size();
-  rep.columns = ncols;
-  if (ncols > std::size_t(std::numeric_limits<int>::max() / 2))
-    throw error("daydream: clock alignment: the LP is too large for GLPK (" + std::to_string(ncols) + " variables)");
-  glp_add_cols(P, int(ncols));
-  for (std::size_t k = 0; k < clocks; ++k)
-    glp_set_col_bnds(P, int(k + 1), reference[k] ? GLP_FX : GLP_FR, 0.0, 0.0);
+  // Each collective's numbers relative to a base (its earliest start on the initial
+  // offsets, a whole ns), so that the solver's numbers stay small.
   std::vector<double> base(coll.size());
-  auto col = [&](std::size_t c, int which) { return int(clocks + 4 * c + std::size_t(which) + 1); };
   for (std::size_t c = 0; c < coll.size(); ++c) {
     double b = std::numeric_limits<double>::max();
     for (auto& p : coll[c]) b = std::min(b, double(p.start) + init[p.clock]);
     base[c] = b;
-    glp_set_col_bnds(P, col(c, 0), GLP_FR, 0.0, 0.0); // lo: earliest completion
-    glp_set_col_bnds(P, col(c, 1), GLP_LO, 0.0, 0.0); // w: spread (latest completion = lo + w)
-    glp_set_col_bnds(P, col(c, 2), GLP_FR, 0.0, 0.0); // st: latest start
-    glp_set_col_bnds(P, col(c, 3), GLP_LO, 0.0, 0.0); // v: causality violation
-    glp_set_obj_coef(P, col(c, 1), 1.0);
-    glp_set_obj_coef(P, col(c, 3), opt.causality_weight);
   }
-  // Rows. Per part three kinds (0: lo <= end, 1: lo + w >= end, 2: st >= start), added
-  // lazily; `have` marks the ones in the LP. The spread is a variable of its own (w >= 0)
-  // rather than hi - lo, so that an LP with only some parts' rows stays bounded.
-  std::vector<std::size_t> first(coll.size() + 1, 0);
-  for (std::size_t c = 0; c < coll.size(); ++c) first[c + 1] = first[c] + coll[c].size();
-  std::vector<std::uint8_t> have(first.back(), 0);
-  rep.full_rows = 3 * first.back() + coll.size();
-  std::vector<int> ind(4);
-  std::vector<double> val(4);
-  int rows = 0;
-  auto add_rows = [&](int n) {
-    glp_add_rows(P, n);
-    const int r = rows + 1;
-    rows += n;
-    return r;
-  };
-  if (!coll.empty()) {
-    const int r0 = add_rows(int(coll.size()));
+  std::vector<double> t(clocks, 0.0); // the offsets' corrections to `init`
+  { // The LP, solved by GLPK's simplex with row generation.
+    // Columns: offsets (corrections to `init`, in ns) 1..clocks, then per collective
+    // lo, hi, st, v. Row values are relative to a per-collective base (its earliest start
+    // on the initial offsets), so the LP's numbers stay small.
+    std::unique_ptr<glp_prob, detail::glp_prob_deleter> lp(glp_create_prob());
+    glp_prob* P = lp.get();
+    glp_set_obj_dir(P, GLP_MIN);
+    const std::size_t ncols = clocks + 4 * coll.size();
+    rep.columns = ncols;
+    if (ncols > std::size_t(std::numeric_limits<int>::max() / 2))
+      throw error("daydream: clock alignment: the LP is too large for GLPK (" + std::to_string(ncols) + " variables)");
+    glp_add_cols(P, int(ncols));
+    for (std::size_t k = 0; k < clocks; ++k)
+      glp_set_col_bnds(P, int(k + 1), reference[k] ? GLP_FX : GLP_FR, 0.0, 0.0);
+    auto col = [&](std::size_t c, int which) { return int(clocks + 4 * c + std::size_t(which) + 1); };
     for (std::size_t c = 0; c < coll.size(); ++c) {
-      ind[1] = col(c, 0), val[1] = 1.0;
-      ind[2] = col(c, 3), val[2] = 1.0;
-      ind[3] = col(c, 2), val[3] = -1.0;
-      glp_set_mat_row(P, r0 + int(c), 3, ind.data(), val.data());
-      glp_set_row_bnds(P, r0 + int(c), GLP_LO, 0.0, 0.0);
+      glp_set_col_bnds(P, col(c, 0), GLP_FR, 0.0, 0.0); // lo: earliest completion
+      glp_set_col_bnds(P, col(c, 1), GLP_LO, 0.0, 0.0); // w: spread (latest completion = lo + w)
+      glp_set_col_bnds(P, col(c, 2), GLP_FR, 0.0, 0.0); // st: latest start
+      glp_set_col_bnds(P, col(c, 3), GLP_LO, 0.0, 0.0); // v: causality violation
+      glp_set_obj_coef(P, col(c, 1), 1.0);
+      glp_set_obj_coef(P, col(c, 3), opt.causality_weight);
     }
-  }
-  std::vector<std::pair<std::size_t, int>> pending; // (part index, kind)
-  auto add_pending = [&] {
-    if (pending.empty()) return;
-    int r = add_rows(int(pending.size()));
-    for (auto [gi, kind] : pending) {
-      const auto c = std::size_t(std::upper_bound(first.begin(), first.end(), gi) - first.begin()) - 1;
-      const auto& p = coll[c][gi - first[c]];
-      const double rhs = (kind == 2 ? double(p.start) : double(p.end)) + init[p.clock] - base[c];
-      // lo - t <= rhs;  lo + w - t >= rhs;  st - t >= rhs
-      int len = 0;
-      ind[++len] = col(c, kind == 2 ? 2 : 0), val[len] = 1.0;
-      if (kind == 1) ind[++len] = col(c, 1), val[len] = 1.0;
-      ind[++len] = int(p.clock + 1), val[len] = -1.0;
-      glp_set_mat_row(P, r, len, ind.data(), val.data());
-      glp_set_row_bnds(P, r, kind == 0 ? GLP_UP : GLP_LO, rhs, rhs);
-      have[gi] |= std::uint8_t(1u << kind);
-      ++r;
-    }
-    pending.clear();
-  };
-  // The rows of each collective's extreme parts on the initial offsets.
-  for (std::size_t c = 0; c < coll.size(); ++c) {
-    std::size_t lo = 0, hi = 0, st = 0;
-    auto at = [&](std::size_t i, bool start) {
-      return double(start ? coll[c][i].start : coll[c][i].end) + init[coll[c][i].clock];
+    // Rows. Per part three kinds (0: lo <= end, 1: lo + w >= end, 2: st >= start), added
+    // lazily; `have` marks the ones in the LP. The spread is a variable of its own (w >= 0)
+    // rather than hi - lo, so that an LP with only some parts' rows stays bounded.
+    std::vector<std::size_t> first(coll.size() + 1, 0);
+    for (std::size_t c = 0; c < coll.size(); ++c) first[c + 1] = first[c] + coll[c].size();
+    std::vector<std::uint8_t> have(first.back(), 0);
+    rep.full_rows = 3 * first.back() + coll.size();
+    std::vector<int> ind(4);
+    std::vector<double> val(4);
+    int rows = 0;
+    auto add_rows = [&](int n) {
+      glp_add_rows(P, n);
+      const int r = rows + 1;
+      rows += n;
+      return r;
     };
-    for (std::size_t i = 1; i < coll[c].size(); ++i) {
-      if (at(i, false) < at(lo, false)) lo = i;
-      if (at(i, false) > at(hi, false)) hi = i;
-      if (at(i, true) > at(st, true)) st = i;
-    }
-    pending.emplace_back(first[c] + lo, 0);
-    pending.emplace_back(first[c] + hi, 1);
-    pending.emplace_back(first[c] + st, 2);
-  }
-  add_pending();
-
-  const int prev_term = glp_term_out(GLP_OFF);
-  struct restore_term {
-    int v;
-    ~restore_term() { glp_term_out(v); }
-  } restore{prev_term};
-  glp_smcp parm;
-  glp_init_smcp(&parm);
-  parm.msg_lev = GLP_MSG_OFF;
-  std::vector<double> t(clocks, 0.0);
-  for (;;) {
-    if (rep.rounds >= opt.max_rounds)
-      throw error("daydream: clock alignment: GLPK's LP still violates rows of the full problem after " +
-                  std::to_string(opt.max_rounds) + " rounds of row generation");
-    ++rep.rounds;
-    if (rows > 0) {
-      // The first solve from the standard basis by the primal simplex; each later one
-      // from the last optimal basis, which stays dual feasible when rows are added, by
-      // the dual simplex.
-      parm.meth = rep.rounds == 1 ? GLP_PRIMAL : GLP_DUALP;
-      const int rc = glp_simplex(P, &parm);
-      if (rc != 0)
-        throw error(std::string("daydream: clock alignment: GLPK's simplex failed: ") + detail::glpk_simplex_error(rc) +
-                    " (" + std::to_string(rows) + " rows, " + std::to_string(ncols) + " columns)");
-      const int st = glp_get_status(P);
-      if (st != GLP_OPT)
-        throw error(std::string("daydream: clock alignment: GLPK found no optimum: the solution is ") +
-                    detail::glpk_status(st) + " (" + std::to_string(rows) + " rows, " + std::to_string(ncols) +
-                    " columns)");
-    }
-    for (std::size_t k = 0; k < clocks; ++k) t[k] = rows > 0 ? glp_get_col_prim(P, int(k + 1)) : 0.0;
-    // Rows of the full LP the solution violates (beyond a small tolerance).
-    for (std::size_t c = 0; c < coll.size(); ++c) {
-      const double lo = glp_get_col_prim(P, col(c, 0)), hi = lo + glp_get_col_prim(P, col(c, 1)),
-                   st = glp_get_col_prim(P, col(c, 2));
-      for (std::size_t i = 0; i < coll[c].size(); ++i) {
-        const auto& p = coll[c][i];
-        const double e = double(p.end) + init[p.clock] - base[c] + t[p.clock];
-        const double s = double(p.start) + init[p.clock] - base[c] + t[p.clock];
-        const std::size_t gi = first[c] + i;
-        const double eps = 1e-6 * (1.0 + std::fabs(e));
-        if (!(have[gi] & 1u) && e < lo - eps) pending.emplace_back(gi, 0);
-        if (!(have[gi] & 2u) && e > hi + eps) pending.emplace_back(gi, 1);
-        if (!(have[gi] & 4u) && s > st + (1e-6 * (1.0 + std::fabs(s)))) pending.emplace_back(gi, 2);
+    if (!coll.empty()) {
+      const int r0 = add_rows(int(coll.size()));
+      for (std::size_t c = 0; c < coll.size(); ++c) {
+        ind[1] = col(c, 0), val[1] = 1.0;
+        ind[2] = col(c, 3), val[2] = 1.0;
+        ind[3] = col(c, 2), val[3] = -1.0;
+        glp_set_mat_row(P, r0 + int(c), 3, ind.data(), val.data());
+        glp_set_row_bnds(P, r0 + int(c), GLP_LO, 0.0, 0.0);
       }
     }
-    if (pending.empty()) break;
-    add_pending();
-  }
-  rep.rows = std::size_t(rows);
-  if (rows > 0) {
-    rep.objective_ns = glp_get_obj_val(P);
+    std::vector<std::pair<std::size_t, int>> pending; // (part index, kind)
+    auto add_pending = [&] {
+      if (pending.empty()) return;
+      int r = add_rows(int(pending.size()));
+      for (auto [gi, kind] : pending) {
+        const auto c = std::size_t(std::upper_bound(first.begin(), first.end(), gi) - first.begin()) - 1;
+        const auto& p = coll[c][gi - first[c]];
+        const double rhs = double(kind == 0 ? p.end_lo : kind == 1 ? p.end_hi : p.start) + init[p.clock] - base[c];
+        // lo - t <= rhs;  lo + w - t >= rhs;  st - t >= rhs
+        int len = 0;
+        ind[++len] = col(c, kind == 2 ? 2 : 0), val[len] = 1.0;
+        if (kind == 1) ind[++len] = col(c, 1), val[len] = 1.0;
+        ind[++len] = int(p.clock + 1), val[len] = -1.0;
+        glp_set_mat_row(P, r, len, ind.data(), val.data());
+        glp_set_row_bnds(P, r, kind == 0 ? GLP_UP : GLP_LO, rhs, rhs);
+        have[gi] |= std::uint8_t(1u << kind);
+        ++r;
+      }
+      pending.clear();
+    };
+    // The rows of each collective's extreme parts on the initial offsets.
+    std::vector<char> causal(coll.size());
     for (std::size_t c = 0; c < coll.size(); ++c) {
-      rep.spread_ns += glp_get_col_prim(P, col(c, 1));
-      rep.violation_ns += glp_get_col_prim(P, col(c, 3));
+      std::size_t lo = 0, hi = 0, st = 0;
+      auto at = [&](std::size_t i, int kind) {
+        const auto& p = coll[c][i];
+        return double(kind == 0 ? p.end_lo : kind == 1 ? p.end_hi : p.start) + init[p.clock];
+      };
+      for (std::size_t i = 1; i < coll[c].size(); ++i) {
+        if (at(i, 0) < at(lo, 0)) lo = i;
+        if (at(i, 1) > at(hi, 1)) hi = i;
+        if (at(i, 2) > at(st, 2)) st = i;
+      }
+      pending.emplace_back(first[c] + lo, 0);
+      pending.emplace_back(first[c] + hi, 1);
+      pending.emplace_back(first[c] + st, 2);
+      causal[c] = at(st, 2) <= at(lo, 0);
     }
-  }
+    add_pending();
+    // A primal feasible starting basis, the solution at the initial offsets: per collective
+    // lo, w and st basic with their rows tight, and v basic where the collective violates
+    // causality (else the causality row's slack); the offsets nonbasic. The first simplex
+    // then only moves the offsets, instead of building every collective's block from scratch.
+    for (std::size_t k = 0; k < clocks; ++k) glp_set_col_stat(P, int(k + 1), reference[k] ? GLP_NS : GLP_NF);
+    for (std::size_t c = 0; c < coll.size(); ++c) {
+      const int rc = int(c) + 1, rk = int(coll.size() + 3 * c) + 1;
+      glp_set_col_stat(P, col(c, 0), GLP_BS);
+      glp_set_col_stat(P, col(c, 1), GLP_BS);
+      glp_set_col_stat(P, col(c, 2), GLP_BS);
+      glp_set_row_stat(P, rk, GLP_NU);
+      glp_set_row_stat(P, rk + 1, GLP_NL);
+      glp_set_row_stat(P, rk + 2, GLP_NL);
+      glp_set_col_stat(P, col(c, 3), causal[c] ? GLP_NL : GLP_BS);
+      glp_set_row_stat(P, rc, causal[c] ? GLP_BS : GLP_NL);
+    }
 
+    const int prev_term = glp_term_out(GLP_OFF);
+    struct restore_term {
+      int v;
+      ~restore_term() { glp_term_out(v); }
+    } restore{prev_term};
+    glp_smcp parm;
+    glp_init_smcp(&parm);
+    parm.msg_lev = GLP_MSG_OFF;
+    for (;;) {
+      if (rep.rounds >= opt.max_rounds)
+        throw error("daydream: clock alignment: GLPK's LP still violates rows of the full problem after " +
+                    std::to_string(opt.max_rounds) + " rounds of row generation");
+      ++rep.rounds;
+      if (rows > 0) {
+        // The first solve from the standard basis by the primal simplex; each later one
+        // from the last optimal basis, which stays dual feasible when rows are added, by
+        // the dual simplex.
+        parm.meth = rep.rounds == 1 ? GLP_PRIMAL : GLP_DUALP;
+        const int rc = glp_simplex(P, &parm);
+        if (rc != 0)
+          throw error(std::string("daydream: clock alignment: GLPK's simplex failed: ") + detail::glpk_simplex_error(rc) +
+                      " (" + std::to_string(rows) + " rows, " + std::to_string(ncols) + " columns)");
+        const int st = glp_get_status(P);
+        if (st != GLP_OPT)
+          throw error(std::string("daydream: clock alignment: GLPK found no optimum: the solution is ") +
+                      detail::glpk_status(st) + " (" + std::to_string(rows) + " rows, " + std::to_string(ncols) +
+                      " columns)");
+      }
+      for (std::size_t k = 0; k < clocks; ++k) t[k] = rows > 0 ? glp_get_col_prim(P, int(k + 1)) : 0.0;
+      // Rows of the full LP the solution violates (beyond a small tolerance): per collective
+      // and kind the most violated one, whose row then makes the others' likely hold.
+      for (std::size_t c = 0; c < coll.size(); ++c) {
+        const double lo = glp_get_col_prim(P, col(c, 0)), hi = lo + glp_get_col_prim(P, col(c, 1)),
+                     st = glp_get_col_prim(P, col(c, 2));
+        double worst[3] = {0, 0, 0};
+        std::size_t which[3] = {0, 0, 0};
+        for (std::size_t i = 0; i < coll[c].size(); ++i) {
+          const auto& p = coll[c][i];
+          const double shift = init[p.clock] - base[c] + t[p.clock];
+          const double by[3] = {lo - (double(p.end_lo) + shift), double(p.end_hi) + shift - hi,
+                                double(p.start) + shift - st};
+          for (int kind = 0; kind < 3; ++kind)
+            if (by[kind] > worst[kind] + 0.5) { // half a ns: the offsets are rounded to whole ns
+              worst[kind] = by[kind];
+              which[kind] = first[c] + i;
+            }
+        }
+        for (int kind = 0; kind < 3; ++kind)
+          if (worst[kind] > 0 && !(have[which[kind]] & (1u << kind))) pending.emplace_back(which[kind], kind);
+      }
+      if (pending.empty()) break;
+      add_pending();
+    }
+    rep.rows = std::size_t(rows);
+  }
+  // The optimum, evaluated at the offsets found.
+  for (auto& c : coll) {
+    double lo = std::numeric_limits<double>::max(), hi = -lo, st = -lo;
+    for (auto& p : c) {
+      const double o = init[p.clock] + t[p.clock];
+      lo = std::min(lo, double(p.end_lo) + o);
+      hi = std::max(hi, double(p.end_hi) + o);
+      st = std::max(st, double(p.start) + o);
+    }
+    rep.spread_ns += hi - lo;
+    rep.violation_ns += std::max(0.0, st - lo);
+  }
+  rep.objective_ns = rep.spread_ns + opt.causality_weight * rep.violation_ns;
   auto& a = rep.result;
   for (std::size_t k = 0; k < ranks.size(); ++k) {
     const auto c = clock_of_rank[k];
@@ -372,7 +433,7 @@ inline lp_alignment_report glpk_alignment_report(const alignment_input& in, cons
   a.residual_ns = q.first;
   a.violations = q.second;
   a.aligned = true;
-  a.method = "linear program (GLPK " + std::string(glp_version()) + " dual simplex): " + std::to_string(clocks) +
+  a.method = "linear program (GLPK " + std::string(glp_version()) + " simplex): " + std::to_string(clocks) +
              " clock(s), " + std::to_string(coll.size()) + " collective(s), " + std::to_string(rep.rows) + " of " +
              std::to_string(rep.full_rows) + " rows, " + std::to_string(rep.rounds) + " round(s)";
   if (!rep.unconnected.empty())

@@ -140,6 +140,25 @@ TEST_CASE("lp alignment: ranks of one host share a clock unless told otherwise")
   CHECK(shared.result.offset.at(2) == shared.result.offset.at(3));
 }
 
+TEST_CASE("lp alignment: beyond max_collectives the LP takes evenly spaced ones; the quality covers all") {
+  auto g = make_job(5, 6, 3, 90, 3 * ms);
+  lp_alignment_options o;
+  o.max_collectives = 20;
+  auto rep = glpk_alignment_report(g.in, o);
+  CHECK(rep.spanning == 90);
+  CHECK(rep.collectives == 20);
+  CHECK(rep.result.method.find("(evenly spaced, of 90)") != std::string::npos);
+  for (std::int32_t r = 0; r < 6; ++r) {
+    CAPTURE(r);
+    CHECK(std::abs(rep.result.offset.at(r) - expected(g, r)) <= 3 * us);
+  }
+  // The residual is alignment_quality's over all 90.
+  CHECK(rep.result.residual_ns == alignment_quality(g.in, rep.result.offset).first);
+  CHECK(rep.result.violations == 0);
+  o.max_collectives = 0;
+  CHECK(glpk_alignment_report(g.in, o).collectives == 90);
+}
+
 TEST_CASE("lp alignment: 64 ranks on 8 hosts with offsets up to 3 ms") {
   auto g = make_job(3, 64, 8, 60, 3 * ms);
   auto a = glpk_alignment(g.in);

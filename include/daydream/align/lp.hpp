@@ -54,6 +54,11 @@ struct lp_alignment_options {
   /// A part ending up to this long before another starts is not counted as a violation
   /// in the reported quality (alignment_quality's tolerance).
   time_ns tolerance = 1'000;
+  /// Collectives in the LP at most (0: all): beyond it, this many evenly spaced ones. The
+  /// LP's size grows with collectives x clocks and the simplex's time faster; a few hundred
+  /// collectives fix each clock's offset well, and the reported quality (residual,
+  /// violations) still covers every collective.
+  std::size_t max_collectives = 500;
   /// Row-generation rounds at most (each adds the rows the last solution violates); the
   /// solve fails with daydream::error if rows are still violated after them.
   int max_rounds = 100;
@@ -66,7 +71,8 @@ struct lp_alignment_report {
   double spread_ns = 0;        ///< total completion spread over the collectives in the LP (ns)
   double violation_ns = 0;     ///< total causality violation left (ns)
   std::size_t clocks = 0;      ///< offset variables (ranks sharing a clock count once)
-  std::size_t collectives = 0; ///< collectives in the LP (those spanning at least two clocks)
+  std::size_t collectives = 0; ///< collectives in the LP (spanning two clocks; at most max_collectives)
+  std::size_t spanning = 0;    ///< collectives spanning at least two clocks
   std::size_t rows = 0;        ///< constraint rows of the final LP
   std::size_t full_rows = 0;   ///< rows of the LP with every part's rows (what row generation avoided)
   std::size_t columns = 0;     ///< variables of the LP
@@ -199,7 +205,6 @@ inline lp_alignment_report glpk_alignment_report(const alignment_input& in, cons
     for (auto& q : v) slot[q.clock] = std::size_t(-1);
     if (v.size() >= 2) coll.push_back(std::move(v));
   }
-  rep.collectives = coll.size();
 
   // Initial offsets, and the components of clocks linked by collectives: from each
   // component's lowest clock outward, a clock's offset is the median over the collectives
@@ -241,6 +246,15 @@ inline lp_alignment_report glpk_alignment_report(const alignment_input& in, cons
   }
   for (std::size_t k = 0; k < ranks.size(); ++k)
     if (component[clock_of_rank[k]] != 0) rep.unconnected.push_back(ranks[k]);
+  // The LP's collectives: all, or evenly spaced ones (every clock placed above from all).
+  rep.spanning = coll.size();
+  if (opt.max_collectives > 0 && coll.size() > opt.max_collectives) {
+    std::vector<std::vector<part>> some;
+    some.reserve(opt.max_collectives);
+    for (std::size_t i = 0; i < opt.max_collectives; ++i) some.push_back(std::move(coll[i * rep.spanning / opt.max_collectives]));
+    coll = std::move(some);
+  }
+  rep.collectives = coll.size();
 
   // Each collective's numbers relative to a base (its earliest start on the initial
   // offsets, a whole ns), so that the solver's numbers stay small.
@@ -434,7 +448,9 @@ inline lp_alignment_report glpk_alignment_report(const alignment_input& in, cons
   a.violations = q.second;
   a.aligned = true;
   a.method = "linear program (GLPK " + std::string(glp_version()) + " simplex): " + std::to_string(clocks) +
-             " clock(s), " + std::to_string(coll.size()) + " collective(s), " + std::to_string(rep.rows) + " of " +
+             " clock(s), " + std::to_string(coll.size()) + " collective(s)" +
+             (rep.spanning > coll.size() ? " (evenly spaced, of " + std::to_string(rep.spanning) + ")" : std::string()) +
+             ", " + std::to_string(rep.rows) + " of " +
              std::to_string(rep.full_rows) + " rows, " + std::to_string(rep.rounds) + " round(s)";
   if (!rep.unconnected.empty())
     a.method += "; " + std::to_string(rep.unconnected.size()) +

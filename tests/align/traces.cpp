@@ -37,10 +37,13 @@ TEST_CASE("the 8-rank DLRM job aligned by LP: causal, tighter, every rank within
   REQUIRE(j.ranks.size() == 8);
   auto m = match_collectives(j);
   REQUIRE(m.collectives.size() == 8);
-  auto in = make_alignment_input(j, m);
-  auto none = no_alignment(in);
-  auto rep = glpk_alignment_report(in);
-  auto& a = rep.result;
+//! [align a job]
+  auto in = daydream::make_alignment_input(j, m);    // per collective, each rank's part on its own clock
+  auto none = daydream::no_alignment(in);            // the clocks as recorded, and their quality
+  auto rep = daydream::glpk_alignment_report(in);    // the LP: offsets, quality, the solver's numbers
+  auto& a = rep.result;                              // or daydream::glpk_alignment(in)
+  auto jg = daydream::build_job_graph(j, m, a);      // every rank on its aligned clock
+//! [align a job]
   // The traces say nothing about hosts: every rank is its own clock.
   CHECK(rep.clocks == 8);
   CHECK(rep.collectives == 8);
@@ -57,7 +60,7 @@ TEST_CASE("the 8-rank DLRM job aligned by LP: causal, tighter, every rank within
     std::printf("DLRM rank %d offset %+.3f us\n", r, off / 1e3);
     CHECK(std::abs(off) < 50'000);
   }
-  auto aligned = analyse_job(j, build_job_graph(j, m, a));
+  auto aligned = analyse_job(j, jg);
   auto recorded = analyse_job(j, build_job_graph(j, m, none));
   REQUIRE(aligned.ranks.size() == 8);
   for (std::size_t k = 0; k < 8; ++k) {
@@ -81,7 +84,10 @@ TEST_CASE("the 8-rank DLRM job with injected clock errors: the LP takes them out
   auto moved = in;
   for (auto& c : moved.collectives)
     for (auto& p : c) p.start += injected.at(p.rank), p.end += injected.at(p.rank);
-  CHECK(no_alignment(moved).violations > 0);
+  const auto before = no_alignment(moved);
+  std::printf("DLRM with clock errors: %zu violation(s), spread %.1f us before alignment\n", before.violations,
+              before.residual_ns / 1e3);
+  CHECK(before.violations > 0);
   auto a = glpk_alignment(moved);
   CHECK(a.violations == 0);
   for (auto& entry : a.offset) {

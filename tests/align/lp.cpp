@@ -218,11 +218,19 @@ TEST_CASE("lp alignment: nothing to align") {
   CHECK(rep.result.residual_ns == 30 * us);
 }
 
-TEST_CASE("lp alignment: a part that ends before it starts is refused") {
+TEST_CASE("lp alignment: bad input is refused") {
   alignment_input in;
   in.ranks = {0, 1};
   in.collectives.push_back({{0, no_task, 100, 50}, {1, no_task, 0, 100}});
   CHECK_THROWS_WITH_AS(glpk_alignment(in), doctest::Contains("rank 0's part of a collective ends"), error);
+  in.collectives[0][0].end = 150;
+  lp_alignment_options o;
+  o.causality_weight = -1;
+  CHECK_THROWS_WITH_AS(glpk_alignment(in, o), doctest::Contains("causality_weight must be >= 0"), error);
+  // A host naming a rank that no collective or rank list has still gets an offset.
+  in.same_host = {{1, 5}};
+  auto a = glpk_alignment(in);
+  CHECK(a.offset.at(5) == a.offset.at(1));
 }
 
 TEST_CASE("lp alignment property: random jobs end causal, with no more spread than the true clocks") {

@@ -4,13 +4,15 @@
 // Target daydream::align (links GLPK, libglpk-dev). The core's job.hpp defines what
 // alignment reads and gives (alignment_input, alignment_result); this header solves it.
 //
-//   alignment_input --clocks (same_host groups share one)--> initial offsets (median end differences)
-//        --LP over a subset of rows--> GLPK dual simplex --add the rows the solution violates--> ... --> offsets
+//   alignment_input --clocks (same_host groups share one; a collective's parts on one clock
+//        merged)--> initial offsets (median completion differences) --at most max_collectives
+//        evenly spaced--> LP with the extreme parts' rows --GLPK primal simplex from a feasible
+//        basis--> offsets --add the most violated rows--> dual simplex --> ... --> offsets
 //
-// The LP, per matched collective c with parts p (rank r(p), recorded start s_p, end e_p)
+// The LP, per matched collective c with parts p (clock k(p), recorded start s_p, end e_p)
 // and one offset variable t_k per clock k (the reference clock's fixed at 0):
 //
-//   lo_c <= e_p + t_r(p)     lo_c + w_c >= e_p + t_r(p)     st_c >= s_p + t_r(p)   (every part)
+//   lo_c <= e_p + t_k(p)     lo_c + w_c >= e_p + t_k(p)     st_c >= s_p + t_k(p)   (every part)
 //   lo_c + v_c >= st_c,  w_c >= 0,  v_c >= 0                                        (causality)
 //   minimize  sum_c w_c  +  causality_weight * sum_c v_c
 //
@@ -29,7 +31,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstddef>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -142,11 +143,14 @@ inline const char* glpk_status(int st) {
 /// optimum, naming GLPK's reason.
 inline lp_alignment_report glpk_alignment_report(const alignment_input& in, const lp_alignment_options& opt = {}) {
   const auto t0 = std::chrono::steady_clock::now();
+  if (!(opt.causality_weight >= 0))
+    throw error("daydream: clock alignment: causality_weight must be >= 0, not " + std::to_string(opt.causality_weight));
   lp_alignment_report rep;
   // Clocks: every rank named by the input or by a part, merged by host.
   std::vector<std::int32_t> ranks = in.ranks;
   for (auto& c : in.collectives)
     for (auto& p : c) ranks.push_back(p.rank);
+  for (auto& h : in.same_host) ranks.insert(ranks.end(), h.begin(), h.end());
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
   auto rank_index = [&](std::int32_t r) {

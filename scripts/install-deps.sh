@@ -8,7 +8,7 @@ packages=(
   cmake ninja-build g++ clang libclang-rt-14-dev python3
   libboost-dev librange-v3-dev libfmt-dev doctest-dev
   libsimdjson-dev libcli11-dev zlib1g-dev libbenchmark-dev
-  libopenmpi-dev openmpi-bin
+  libopenmpi-dev openmpi-bin libglpk-dev
 )
 missing=()
 for p in "${packages[@]}"; do

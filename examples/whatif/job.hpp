@@ -19,6 +19,9 @@
 #include <daydream/job.hpp>
 #include <daydream/job_replay.hpp>
 #include <daydream/passes/all.hpp>
+#if DAYDREAM_HAVE_ALIGN
+#include <daydream/align/lp.hpp>
+#endif
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -40,7 +43,19 @@ struct job_cli {
   bool representative = false;           ///< --representative
   std::string transfer = "trace";        ///< --transfer trace|cluster
   std::string cluster;                   ///< --cluster KEY=VALUE,...
+  /// --align: `lp` (clock offsets from GLPK's LP, daydream/align/lp.hpp) or `none` (clocks
+  /// as recorded); empty: `lp` when the program is built with GLPK, else `none`.
+  std::string align;
 };
+
+/// Whether this program can align clocks (built with GLPK).
+inline constexpr bool have_lp_alignment() noexcept {
+#if DAYDREAM_HAVE_ALIGN
+  return true;
+#else
+  return false;
+#endif
+}
 
 /// One job scenario's result.
 struct job_scenario {
@@ -325,8 +340,11 @@ inline void print_job_table(std::FILE* out, const job_analysis& a) {
   fmt::print(out, "job of {} rank(s), {} traced; iteration {}; {} collective(s) matched ({})\n", a.j.world_size,
              a.j.ranks.size(), a.base.iteration, a.m.collectives.size(),
              a.m.unmatched.empty() ? a.m.method : std::string("not joined"));
-  fmt::print(out, "clock alignment: {}; completion spread {:.1f} us, {} causality violation(s)\n\n", a.alignment.method,
+  fmt::print(out, "clock alignment: {}; completion spread {:.1f} us, {} causality violation(s)", a.alignment.method,
              a.alignment.residual_ns / 1e3, a.alignment.violations);
+  if (a.alignment.aligned)
+    fmt::print(out, " (recorded clocks: {:.1f} us, {})", a.unaligned.residual_ns / 1e3, a.unaligned.violations);
+  fmt::print(out, "\n\n");
   fmt::print(out, "{:>5} {:>12} {:>12} {:>8} {:>11} {:>11} {:>11} {:>11}  {}\n", "rank", "measured", "predicted", "error",
              "compute", "transfer", "wait", "other", "waited for");
   for (std::size_t k = 0; k < a.base.ranks.size(); ++k) {
@@ -424,6 +442,12 @@ inline int run_job(const job_cli& cli, const std::vector<std::string>& specs_in,
                    std::FILE* out, std::FILE* err, const daydream::passes::registry<graph>& reg) {
   if (cli.transfer != "trace" && cli.transfer != "cluster")
     throw daydream::usage_error("daydream whatif: --transfer must be trace or cluster, not '" + cli.transfer + "'");
+  const std::string align = cli.align.empty() ? (have_lp_alignment() ? "lp" : "none") : cli.align;
+  if (align != "lp" && align != "none")
+    throw daydream::usage_error("daydream whatif: --align must be lp or none, not '" + cli.align + "'");
+  if (align == "lp" && !have_lp_alignment())
+    throw daydream::usage_error("daydream whatif: --align lp needs GLPK, which this program was built without "
+                                "(install libglpk-dev and rebuild, or use --align none)");
   std::vector<std::filesystem::path> paths(cli.traces.begin(), cli.traces.end());
   daydream::io::job_options jo;
   jo.ranks = cli.ranks;
@@ -438,6 +462,9 @@ inline int run_job(const job_cli& cli, const std::vector<std::string>& specs_in,
   auto in = daydream::make_alignment_input(a.j, a.m);
   a.unaligned = daydream::no_alignment(in);
   a.alignment = a.unaligned;
+#if DAYDREAM_HAVE_ALIGN
+  if (align == "lp") a.alignment = daydream::glpk_alignment(in);
+#endif
   // The cluster: one GPU per machine unless --cluster says otherwise; workers = the world.
   std::string cspec = cli.cluster;
   if (cspec.find("workers") == std::string::npos && cspec.find("machines") == std::string::npos)

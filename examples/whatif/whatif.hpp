@@ -70,6 +70,9 @@ inline void add_options(CLI::App& app, options& o, const daydream::passes::regis
                "job mode: also predict from one worker plus the collective model (dPRO's representative worker)");
   app.add_option("--transfer", o.job.transfer,
                  "job mode: a collective's transfer time from 'trace' (the last rank to arrive) or 'cluster' (--cluster)");
+  app.add_option("--align", o.job.align,
+                 "job mode: clock alignment, 'lp' (offsets per rank from a linear program over the matched "
+                 "collectives, solved by GLPK; the default) or 'none' (clocks as recorded)");
   app.add_option("--cluster", o.job.cluster,
                  "job mode: the cluster, as the distributed passes' keys (machines=2,workers_per_machine=4,bandwidth=100Gbps)");
   app.add_option("--iteration", o.iteration,
@@ -270,9 +273,9 @@ inline int run(const options& opts, std::FILE* out, std::FILE* err,
   options o = opts;
   if (o.traces.size() == 1) o.trace = o.traces.front();
   if (!o.job.ranks.empty() || !o.job.on_ranks.empty() || o.job.representative || !o.job.cluster.empty() ||
-      o.job.transfer != "trace")
-    throw daydream::usage_error("daydream whatif: --rank, --on-rank, --representative, --transfer and --cluster are for "
-                                "a job (several traces or a directory)");
+      o.job.transfer != "trace" || !o.job.align.empty())
+    throw daydream::usage_error("daydream whatif: --rank, --on-rank, --representative, --transfer, --align and --cluster "
+                                "are for a job (several traces or a directory)");
   if (!o.vary.empty()) return run_sweep_mode(o, out, err, reg);
   if (!o.csv.empty()) throw daydream::usage_error("daydream whatif: --csv is for a sweep (give --vary KEY=V1,V2,...)");
   // Every spec is checked before anything runs: a typo must not cost a trace load and

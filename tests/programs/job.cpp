@@ -69,7 +69,8 @@ TEST_CASE("whatif job mode: the JSON contract on the 8-rank DLRM job") {
     CHECK(std::string_view(r["file"]).find(".json.gz") != std::string_view::npos);
     const double meas = num(r["measured_us"]), base = num(r["baseline_us"]);
     CHECK(std::fabs(base - meas) / meas < 0.02);
-    CHECK(num(r["clock_offset_us"]) == 0.0);
+    // LP alignment by default: the ranks share one machine, their offsets are microseconds.
+    CHECK(std::fabs(num(r["clock_offset_us"])) < 50.0);
     const double parts = num(r["compute_us"]) + num(r["transfer_us"]) + num(r["wait_us"]) + num(r["other_us"]);
     CHECK(std::fabs(parts - base) < 0.01);
     slowest = std::max(slowest, base);
@@ -78,6 +79,12 @@ TEST_CASE("whatif job mode: the JSON contract on the 8-rank DLRM job") {
   auto al = job["alignment"];
   CHECK(num(al["residual_us"]) >= 0);
   CHECK(int64_t(al["violations"]) >= 0);
+  if (whatif::have_lp_alignment()) {
+    CHECK(bool(al["aligned"]));
+    CHECK(std::string_view(al["method"]).find("GLPK") != std::string_view::npos);
+    CHECK(int64_t(al["violations"]) <= int64_t(al["unaligned_violations"]));
+    CHECK(num(al["residual_us"]) <= num(al["unaligned_residual_us"]));
+  }
   auto st = job["straggler"];
   CHECK(int64_t(st["rank"]) == 7);
   CHECK(std::string_view(st["reason"]).find("rank 7 arrived last") != std::string_view::npos);
@@ -118,6 +125,28 @@ TEST_CASE("whatif job mode: a partial job says so; a single-GPU pass runs on the
   CHECK(bool(scen.at(0)["applied"]));
   CHECK(num(per.at(0)["predicted_us"]) == num(ranks.at(0)["baseline_us"]));
   CHECK(num(per.at(1)["predicted_us"]) != num(ranks.at(1)["baseline_us"]));
+}
+
+TEST_CASE("whatif job mode: --align none keeps the recorded clocks; a bad --align is a usage error") {
+  whatif::options o;
+  o.traces = dlrm_job();
+  o.specs = {"no_straggler"};
+  o.job.align = "none";
+  auto text = run_json(o);
+  simdjson::dom::parser parser;
+  simdjson::dom::element root = parser.parse(text);
+  auto al = root["job"]["alignment"];
+  CHECK(!bool(al["aligned"]));
+  CHECK(num(al["residual_us"]) == num(al["unaligned_residual_us"]));
+  CHECK(int64_t(al["violations"]) == int64_t(al["unaligned_violations"]));
+  simdjson::dom::array ranks = root["job"]["ranks"];
+  for (auto r : ranks) CHECK(num(r["clock_offset_us"]) == 0.0);
+  o.job.align = "exact";
+  std::FILE* out = std::tmpfile();
+  std::FILE* err = std::tmpfile();
+  CHECK_THROWS_WITH_AS(whatif::run(o, out, err), doctest::Contains("--align must be lp or none"), daydream::usage_error);
+  std::fclose(out);
+  std::fclose(err);
 }
 
 TEST_CASE("whatif job mode: options for a job given one trace are a usage error") {

@@ -158,6 +158,15 @@ inline model_profile profile_model(const graph& g, const profile_options& o = {}
   if (rest < 0)
     m.notes.push_back("the layers' GPU time exceeds the iteration (overlapping streams): nothing kept outside the layers");
   m.other = std::max<time_ns>(0, rest);
+  std::uint64_t stashed = 0;
+  for (auto& l : m.layers) stashed += l.stash_bytes;
+  if (stashed == 0)
+    m.notes.push_back("the trace records no activation sizes (profile with record_shapes=True): activation memory and "
+                      "tensor- and pipeline-parallel traffic count 0 bytes");
+  if (m.iteration > 0 && 2 * m.other > m.iteration)
+    m.notes.push_back(std::to_string(100 * m.other / m.iteration) +
+                      "% of the iteration lies outside the layers the trace names (CPU-bound gaps, kernels of no "
+                      "layer): it is kept as traced under every strategy, so no parallelism shortens it");
   return m;
 }
 

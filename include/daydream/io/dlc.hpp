@@ -333,6 +333,10 @@ inline dlc_file parse_dlc(std::string_view text, std::string_view source, const 
     auto t = d::tokens(lines[i].second);
     std::int64_t v = 0;
     if (!t.empty() && d::parse_int(t[0], v)) { first = i; break; }
+    for (unsigned char c : lines[i].second)
+      if ((c < 0x20 && c != '\t' && c != '\r' && c != '\v' && c != '\f') || c == 0x7f)
+        throw error("daydream: " + f.path + ":" + std::to_string(lines[i].first) +
+                    ": not a DLC trace: binary data before the first record");
     d::read_header(lines[i].second, f.header, f.path);
   }
   if (f.header.num_workers < 1 || f.header.num_servers < 1)
@@ -352,7 +356,14 @@ inline dlc_file parse_dlc(std::string_view text, std::string_view source, const 
       if (x.bad.empty()) { x.bad = std::move(why); x.detail = std::move(detail); }
     };
     auto num = [&](std::string_view field, std::string_view tok, std::int64_t lo, std::int64_t hi, std::int64_t& out) {
-      if (!d::parse_int(tok, out)) { bad("bad number", std::string(field) + " '" + std::string(tok.substr(0, 40)) + "' is not an integer"); return false; }
+      if (!d::parse_int(tok, out)) {
+        const bool digits = !tok.empty() && std::all_of(tok.begin() + (tok[0] == '-' || tok[0] == '+'), tok.end(),
+                                                        [](char c) { return c >= '0' && c <= '9'; });
+        if (digits && tok.size() > 1)
+          bad("number out of range", std::string(field) + " " + std::string(tok.substr(0, 40)) + " does not fit 64 bits");
+        else bad("bad number", std::string(field) + " '" + std::string(tok.substr(0, 40)) + "' is not an integer");
+        return false;
+      }
       if (out < lo || out > hi) {
         bad("number out of range", std::string(field) + " " + std::string(tok.substr(0, 40)) + " is not in [" +
                                        std::to_string(lo) + ", " + std::to_string(hi) + "]");
@@ -518,7 +529,8 @@ inline dlc_file parse_dlc(std::string_view text, std::string_view source, const 
       if (deps[i].size() == before && x.bad.empty()) {
         x.bad = "dangling id_dep";
         x.detail = "id_dep names " + (ref.key >= 0 ? std::to_string(ref.key) + "-" : std::string()) +
-                   std::to_string(ref.op_num) + " of rank " + std::to_string(ref.peer) + ", which no record of the file is";
+                   std::to_string(ref.op_num) + "-" + (ref.peer < W ? "w" : "s") +
+                   std::to_string(ref.peer < W ? ref.peer : ref.peer - W) + ", which no usable record of the file is";
       }
     }
     std::sort(deps[i].begin(), deps[i].end());

@@ -3,7 +3,9 @@
 //
 //   daydream whatif TRACE [--pass SPEC ...]   what would these optimizations do?
 //   daydream optimize TRACE... [--workers N]  which plan is best? (under mpirun: on every rank)
+//   daydream dlc analyze|replay|export ...    SketchDLC communication traces
 #include "../program.hpp"
+#include "../dlc/dlc.hpp"
 #include "../optimize/optimize.hpp"
 #include "../whatif/whatif.hpp"
 
@@ -35,6 +37,8 @@ int main(int argc, char** argv) {
       "optimize", "search the best gradient bucketing, partitioning and op fusion for a data-parallel job "
                   "(dPRO's optimizer), against the DDP, Horovod, BytePS and fuse-everything baselines");
   optimize_cmd::add_options(*optimize_sub, oo);
+  dlc_cmd::options dlco;
+  const auto dlc_cmds = dlc_cmd::add_commands(app, dlco);
 
   return program::run_program(app, argc, argv, [&] {
     if (whatif_cmd->parsed()) {
@@ -45,6 +49,7 @@ int main(int argc, char** argv) {
       optimize_cmd::mpi_session mpi;
       return optimize_cmd::run(oo, stdout, mpi.evaluator());
     }
+    if (dlc_cmds.dlc->parsed()) return dlc_cmd::run(dlc_cmds, dlco, stdout);
     return int(program::usage);
   });
 }

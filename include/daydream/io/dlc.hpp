@@ -180,6 +180,7 @@ inline constexpr std::int64_t max_d_time = std::int64_t(1) << 40;   // us, ~12.7
 inline constexpr std::int64_t max_time_sec = std::int64_t(1) << 32; // year 2106
 inline constexpr std::int64_t max_int32 = std::int64_t(1) << 31;
 inline constexpr std::int32_t max_nodes = 1 << 16;
+inline constexpr std::int64_t max_iteration = std::int64_t(1) << 28;
 
 inline bool parse_int(std::string_view s, std::int64_t& v) {
   if (s.empty()) return false;
@@ -478,7 +479,11 @@ inline dlc_file parse_dlc(std::string_view text, std::string_view source, const 
     const auto c = r.op_num - dlc_step(r.op);
     if (x.bad.empty() && (c % 2) != 0)
       bad("bad op_id", "operation number " + std::to_string(r.op_num) + " does not fit " + std::string(to_string(r.op)));
-    r.iteration = std::int32_t(d::floor_div(c + 2, 4));
+    const auto iteration = d::floor_div(c + 2, 4);
+    if (x.bad.empty() && (iteration < 0 || iteration >= d::max_iteration))
+      bad("bad op_id", "operation number " + std::to_string(r.op_num) + " is outside iterations 0 to " +
+                           std::to_string(d::max_iteration - 1));
+    r.iteration = std::int32_t(std::clamp<std::int64_t>(iteration, 0, d::max_iteration));
     if (x.bad.empty()) {
       const bool independent = r.form == dlc_dep_form::none;
       if ((r.dep_type == 0) != independent || (!independent && r.dep_type != dlc_dep_type(r.op)))

@@ -90,12 +90,12 @@ inline std::vector<dlc_text> write_dlc(std::span<const ps_message> msgs, const d
   for (auto& m : msgs) {
     if (m.worker < 0 || m.worker >= W || m.server < 0 || m.server >= S)
       throw error("daydream: write_dlc: " + describe(m) + ": no such worker or server");
-    if (m.key < 0 || m.key >= d::max_int32 || m.iteration < 0 || m.iteration > (1 << 28))
+    if (m.key < 0 || m.key >= d::max_int32 || m.iteration < 0 || m.iteration >= d::max_iteration)
       throw error("daydream: write_dlc: " + describe(m) + ": key or iteration out of range");
     if (m.bytes > std::uint64_t(d::max_length)) throw error("daydream: write_dlc: " + describe(m) + ": length out of range");
     if (m.sent < 0 || m.received < m.sent)
       throw error("daydream: write_dlc: " + describe(m) + ": needs a send time and a receive time not before it");
-    if (opt.epoch_us + d::us_of(m.received) > d::max_time_sec * 1'000'000 || opt.epoch_us + d::us_of(m.sent) < 0)
+    if (opt.epoch_us < 0 || m.received / 1000 > d::max_time_sec * 1'000'000 + 999'999 - opt.epoch_us)
       throw error("daydream: write_dlc: " + describe(m) + ": time out of range");
     const std::int32_t wr = m.worker, sr = W + m.server;
     const bool from_worker = m.kind == dlc_message::push || m.kind == dlc_message::pull_request;

@@ -281,7 +281,8 @@ inline void write_dlc_analysis_json(json_writer& w, const dlc_job& job, const dl
     std::map<std::int64_t, int> keys;
     for (auto& m : {&a.search_by_key, &a.update_by_key, &a.sync_by_key})
       for (auto& [k, s] : *m) keys[k] = 1;
-    for (auto& [k, unused] : keys) {
+    for (auto& entry : keys) {
+      const std::int64_t k = entry.first;
       w.begin_object().field("key", k);
       auto one = [&](const char* name, const std::map<std::int64_t, dlc_stat>& m) {
         auto it = m.find(k);

@@ -261,10 +261,23 @@ inline double dlc_per_byte_ns(const dlc_graph& d, const dlc_what_if& w) {
 inline void apply_dlc_what_if(dlc_graph& d, const dlc_what_if& w) {
   const double p = dlc_per_byte_ns(d, w);
   const bool same = p == d.recorded_per_byte_ns;
-  for (auto& x : d.transfers) {
-    const time_ns t = same ? x.recorded_ns : time_ns(std::llround(x.fixed_ns + double(x.bytes) * p));
-    set_duration(d.g, x.task, t);
+  // Every replayed time stays below its recorded one plus all the transfers' growth:
+  // refuse a what-if whose growth could overflow the replay's clock.
+  time_ns last = 0;
+  for (auto& x : d.transfers) last = std::max(last, d.g.trace_start(x.task) + x.recorded_ns);
+  for (task_id t = 0; t < d.g.id_bound(); ++t)
+    if (d.g.contains(t)) last = std::max(last, d.g.trace_start(t) + d.g.duration(t));
+  double growth = 0;
+  std::vector<time_ns> next(d.transfers.size());
+  for (std::size_t i = 0; i < d.transfers.size(); ++i) {
+    auto& x = d.transfers[i];
+    const double t = same ? double(x.recorded_ns) : std::round(x.fixed_ns + double(x.bytes) * p);
+    growth += std::max(0.0, t - double(x.recorded_ns));
+    if (!(growth < 4e18 - double(last)))
+      throw usage_error("daydream: dlc what-if: the transfers would last too long to replay (the bandwidth is too low)");
+    next[i] = time_ns(t);
   }
+  for (std::size_t i = 0; i < d.transfers.size(); ++i) set_duration(d.g, d.transfers[i].task, next[i]);
 }
 
 /// A copy of `job` with every record at its replayed time (dlc_graph::replayed_us) and

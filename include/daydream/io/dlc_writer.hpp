@@ -161,6 +161,10 @@ inline std::vector<dlc_text> write_dlc(std::span<const ps_message> msgs, const d
                     std::to_string(r.op_num) + "-" + d::node_tag(r.peer, W) + " of " + d::node_tag(rank, W) +
                     " is " + std::to_string(latest - r.time_us) +
                     " us before its dependency: the messages do not follow the parameter-server protocol");
+      if (r.time_us - latest > d::max_d_time)
+        throw error("daydream: write_dlc: " + std::string(to_string(r.op)) + " " + std::to_string(r.key) + "-" +
+                    std::to_string(r.op_num) + "-" + d::node_tag(r.peer, W) + " of " + d::node_tag(rank, W) +
+                    " is more than 2^40 us after its dependency: d_time out of range");
       r.dep_type = dlc_dep_type(r.op);
       r.d_time = r.time_us - latest;
       const bool is_many = !many.empty() || items.size() > 1 || (step == 1 && !worker && opt.synchronous);

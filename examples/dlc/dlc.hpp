@@ -293,8 +293,14 @@ inline int run_analyze(const options& o, std::FILE* out) {
 
 inline double bandwidth_of(const std::string& spec, const char* what) {
   if (spec.empty()) return 0;
-  auto p = daydream::pass_params::parse("dlc", std::string("b=") + spec);
-  const double b = p.get_bandwidth("b", 0);
+  double b = 0;
+  try {
+    auto p = daydream::pass_params::parse("dlc", std::string("b=") + spec);
+    b = p.get_bandwidth("b", 0);
+  } catch (const daydream::error&) {
+    throw daydream::usage_error(std::string("daydream dlc replay: ") + what + " " + spec +
+                                ": not a bandwidth (25Gbps, 3GB/s; a plain number is Gbit/s)");
+  }
   if (!(b > 0)) throw daydream::usage_error(std::string("daydream dlc replay: ") + what + " must be positive");
   return b;
 }

@@ -229,15 +229,23 @@ inline std::string html_report(const daydream::io::dlc_job& job, const daydream:
   orow("wait", a.wait);
   h += "</table>\n";
   if (!a.search_by_key.empty() || !a.update_by_key.empty() || !a.sync_by_key.empty()) {
-    h += "<h3>Per key</h3>\n<table><tr><th>key</th><th>search min/mean/max (us)</th><th>update</th>"
+    h += "<h3>Per key (min / mean / max, and the distribution from min to max: darker bins hold more)</h3>\n"
+         "<table><tr><th>key</th><th>search (us)</th><th>update</th>"
          "<th>synchronization</th></tr>\n";
     std::map<std::int64_t, int> keys;
     for (auto* m : {&a.search_by_key, &a.update_by_key, &a.sync_by_key})
       for (auto& [k, s] : *m) keys[k] = 1;
     auto cell = [&](const std::map<std::int64_t, daydream::io::dlc_stat>& m, std::int64_t k) {
       auto it = m.find(k);
-      return it == m.end() ? std::string("-")
-                           : fmt::format("{} / {} / {}", it->second.min, us(it->second.mean), it->second.max);
+      if (it == m.end()) return std::string("-");
+      std::string bars;
+      const auto h = it->second.histogram();
+      const std::size_t most = h.empty() ? 1 : std::max<std::size_t>(1, *std::max_element(h.begin(), h.end()));
+      for (auto n : h)
+        bars += fmt::format("<span style=\"width:10%;background:#4e79a7;opacity:{:.2f}\"></span>",
+                            0.1 + 0.9 * double(n) / double(most));
+      return fmt::format("{} / {} / {} (p90 {})<div class=\"bar\" title=\"histogram, min to max\">{}</div>",
+                         it->second.min, us(it->second.mean), it->second.max, it->second.percentile(0.9), bars);
     };
     for (auto& [k, unused] : keys)
       fmt::format_to(out, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", k, cell(a.search_by_key, k),

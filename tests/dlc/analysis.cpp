@@ -113,6 +113,15 @@ TEST_CASE("dlc analysis: the hand-built job, by hand") {
   CHECK(a.sync.min == 10);
   CHECK(a.sync.max == 11);
   CHECK(a.sync.mean == doctest::Approx(10.5));
+  // The distribution: 11 and 10 for key 0 (iterations 1 and 2), the same for key 1.
+  CHECK(a.sync.percentile(0.5) == 10);
+  CHECK(a.sync.percentile(0.9) == 11);
+  CHECK(a.sync.percentile(1) == 11);
+  CHECK(a.sync.histogram(2) == std::vector<std::size_t>{2, 2});
+  CHECK(a.sync.histogram(4) == std::vector<std::size_t>{2, 0, 0, 2});
+  CHECK(a.search.histogram(3) == std::vector<std::size_t>{12, 0, 0}); // all equal: the first bin
+  CHECK(dlc_stat{}.histogram().empty());
+  CHECK(dlc_stat{}.percentile(0.5) == 0);
   REQUIRE(a.sync_by_key.size() == 2);
   CHECK(a.sync_by_key.at(0).mean == doctest::Approx(10.5));
   CHECK(a.search_by_key.at(1).count == 6);
@@ -150,7 +159,7 @@ TEST_CASE("dlc analysis: a wrong d_time is reported with file and line; JSON has
   json_writer w;
   write_dlc_analysis_json(w, job, a);
   const auto& s = w.str();
-  for (const char* k : {"\"nodes\":", "\"rank\":", "\"role\":\"worker\"", "\"file\":\"w.dlc\"", "\"records\":2",
+  for (const char* k : {"\"p50\":", "\"p90\":", "\"nodes\":", "\"rank\":", "\"role\":\"worker\"", "\"file\":\"w.dlc\"", "\"records\":2",
                         "\"unusable\":{}", "\"iterations\":", "\"overheads\":", "\"computation_us\":", "\"search_us\":",
                         "\"update_us\":", "\"sync_us\":", "\"wait_us\":", "\"message_sizes\":",
                         "\"d_time_mismatches\":1"})

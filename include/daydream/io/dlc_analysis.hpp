@@ -7,6 +7,7 @@
 #include <daydream/io/json_writer.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -16,12 +17,15 @@
 
 namespace daydream::io {
 
-/// Minimum, mean and maximum of some samples (microseconds); all 0 with no sample.
+/// Samples of an overhead (microseconds): minimum, mean, maximum, percentiles and a
+/// histogram, the distribution SketchDLC plots per key for network simulators to draw
+/// from; all 0 with no sample.
 struct dlc_stat {
   std::size_t count = 0;
   std::int64_t min = 0, max = 0;
   double mean = 0;
   double sum = 0;
+  std::vector<std::int64_t> samples; ///< in the order added
   /// Adds a sample.
   void add(std::int64_t v) {
     if (!count || v < min) min = v;
@@ -29,6 +33,27 @@ struct dlc_stat {
     ++count;
     sum += double(v);
     mean = sum / double(count);
+    samples.push_back(v);
+  }
+  /// The sample at quantile `q` (0 to 1; nearest rank), 0 without samples.
+  std::int64_t percentile(double q) const {
+    if (samples.empty()) return 0;
+    auto v = samples;
+    const auto k = std::min(v.size() - 1, std::size_t(std::max(0.0, std::ceil(q * double(v.size())) - 1)));
+    std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(k), v.end());
+    return v[k];
+  }
+  /// Counts of the samples in `bins` equal bins from min to max (the last one holds max);
+  /// empty without samples, all in the first bin when min == max.
+  std::vector<std::size_t> histogram(std::size_t bins = 10) const {
+    if (samples.empty() || bins == 0) return {};
+    std::vector<std::size_t> h(bins, 0);
+    const double width = double(max - min) / double(bins);
+    for (auto v : samples) {
+      std::size_t b = width > 0 ? std::size_t(double(v - min) / width) : 0;
+      h[std::min(b, bins - 1)] += 1;
+    }
+    return h;
   }
 };
 
@@ -230,15 +255,23 @@ inline dlc_analysis analyze_dlc(const dlc_job& job) {
 
 //! @cond DAYDREAM_INTERNAL
 namespace detail::dlc {
-inline void stat_json(json_writer& w, const dlc_stat& s) {
-  w.begin_object().field("count", s.count).field("min", s.min).field("mean", s.mean).field("max", s.max).end_object();
+inline void stat_json(json_writer& w, const dlc_stat& s, bool histogram = false) {
+  w.begin_object().field("count", s.count).field("min", s.min).field("mean", s.mean).field("max", s.max);
+  w.field("p50", s.percentile(0.5)).field("p90", s.percentile(0.9));
+  if (histogram) {
+    w.key("histogram").begin_array();
+    for (auto n : s.histogram()) w.value(n);
+    w.end_array();
+  }
+  w.end_object();
 }
 } // namespace detail::dlc
 //! @endcond
 
 /// Writes the analysis of `job` as JSON (docs/dlc.md, "JSON"): nodes, iterations,
-/// overheads ({min, mean, max} each, in microseconds), per-key overheads, message sizes,
-/// data volume and the d_time mismatches.
+/// overheads ({count, min, mean, max, p50, p90} each, in microseconds), per-key overheads
+/// (with a 10-bin histogram from min to max), message sizes, data volume and the d_time
+/// mismatches.
 inline void write_dlc_analysis_json(json_writer& w, const dlc_job& job, const dlc_analysis& a) {
   using detail::dlc::stat_json;
   w.begin_object();
@@ -287,7 +320,7 @@ inline void write_dlc_analysis_json(json_writer& w, const dlc_job& job, const dl
       auto one = [&](const char* name, const std::map<std::int64_t, dlc_stat>& m) {
         auto it = m.find(k);
         w.key(name);
-        if (it == m.end()) w.null(); else stat_json(w, it->second);
+        if (it == m.end()) w.null(); else stat_json(w, it->second, true);
       };
       one("search_us", a.search_by_key);
       one("update_us", a.update_by_key);

@@ -27,8 +27,13 @@ TEST_CASE("dlc graph: replaying the hand-built job gives every record its record
   auto job = load_dlc_job(dlc_test::small_job());
   auto d = build_dlc_graph(job);
   daydream::check_invariants(d.g);
-  // 40 sends (one per message) with their node time, 40 transfers (every message has both ends).
-  CHECK(d.g.size() == 80);
+  // 40 sends (one per message) with their node time, 40 transfers (every message has
+  // both ends), and 8 joins: a worker's pushes of an iteration wait on its answers of the
+  // previous one (2 workers x 2 iterations), and the confirmations of a key on both
+  // workers' pushes (2 keys x 2 iterations). (A receive whose send is in the job waits
+  // for the transfer only.)
+  CHECK(d.joins == 8);
+  CHECK(d.g.size() == 88);
   CHECK(d.transfers.size() == 40);
   CHECK(d.clock_skewed == 0);
   for (auto& x : d.transfers) CHECK(!x.round_trip);

@@ -38,7 +38,9 @@ inline std::int64_t dlc_floor_us(time_ns t) { return t >= 0 ? t / 1000 : -((-t +
 ///   from its id_dep to the receive: the round trip through the peer.
 /// Transfers hold no resource: their recorded durations already contain the sharing of
 /// the traced network, and what-ifs model shared NICs in the per-byte time (dlc_what_if).
-/// Every record's time is the end of its event task; time 0 is the job's first record.
+/// A record with several dependencies waits on a zero-length join task (one per
+/// distinct set of records). Every record's time is the end of its event task; time 0
+/// is the job's first record.
 struct dlc_graph {
   graph g;
   std::int32_t workers = 0, servers = 0;
@@ -62,6 +64,7 @@ struct dlc_graph {
   /// Transfers whose receive is earlier than their send (clocks of two nodes that
   /// disagree): they take 0 ns, and their receive replays at the send's time.
   std::size_t clock_skewed = 0;
+  std::size_t joins = 0; ///< zero-length tasks joining the records a record depends on
   time_ns skew_ns = 0; ///< the largest such difference
 
   /// The replayed time of record i of job file f, in microseconds on the job's clock.
@@ -192,11 +195,30 @@ inline dlc_graph build_dlc_graph(const dlc_job& job, const dlc_graph_options& op
       if (prev != no_task) g.add_dependency(prev, me, dep_kind::cpu_order);
       prev = me;
     }
+    // A record with several dependencies waits on a join: one zero-length task per
+    // distinct set, so that a one-to-many id_dep shared by many records (every push of
+    // an iteration on every answer of the previous one) costs one edge per member.
+    std::map<std::vector<std::size_t>, task_id> joins;
     for (std::size_t i = 0; i < f.records.size(); ++i) {
       auto& r = f.records[i];
       if (!is_send(r.op) && !round_trip[fi][i]) continue;
-      for (auto j : r.deps)
-        if (d.event[fi][j] != d.event[fi][i]) g.add_dependency(d.event[fi][j], d.event[fi][i], dep_kind::comm);
+      if (r.deps.size() == 1) {
+        g.add_dependency(d.event[fi][r.deps.front()], d.event[fi][i], dep_kind::comm);
+        continue;
+      }
+      if (r.deps.empty()) continue;
+      auto [it, fresh] = joins.try_emplace(r.deps, no_task);
+      if (fresh) {
+        std::int64_t latest = d.origin_us;
+        for (auto j : r.deps) latest = std::max(latest, f.records[j].time_us);
+        auto h = g.add(cpu_task{}, task_fields{.name = "all of " + std::to_string(r.deps.size()) + " records",
+                                               .duration = 0, .resource = no_resource, .trace_start = ns(latest),
+                                               .phase = phase::other, .iteration = r.iteration});
+        for (auto j : r.deps) g.add_dependency(d.event[fi][j], h.id, dep_kind::comm);
+        it->second = h.id;
+        ++d.joins;
+      }
+      g.add_dependency(it->second, d.event[fi][i], dep_kind::comm);
     }
   }
   // The traced network's per-byte time.

@@ -181,6 +181,9 @@ TEST_CASE("dlc reader: every record line is accounted for, and the checks of a r
   CHECK(reason("1 2 0 19 1 OP:= Push_Recv_Worker 0-3-s0 1 5 100 5 (0-2-s0.)") == "usable");
   CHECK(reason("1 2 0 19 1 OP:= Push_Recv_Worker 0-3-s0 1 -5 100 5 0-2-s0") == "number out of range");
   CHECK(reason("1 2 0 1x 1 OP:= Push_Recv_Worker 0-3-s0 1 5 100 5 0-2-s0") == "bad number");
+  CHECK(reason("1 2 0 +-19 1 OP:= Push_Recv_Worker 0-3-s0 1 5 100 5 0-2-s0") == "bad number");
+  CHECK(reason("1 2 0 +19 1 OP:= Push_Recv_Worker 0-3-s0 1 5 100 5 0-2-s0") == "usable");
+  CHECK(reason("1 2 0 19 1 OP:= Push_Recv_Worker 0-3-s-0 1 5 100 5 0-2-s0") == "bad op_id");
   CHECK(reason("1 2 0 19 1 OP:= Push_Recv_Worker 0-2-s0 1 5 100 5 0-2-s0") == "bad op_id");
   CHECK(reason("1 0 2 19 1 OP:= Push_Send_Worker 0-2-s0 0 0 100 5 -1") == "duplicate op_id");
   CHECK(reason("1 0 2 25 0 OP:= SendCom_To_Servers") == "usable");

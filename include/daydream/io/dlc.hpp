@@ -185,7 +185,10 @@ inline constexpr std::int64_t max_iteration = std::int64_t(1) << 28;
 inline bool parse_int(std::string_view s, std::int64_t& v) {
   if (s.empty()) return false;
   const char* b = s.data();
-  if (*b == '+') ++b;
+  if (*b == '+') {
+    ++b;
+    if (s.size() < 2 || s[1] < '0' || s[1] > '9') return false;
+  }
   auto [p, ec] = std::from_chars(b, s.data() + s.size(), v);
   return ec == std::errc() && p == s.data() + s.size();
 }
@@ -226,7 +229,7 @@ inline std::optional<dlc_op> parse_op(std::string_view name) {
 inline std::int32_t parse_node(std::string_view s, std::int32_t workers, std::int32_t servers) {
   if (s.size() < 2) return -1;
   std::int64_t k = 0;
-  if (!parse_int(s.substr(1), k) || k < 0 || s[1] == '+') return -1;
+  if (s[1] < '0' || s[1] > '9' || !parse_int(s.substr(1), k)) return -1;
   if (lower(s[0]) == 'w') return k < workers ? std::int32_t(k) : -1;
   if (lower(s[0]) == 's') return k < servers ? std::int32_t(workers + k) : -1;
   return -1;

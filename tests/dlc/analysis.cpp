@@ -145,7 +145,7 @@ TEST_CASE("dlc analysis: the hand-built job, by hand") {
   CHECK(found);
 }
 
-TEST_CASE("dlc analysis: a wrong d_time is reported with file and line; JSON has the contract's fields") {
+TEST_CASE("dlc analysis: a wrong d_time is reported with file and line, and the JSON has the contract's fields") {
   const std::string text = "== num_workers:= 1 num_servers:= 1\n"
                            "0 0 1 10 1 OP:= Push_Send_Worker 0-2-s0 0 0 100 0 -1\n"
                            "1 1 0 19 1 OP:= Push_Recv_Worker 0-3-s0 1 7 100 5 0-2-s0\n";

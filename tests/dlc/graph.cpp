@@ -97,6 +97,11 @@ TEST_CASE("dlc graph: what-ifs follow the parameter-server transfer model") {
     CHECK(d.g.duration(x.task) <= x.recorded_ns);
   }
   CHECK_THROWS_AS(with({.bandwidth_scale = 0}), daydream::usage_error);
+  CHECK_THROWS_AS(with({.bandwidth_scale = 1e-300}), daydream::usage_error); // would overflow the clock
+  // A recorded bandwidth given: 2 workers on 1 server, a byte costs 2 / B0.
+  auto given = build_dlc_graph(job, {.recorded_bandwidth = 1e9});
+  CHECK(given.recorded_per_byte_ns == doctest::Approx(2.0));
+  CHECK(makespan(given) == t0);
   // A cluster's what-if: its NIC, its servers' NICs, its worker and server counts.
   daydream::cluster c;
   c.machines = 2;

@@ -75,8 +75,10 @@ struct dlc_graph {
 
 /// Options of build_dlc_graph.
 struct dlc_graph_options {
-  /// The traced network's bandwidth (bytes per second, each NIC); 0: estimated as the
-  /// fastest transfer's bytes per second (dlc_graph::recorded_per_byte_ns).
+  /// The traced network's bandwidth (bytes per second, each NIC, workers' and servers'
+  /// alike): a byte then costs max(1, W/S) / bandwidth. 0: the per-byte time is the
+  /// smallest of any transfer (dlc_graph::recorded_per_byte_ns). Transfers faster than
+  /// the given bandwidth allows keep a fixed part of 0.
   double recorded_bandwidth = 0;
 };
 
@@ -222,7 +224,9 @@ inline dlc_graph build_dlc_graph(const dlc_job& job, const dlc_graph_options& op
     }
   }
   // The traced network's per-byte time.
-  if (opt.recorded_bandwidth > 0) d.recorded_per_byte_ns = 1e9 / opt.recorded_bandwidth;
+  if (opt.recorded_bandwidth > 0)
+    d.recorded_per_byte_ns = std::max(1.0, double(std::max(1, d.workers)) / double(std::max(1, d.servers))) * 1e9 /
+                             opt.recorded_bandwidth;
   else {
     double best = std::numeric_limits<double>::infinity();
     for (auto& x : d.transfers)

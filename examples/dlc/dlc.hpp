@@ -9,6 +9,7 @@
 
 #include "../program.hpp"
 #include "../whatif/report.hpp"
+#include "scenario_dlc.hpp"
 
 #include <daydream/io/dlc.hpp>
 #include <daydream/io/dlc_analysis.hpp>
@@ -399,32 +400,25 @@ inline int run_export(const options& o, std::FILE* out) {
   namespace io = daydream::io;
   auto reg = daydream::passes::bundled();
   auto chain = reg.make_chain(o.pass);
-  // The cluster the scenario describes: the last pass's cluster keys.
-  auto spec = o.pass.substr(o.pass.rfind('+') == std::string::npos ? 0 : o.pass.rfind('+') + 1);
-  auto colon = spec.find(':');
-  auto params = daydream::pass_params::parse(spec.substr(0, colon),
-                                             colon == std::string::npos ? std::string() : spec.substr(colon + 1));
-  auto c = daydream::cluster::from_params(params);
+  (void)cluster_of_spec(o.pass); // a usage error before the trace is read
   auto t = io::load_kineto(o.trace);
   auto run = daydream::passes::run_chain(t.g, chain);
-  auto msgs = io::ps_messages(t.g, run.first, std::int32_t(c.workers()), std::int32_t(c.servers()));
-  if (msgs.empty())
+  auto w = write_scenario_dlc(o.out, o.pass, t.g, run.first);
+  if (!w.messages)
     throw daydream::usage_error("daydream dlc export: the scenario '" + o.pass +
                                 "' has no parameter-server push and pull (p3, tictac and tensor_partition have)");
-  auto files = io::write_dlc(msgs, {.workers = std::int32_t(c.workers()), .servers = std::int32_t(c.servers())});
-  auto written = io::write_dlc_files(o.out, files);
   if (o.json) {
     daydream::io::json_writer j(true);
-    j.begin_object().field("trace", o.trace).field("pass", o.pass).field("workers", c.workers())
-        .field("servers", c.servers()).field("messages", msgs.size()).key("files").begin_array();
-    for (auto& p : written) j.value(p.string());
+    j.begin_object().field("trace", o.trace).field("pass", o.pass).field("workers", w.workers)
+        .field("servers", w.servers).field("messages", w.messages).key("files").begin_array();
+    for (auto& p : w.files) j.value(p.string());
     j.end_array().end_object();
     std::fputs((j.take() + "\n").c_str(), out);
     return program::ok;
   }
-  fmt::print(out, "{} with {}: {} messages of {} worker(s) and {} server(s)\n", o.trace, o.pass, msgs.size(),
-             c.workers(), c.servers());
-  for (auto& p : written) fmt::print(out, "wrote {}\n", p.string());
+  fmt::print(out, "{} with {}: {} messages of {} worker(s) and {} server(s)\n", o.trace, o.pass, w.messages,
+             w.workers, w.servers);
+  for (auto& p : w.files) fmt::print(out, "wrote {}\n", p.string());
   return program::ok;
 }
 

@@ -7,6 +7,7 @@
 #ifndef DAYDREAM_EXAMPLES_WHATIF_WHATIF_HPP
 #define DAYDREAM_EXAMPLES_WHATIF_WHATIF_HPP
 
+#include "../dlc/scenario_dlc.hpp"
 #include "job.hpp"
 #include "output.hpp"
 #include "report.hpp"
@@ -42,6 +43,7 @@ struct options {
   bool json = false;
   bool critical = false;
   std::string timeline, report;
+  std::string dlc;                   ///< directory for the DLC files of parameter-server scenarios (docs/dlc.md)
   std::int64_t batch = 0;            ///< samples per worker and step; 0: unknown
   daydream::replay_options replay;
   bool progress = false;             ///< progress messages on stderr
@@ -76,6 +78,8 @@ inline void add_options(CLI::App& app, options& o, const daydream::passes::regis
   app.add_option("--timeline", o.timeline, "write baseline and scenarios as Chrome-trace JSON (open in Perfetto)");
   app.add_flag("--critical-path", o.critical, "print the baseline's critical path by layer and phase");
   app.add_option("--report", o.report, "write a self-contained HTML report");
+  app.add_option("--dlc", o.dlc, "write the SketchDLC traces (one file per worker and server, docs/dlc.md) of "
+                                 "every parameter-server scenario (p3, tictac, tensor_partition) into DIR/SCENARIO/");
   app.add_option("--batch", o.batch, "samples per worker and step, for samples/s of data-parallel scenarios")
       ->check(CLI::PositiveNumber);
   app.add_option("--overlap-slowdown", o.replay.overlap_slowdown,
@@ -100,6 +104,7 @@ template <class Entry> std::string not_applicable_reason(const Entry& e, const g
 inline int run(const options& opts, std::FILE* out, std::FILE* err,
                const daydream::passes::registry<graph>& reg = daydream::passes::bundled()) {
   if (is_job(opts.traces)) {
+    if (!opts.dlc.empty()) throw daydream::usage_error("daydream whatif: --dlc takes one trace, not a job");
     auto cli = opts.job;
     cli.traces = opts.traces;
     return run_job(cli, opts.specs, opts.json, opts.timeline, opts.report, opts.iteration, opts.replay, opts.progress,
@@ -221,6 +226,14 @@ inline int run(const options& opts, std::FILE* out, std::FILE* err,
     f << html_report(a);
     if (!f) throw daydream::error("daydream whatif: cannot write report to '" + o.report + "'");
   }
+  if (!o.dlc.empty())
+    for (auto& s : a.scenarios)
+      if (s.error.empty())
+        if (auto w = dlc_cmd::write_scenario_dlc(std::filesystem::path(o.dlc) / dlc_cmd::scenario_dir_name(s.name),
+                                                 s.name, s.g, s.r);
+            w.messages)
+          fmt::print(err, "daydream whatif: scenario '{}': {} DLC files in {}\n", s.name, w.files.size(),
+                     w.files.front().parent_path().string());
   if (o.json)
     for (auto& s : a.scenarios)
       if (!s.error.empty()) fmt::print(err, "daydream whatif: scenario '{}' refused: {}\n", s.name, s.error);

@@ -4,7 +4,9 @@
 //   daydream whatif TRACE [--pass SPEC ...]   what would these optimizations do?
 //   daydream optimize TRACE... [--workers N]  which plan is best? (under mpirun: on every rank)
 //   daydream strategy TRACE --cluster C --strategy S ... [--grid]  which dp x tp x pp strategy is best?
+//   daydream dlc analyze|replay|export ...    SketchDLC communication traces
 #include "../program.hpp"
+#include "../dlc/dlc.hpp"
 #include "../optimize/optimize.hpp"
 #include "../strategy/strategy.hpp"
 #include "../whatif/whatif.hpp"
@@ -42,6 +44,8 @@ int main(int argc, char** argv) {
       "strategy", "predict hybrid parallel strategies (data x tensor x pipeline, ZeRO, re-computation) of the "
                   "model in one GPU's trace on a described cluster (Proteus)");
   strategy_cmd::add_options(*strategy_sub, so);
+  dlc_cmd::options dlco;
+  const auto dlc_cmds = dlc_cmd::add_commands(app, dlco);
 
   return program::run_program(app, argc, argv, [&] {
     if (whatif_cmd->parsed()) {
@@ -53,6 +57,7 @@ int main(int argc, char** argv) {
       return optimize_cmd::run(oo, stdout, mpi.evaluator());
     }
     if (strategy_sub->parsed()) return strategy_cmd::run(so, stdout);
+    if (dlc_cmds.dlc->parsed()) return dlc_cmd::run(dlc_cmds, dlco, stdout);
     return int(program::usage);
   });
 }

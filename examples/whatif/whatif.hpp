@@ -7,6 +7,7 @@
 #ifndef DAYDREAM_EXAMPLES_WHATIF_WHATIF_HPP
 #define DAYDREAM_EXAMPLES_WHATIF_WHATIF_HPP
 
+#include "../dlc/scenario_dlc.hpp"
 #include "job.hpp"
 #include "output.hpp"
 #include "report.hpp"
@@ -43,6 +44,7 @@ struct options {
   bool json = false;
   bool critical = false;
   std::string timeline, report;
+  std::string dlc;                   ///< directory for the DLC files of parameter-server scenarios (docs/dlc.md)
   std::int64_t batch = 0;            ///< samples per worker and step; 0: unknown
   daydream::replay_options replay;
   bool progress = false;             ///< progress messages on stderr
@@ -83,6 +85,8 @@ inline void add_options(CLI::App& app, options& o, const daydream::passes::regis
   app.add_option("--timeline", o.timeline, "write baseline and scenarios as Chrome-trace JSON (open in Perfetto)");
   app.add_flag("--critical-path", o.critical, "print the baseline's critical path by layer and phase");
   app.add_option("--report", o.report, "write a self-contained HTML report");
+  app.add_option("--dlc", o.dlc, "write the SketchDLC traces (one file per worker and server, docs/dlc.md) of "
+                                 "every parameter-server scenario (p3, tictac, tensor_partition) into DIR/SCENARIO/");
   app.add_option("--batch", o.batch, "samples per worker and step, for samples/s of data-parallel scenarios")
       ->check(CLI::PositiveNumber);
   app.add_option("--vary", o.vary,
@@ -184,9 +188,9 @@ inline int run_sweep_mode(const options& o, std::FILE* out, std::FILE* err,
                           const daydream::passes::registry<graph>& reg) {
   if (o.json && o.csv == "-")
     throw daydream::usage_error("daydream whatif: --json and --csv - would both write to stdout; give --csv a file");
-  if (!o.timeline.empty() || !o.report.empty() || o.critical)
-    throw daydream::usage_error("daydream whatif: --timeline, --report and --critical-path describe one run; a sweep "
-                                "(--vary) gives a table");
+  if (!o.timeline.empty() || !o.report.empty() || o.critical || !o.dlc.empty())
+    throw daydream::usage_error("daydream whatif: --timeline, --report, --critical-path and --dlc describe one run; a "
+                                "sweep (--vary) gives a table");
   std::vector<daydream::passes::sweep_axis> axes;
   for (auto& v : o.vary) axes.push_back(daydream::passes::sweep_axis::parse(v));
   // The grid is expanded and every point built before the trace is read: a typo in a
@@ -262,6 +266,7 @@ inline int run_sweep_mode(const options& o, std::FILE* out, std::FILE* err,
 inline int run(const options& opts, std::FILE* out, std::FILE* err,
                const daydream::passes::registry<graph>& reg = daydream::passes::bundled()) {
   if (is_job(opts.traces)) {
+    if (!opts.dlc.empty()) throw daydream::usage_error("daydream whatif: --dlc takes one trace, not a job");
     if (!opts.vary.empty() || !opts.csv.empty())
       throw daydream::usage_error("daydream whatif: a sweep (--vary, --csv) reads one trace; for a job, sweep one "
                                   "rank's trace or run the job once per point");
@@ -324,6 +329,14 @@ inline int run(const options& opts, std::FILE* out, std::FILE* err,
     f << html_report(a);
     if (!f) throw daydream::error("daydream whatif: cannot write report to '" + o.report + "'");
   }
+  if (!o.dlc.empty())
+    for (auto& s : a.scenarios)
+      if (s.error.empty())
+        if (auto w = dlc_cmd::write_scenario_dlc(std::filesystem::path(o.dlc) / dlc_cmd::scenario_dir_name(s.name),
+                                                 s.name, s.g, s.r);
+            w.messages)
+          fmt::print(err, "daydream whatif: scenario '{}': {} DLC files in {}\n", s.name, w.files.size(),
+                     w.files.front().parent_path().string());
   if (o.json)
     for (auto& s : a.scenarios)
       if (!s.error.empty()) fmt::print(err, "daydream whatif: scenario '{}' refused: {}\n", s.name, s.error);

@@ -1,0 +1,328 @@
+// Defines io::build_dlc_graph and io::dlc_what_if: a DLC job as a task graph of transfers and node time, replayed under other clusters.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_IO_DLC_GRAPH_HPP
+#define DAYDREAM_IO_DLC_GRAPH_HPP
+
+#include <daydream/cluster.hpp>
+#include <daydream/config.hpp>
+#include <daydream/graph.hpp>
+#include <daydream/io/dlc.hpp>
+#include <daydream/replay_result.hpp>
+#include <daydream/update.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace daydream::io {
+
+//! @cond DAYDREAM_INTERNAL
+namespace detail {
+inline std::int64_t dlc_floor_us(time_ns t) { return t >= 0 ? t / 1000 : -((-t + 999) / 1000); }
+} // namespace detail
+//! @endcond
+
+/// A DLC job as a task graph (docs/dlc.md, "Replay"):
+/// - every send record is preceded by a cpu_task on its node's resource ("node R"), the
+///   node's time since its previous send or the latest of its dependencies (what the
+///   node computed, searched or updated before sending);
+/// - a message whose send and receive are both in the job is a comm_task from the send
+///   to the receive (dlc_graph::transfer names its two nodes);
+/// - a receive whose send is not in the job (the peer's file is missing) is a comm_task
+///   from its id_dep to the receive: the round trip through the peer.
+/// Transfers hold no resource: their recorded durations already contain the sharing of
+/// the traced network, and what-ifs model shared NICs in the per-byte time (dlc_what_if).
+/// A record with several dependencies waits on a zero-length join task (one per
+/// distinct set of records). Every record's time is the end of its event task; time 0
+/// is the job's first record.
+struct dlc_graph {
+  graph g;
+  std::int32_t workers = 0, servers = 0;
+  std::int64_t origin_us = 0; ///< the job's first record time (time_sec * 10^6 + time_usec)
+  /// event[f][i]: the task whose end is the time of record i of job.files[f].
+  std::vector<std::vector<task_id>> event;
+  /// A transfer (comm_task): its duration is `fixed_ns + bytes * per_byte` where
+  /// per_byte is the cluster's (recorded_per_byte_ns in the recorded cluster).
+  struct transfer {
+    task_id task = no_task;
+    std::int32_t from = 0, to = 0; ///< ranks
+    std::uint64_t bytes = 0;
+    time_ns recorded_ns = 0;       ///< its duration in the trace
+    double fixed_ns = 0;           ///< latency, the peer's processing (round trips), waiting
+    bool round_trip = false;
+  };
+  std::vector<transfer> transfers;
+  /// Nanoseconds per byte of the traced network: the smallest duration per byte of any
+  /// transfer (so no transfer is faster than the network), or as given.
+  double recorded_per_byte_ns = 0;
+  /// Transfers whose receive is earlier than their send (clocks of two nodes that
+  /// disagree): they take 0 ns, and their receive replays at the send's time.
+  std::size_t clock_skewed = 0;
+  std::size_t joins = 0; ///< zero-length tasks joining the records a record depends on
+  time_ns skew_ns = 0; ///< the largest such difference
+
+  /// The replayed time of record i of job file f, in microseconds on the job's clock.
+  std::int64_t replayed_us(const replay_result& r, std::size_t f, std::size_t i) const {
+    return origin_us + detail::dlc_floor_us(r.end[event[f][i]]);
+  }
+};
+
+/// Options of build_dlc_graph.
+struct dlc_graph_options {
+  /// The traced network's bandwidth (bytes per second, each NIC, workers' and servers'
+  /// alike): a byte then costs max(1, W/S) / bandwidth. 0: the per-byte time is the
+  /// smallest of any transfer (dlc_graph::recorded_per_byte_ns). Transfers faster than
+  /// the given bandwidth allows keep a fixed part of 0.
+  double recorded_bandwidth = 0;
+};
+
+/// Builds the graph of a DLC job (dlc_graph). Replaying it with daydream::replay gives
+/// every record its recorded time exactly, except the receives of clock-skewed
+/// transfers (dlc_graph::clock_skewed). Accepts every job the reader makes.
+/// Complexity: O(R log R) for R records.
+inline dlc_graph build_dlc_graph(const dlc_job& job, const dlc_graph_options& opt = {}) {
+  dlc_graph d;
+  d.workers = job.workers;
+  d.servers = job.servers;
+  auto& g = d.g;
+  bool any = false;
+  std::int64_t origin = std::numeric_limits<std::int64_t>::max();
+  for (auto& f : job.files)
+    for (auto& r : f.records) { origin = std::min(origin, r.time_us); any = true; }
+  d.origin_us = any ? origin : 0;
+  auto ns = [&](std::int64_t us) -> time_ns { return (us - d.origin_us) * 1000; };
+  // Sends by message, to join them to their receives.
+  using msg_key = std::tuple<std::int32_t, std::int64_t, std::int32_t, std::int32_t, int>;
+  auto key_of = [&](const dlc_record& r) {
+    const bool w = is_worker_op(r.op);
+    return msg_key{r.iteration, r.key, w ? r.performer() : r.peer, w ? r.peer : r.performer(), int(message_of(r.op))};
+  };
+  std::map<msg_key, std::pair<std::size_t, std::size_t>> sends, recvs; // first of each
+  for (std::size_t fi = 0; fi < job.files.size(); ++fi)
+    for (std::size_t i = 0; i < job.files[fi].records.size(); ++i) {
+      auto& r = job.files[fi].records[i];
+      (is_send(r.op) ? sends : recvs).emplace(key_of(r), std::pair{fi, i});
+    }
+  d.event.resize(job.files.size());
+  std::vector<std::vector<bool>> round_trip(job.files.size());
+  for (std::size_t fi = 0; fi < job.files.size(); ++fi) {
+    d.event[fi].assign(job.files[fi].records.size(), no_task);
+    round_trip[fi].assign(job.files[fi].records.size(), false);
+  }
+  // Node time before every send, in time order on the node's resource.
+  for (std::size_t fi = 0; fi < job.files.size(); ++fi) {
+    auto& f = job.files[fi];
+    if (f.records.empty()) continue;
+    const auto node = g.add_resource(resource{"node " + std::to_string(f.rank), resource_kind::cpu_thread,
+                                              sharing::exclusive, f.rank});
+    std::vector<std::size_t> idx;
+    for (std::size_t i = 0; i < f.records.size(); ++i)
+      if (is_send(f.records[i].op)) idx.push_back(i);
+    std::stable_sort(idx.begin(), idx.end(),
+                     [&](std::size_t a, std::size_t b) { return f.records[a].time_us < f.records[b].time_us; });
+    std::int64_t prev_us = d.origin_us;
+    for (auto i : idx) {
+      auto& r = f.records[i];
+      std::int64_t ready = prev_us;
+      for (auto j : r.deps) ready = std::max(ready, f.records[j].time_us);
+      const std::string name = std::string(to_string(r.op)) + " " + std::to_string(r.key) + "-" +
+                               std::to_string(r.op_num);
+      auto h = g.add(cpu_task{}, task_fields{.name = "before " + name, .duration = (r.time_us - ready) * 1000,
+                                             .resource = node, .trace_start = ns(ready),
+                                             .phase = is_worker_op(r.op) && dlc_step(r.op) == 0 ? phase::backward
+                                                                                                 : phase::other,
+                                             .iteration = r.iteration});
+      d.event[fi][i] = h.id;
+      prev_us = r.time_us;
+    }
+  }
+  // Transfers: joined messages, and round trips for receives without their send.
+  for (std::size_t fi = 0; fi < job.files.size(); ++fi) {
+    auto& f = job.files[fi];
+    for (std::size_t i = 0; i < f.records.size(); ++i) {
+      auto& r = f.records[i];
+      if (is_send(r.op)) continue;
+      const bool pull = message_of(r.op) >= dlc_message::pull_request;
+      dlc_graph::transfer x;
+      x.from = r.src;
+      x.to = r.dst;
+      std::int64_t start_us;
+      auto s = sends.find(key_of(r));
+      const std::string label = std::string(to_string(message_of(r.op))) + " " + std::to_string(r.key) + " it " +
+                                std::to_string(r.iteration) + " " + std::to_string(r.src) + "->" + std::to_string(r.dst);
+      if (s != sends.end()) {
+        auto& sr = job.files[s->second.first].records[s->second.second];
+        start_us = sr.time_us;
+        x.bytes = sr.length;
+        if (r.time_us < start_us) {
+          ++d.clock_skewed;
+          d.skew_ns = std::max<time_ns>(d.skew_ns, (start_us - r.time_us) * 1000);
+        }
+      } else {
+        x.round_trip = true;
+        start_us = d.origin_us;
+        for (auto j : r.deps) start_us = std::max(start_us, f.records[j].time_us);
+        x.bytes = r.length;
+        if (r.form == dlc_dep_form::one && is_send(f.records[r.deps.front()].op)) x.bytes += f.records[r.deps.front()].length;
+      }
+      x.recorded_ns = std::max<std::int64_t>(0, r.time_us - start_us) * 1000;
+      auto h = g.add(comm_task{.op = pull ? comm_op::pull : comm_op::push, .bytes = x.bytes, .group_size = 2},
+                     task_fields{.name = (x.round_trip ? "round trip " : "") + label, .duration = x.recorded_ns,
+                                 .resource = no_resource, .trace_start = ns(start_us), .phase = phase::other,
+                                 .iteration = r.iteration});
+      x.task = h.id;
+      d.event[fi][i] = h.id;
+      round_trip[fi][i] = x.round_trip;
+      d.transfers.push_back(x);
+      if (s != sends.end()) g.add_dependency(d.event[s->second.first][s->second.second], h.id, dep_kind::comm);
+    }
+  }
+  // Dependencies: program order of a node's sends, id_dep of sends, and of round trips.
+  for (std::size_t fi = 0; fi < job.files.size(); ++fi) {
+    auto& f = job.files[fi];
+    task_id prev = no_task;
+    std::vector<std::pair<std::int64_t, std::size_t>> sends_by_time;
+    for (std::size_t i = 0; i < f.records.size(); ++i)
+      if (is_send(f.records[i].op)) sends_by_time.emplace_back(f.records[i].time_us, i);
+    std::stable_sort(sends_by_time.begin(), sends_by_time.end(),
+                     [](auto& a, auto& b) { return a.first < b.first; });
+    for (auto& [t, i] : sends_by_time) {
+      const auto me = d.event[fi][i];
+      if (prev != no_task) g.add_dependency(prev, me, dep_kind::cpu_order);
+      prev = me;
+    }
+    // A record with several dependencies waits on a join: one zero-length task per
+    // distinct set, so that a one-to-many id_dep shared by many records (every push of
+    // an iteration on every answer of the previous one) costs one edge per member.
+    std::map<std::vector<std::size_t>, task_id> joins;
+    for (std::size_t i = 0; i < f.records.size(); ++i) {
+      auto& r = f.records[i];
+      if (!is_send(r.op) && !round_trip[fi][i]) continue;
+      if (r.deps.size() == 1) {
+        g.add_dependency(d.event[fi][r.deps.front()], d.event[fi][i], dep_kind::comm);
+        continue;
+      }
+      if (r.deps.empty()) continue;
+      auto [it, fresh] = joins.try_emplace(r.deps, no_task);
+      if (fresh) {
+        std::int64_t latest = d.origin_us;
+        for (auto j : r.deps) latest = std::max(latest, f.records[j].time_us);
+        auto h = g.add(cpu_task{}, task_fields{.name = "all of " + std::to_string(r.deps.size()) + " records",
+                                               .duration = 0, .resource = no_resource, .trace_start = ns(latest),
+                                               .phase = phase::other, .iteration = r.iteration});
+        for (auto j : r.deps) g.add_dependency(d.event[fi][j], h.id, dep_kind::comm);
+        it->second = h.id;
+        ++d.joins;
+      }
+      g.add_dependency(it->second, d.event[fi][i], dep_kind::comm);
+    }
+  }
+  // The traced network's per-byte time.
+  if (opt.recorded_bandwidth > 0)
+    d.recorded_per_byte_ns = std::max(1.0, double(std::max(1, d.workers)) / double(std::max(1, d.servers))) * 1e9 /
+                             opt.recorded_bandwidth;
+  else {
+    double best = std::numeric_limits<double>::infinity();
+    for (auto& x : d.transfers)
+      if (x.bytes) best = std::min(best, double(x.recorded_ns) / double(x.bytes));
+    d.recorded_per_byte_ns = std::isfinite(best) ? best : 0;
+  }
+  for (auto& x : d.transfers)
+    x.fixed_ns = std::max(0.0, double(x.recorded_ns) - double(x.bytes) * d.recorded_per_byte_ns);
+  return d;
+}
+
+/// A what-if on a DLC graph: another network, more workers, another server count. The
+/// transfer model is ps_transfer_time's (collective.hpp): a byte costs
+/// max(1 / worker bandwidth, workers / (servers x server bandwidth)), the larger of the
+/// worker's NIC and its share of the servers' NICs. The recorded cluster is the job's
+/// workers and servers with NICs of bandwidth B0 = max(1, W0/S0) / recorded_per_byte.
+/// Each transfer keeps its fixed part (latency, the peer's processing, waiting) and
+/// gets its bytes at the new per-byte time. More workers than recorded are assumed to
+/// behave as the recorded ones (same computation, same synchronization): they load the
+/// servers' NICs but are not simulated one by one; keys stay on their servers (the
+/// model assumes them balanced). See docs/dlc.md, "What-ifs".
+struct dlc_what_if {
+  double bandwidth_scale = 1;      ///< both NICs' bandwidth times this
+  double worker_bandwidth = 0;     ///< bytes/s of a worker's NIC; 0: recorded x bandwidth_scale
+  double server_bandwidth = 0;     ///< bytes/s of a server's NIC; 0: recorded x bandwidth_scale
+  std::uint32_t workers = 0;       ///< 0: the job's
+  std::uint32_t servers = 0;       ///< 0: the job's
+
+  /// The what-if of a cluster: its NIC and server bandwidths, workers and servers.
+  static dlc_what_if from_cluster(const cluster& c) {
+    dlc_what_if w;
+    w.worker_bandwidth = c.network.bandwidth;
+    w.server_bandwidth = c.server_link().bandwidth;
+    w.workers = c.workers();
+    w.servers = c.servers();
+    return w;
+  }
+};
+
+/// The per-byte time (ns) of the recorded cluster and of what-if `w` on graph `d`.
+inline double dlc_per_byte_ns(const dlc_graph& d, const dlc_what_if& w) {
+  if (!(w.bandwidth_scale > 0) || !std::isfinite(w.bandwidth_scale))
+    throw usage_error("daydream: dlc what-if: the bandwidth scale must be positive");
+  if (w.worker_bandwidth < 0 || w.server_bandwidth < 0 || !std::isfinite(w.worker_bandwidth) ||
+      !std::isfinite(w.server_bandwidth))
+    throw usage_error("daydream: dlc what-if: bandwidths must be positive");
+  const double W0 = std::max(1, d.workers), S0 = std::max(1, d.servers);
+  if (d.recorded_per_byte_ns <= 0) return 0;
+  const double b0 = std::max(1.0, W0 / S0) * 1e9 / d.recorded_per_byte_ns; // bytes/s of the recorded NICs
+  const double bw = w.worker_bandwidth > 0 ? w.worker_bandwidth : b0 * w.bandwidth_scale;
+  const double bs = w.server_bandwidth > 0 ? w.server_bandwidth : b0 * w.bandwidth_scale;
+  const double W = w.workers ? double(w.workers) : W0, S = w.servers ? double(w.servers) : S0;
+  return std::max(1e9 / bw, 1e9 * W / (S * bs));
+}
+
+/// Applies what-if `w` to graph `d`: every transfer's duration becomes
+/// fixed_ns + bytes * dlc_per_byte_ns(d, w). The identity what-if keeps every duration.
+inline void apply_dlc_what_if(dlc_graph& d, const dlc_what_if& w) {
+  const double p = dlc_per_byte_ns(d, w);
+  const bool same = p == d.recorded_per_byte_ns;
+  // Every replayed time stays below its recorded one plus all the transfers' growth:
+  // refuse a what-if whose growth could overflow the replay's clock.
+  time_ns last = 0;
+  for (auto& x : d.transfers) last = std::max(last, d.g.trace_start(x.task) + x.recorded_ns);
+  for (task_id t = 0; t < d.g.id_bound(); ++t)
+    if (d.g.contains(t)) last = std::max(last, d.g.trace_start(t) + d.g.duration(t));
+  double growth = 0;
+  std::vector<time_ns> next(d.transfers.size());
+  for (std::size_t i = 0; i < d.transfers.size(); ++i) {
+    auto& x = d.transfers[i];
+    const double t = same ? double(x.recorded_ns) : std::round(x.fixed_ns + double(x.bytes) * p);
+    growth += std::max(0.0, t - double(x.recorded_ns));
+    if (!(growth < 4e18 - double(last)))
+      throw usage_error("daydream: dlc what-if: the transfers would last too long to replay (the bandwidth is too low)");
+    next[i] = time_ns(t);
+  }
+  for (std::size_t i = 0; i < d.transfers.size(); ++i) set_duration(d.g, d.transfers[i].task, next[i]);
+}
+
+/// A copy of `job` with every record at its replayed time (dlc_graph::replayed_us) and
+/// every d_time recomputed from the new times: the DLC trace of a what-if, to analyse
+/// (analyze_dlc) or to write (write_dlc_job).
+inline dlc_job retime_dlc_job(const dlc_job& job, const dlc_graph& d, const replay_result& r) {
+  dlc_job out = job;
+  for (std::size_t fi = 0; fi < out.files.size(); ++fi) {
+    auto& f = out.files[fi];
+    for (std::size_t i = 0; i < f.records.size(); ++i) f.records[i].time_us = d.replayed_us(r, fi, i);
+    for (auto& rec : f.records) {
+      std::int64_t latest = std::numeric_limits<std::int64_t>::min();
+      for (auto j : rec.deps) latest = std::max(latest, f.records[j].time_us);
+      rec.d_time_us = rec.deps.empty() ? 0 : rec.time_us - latest;
+    }
+  }
+  return out;
+}
+
+} // namespace daydream::io
+
+#endif

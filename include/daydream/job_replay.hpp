@@ -122,9 +122,11 @@ inline std::vector<std::vector<iteration_span>> rank_iteration_spans(const job_g
 /// When rank part `part` of a modelled collective was ready to start in replay `r`: the
 /// latest end of what it waited for other than the barrier (its own rank's arrival).
 inline time_ns arrival_of(const job_graph& jg, const replay_result& r, task_id part, task_id barrier) {
+  // The rank's own tasks only: the barrier and the fine level's transfers come after them.
+  const task_id own = jg.first_task.empty() ? jg.g.id_bound() : jg.first_task.back();
   time_ns at = 0;
   for (auto d : jg.g.predecessors(part))
-    if (d.from != barrier && r.end[d.from] >= 0) at = std::max(at, r.end[d.from]);
+    if (d.from != barrier && d.from < own && r.end[d.from] >= 0) at = std::max(at, r.end[d.from]);
   return at;
 }
 
@@ -188,6 +190,13 @@ inline job_result analyse_job(const job& j, const job_graph& jg, std::vector<std
     const bool comm = jg.g.is<comm_task>(t) || parts.count(t);
     iv[std::size_t(k)].push_back({r.start[t], r.end[t], comm ? 1 : 0, -1});
   });
+  // The fine level: a rank transfers from the barrier until its kernel ends (its last
+  // chunk arrived); the kernel itself takes no time.
+  for (auto& c : jg.collectives)
+    if (c.transfers)
+      for (std::size_t x = 0; x < c.parts.size(); ++x)
+        if (jg.g.iteration(c.parts[x]) == out.iteration && r.end[c.parts[x]] > r.end[c.barrier])
+          iv[c.part_rank[x]].push_back({r.end[c.barrier], r.end[c.parts[x]], 1, -1});
   std::map<std::int32_t, time_ns> caused;
   std::map<std::int32_t, std::size_t> last_count;
   std::size_t focus_collectives = 0;

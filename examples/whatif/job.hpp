@@ -39,6 +39,7 @@ struct job_cli {
   std::vector<std::int32_t> on_ranks;    ///< --on-rank: ranks single-GPU passes apply to (empty: all)
   bool representative = false;           ///< --representative
   std::string transfer = "trace";        ///< --transfer trace|cluster
+  std::string comm = "coarse";           ///< --comm coarse|fine
   std::string cluster;                   ///< --cluster KEY=VALUE,...
 };
 
@@ -267,6 +268,9 @@ inline std::string job_json(const job_analysis& a) {
   if (a.m.unmatched.empty()) w.null(); else w.value(a.m.unmatched);
   w.field("transfer_from", a.model.transfer == daydream::job_model_options::transfer_source::trace
                                ? "trace (the last rank to arrive)" : "cluster model");
+  std::size_t transfers = 0;
+  for (auto& c : a.jg.collectives) transfers += c.transfers;
+  w.field("communication", std::string(to_string(a.model.communication))).field("chunk_transfers", transfers);
   w.end_object();
   w.key("critical_path").begin_array();
   for (auto& c : a.base.critical) {
@@ -327,6 +331,11 @@ inline void print_job_table(std::FILE* out, const job_analysis& a) {
              a.m.unmatched.empty() ? a.m.method : std::string("not joined"));
   fmt::print(out, "clock alignment: {}; completion spread {:.1f} us, {} causality violation(s)\n\n", a.alignment.method,
              a.alignment.residual_ns / 1e3, a.alignment.violations);
+  if (a.model.communication == daydream::communication_level::fine) {
+    std::size_t transfers = 0;
+    for (auto& c : a.jg.collectives) transfers += c.transfers;
+    fmt::print(out, "communication: fine, {} chunk transfer(s) on the links of {}\n\n", transfers, a.model.cluster.describe());
+  }
   fmt::print(out, "{:>5} {:>12} {:>12} {:>8} {:>11} {:>11} {:>11} {:>11}  {}\n", "rank", "measured", "predicted", "error",
              "compute", "transfer", "wait", "other", "waited for");
   for (std::size_t k = 0; k < a.base.ranks.size(); ++k) {
@@ -424,6 +433,8 @@ inline int run_job(const job_cli& cli, const std::vector<std::string>& specs_in,
                    std::FILE* out, std::FILE* err, const daydream::passes::registry<graph>& reg) {
   if (cli.transfer != "trace" && cli.transfer != "cluster")
     throw daydream::usage_error("daydream whatif: --transfer must be trace or cluster, not '" + cli.transfer + "'");
+  if (cli.comm != "coarse" && cli.comm != "fine")
+    throw daydream::usage_error("daydream whatif: --comm must be coarse or fine, not '" + cli.comm + "'");
   std::vector<std::filesystem::path> paths(cli.traces.begin(), cli.traces.end());
   daydream::io::job_options jo;
   jo.ranks = cli.ranks;
@@ -449,6 +460,7 @@ inline int run_job(const job_cli& cli, const std::vector<std::string>& specs_in,
   }
   a.model.transfer = cli.transfer == "cluster" ? daydream::job_model_options::transfer_source::cluster
                                                : daydream::job_model_options::transfer_source::trace;
+  a.model.communication = cli.comm == "fine" ? daydream::communication_level::fine : daydream::communication_level::coarse;
   std::vector<std::int32_t> its;
   if (iteration >= 0) {
     auto common = a.j.common_iterations();

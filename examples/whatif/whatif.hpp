@@ -66,6 +66,9 @@ inline void add_options(CLI::App& app, options& o, const daydream::passes::regis
                "job mode: also predict from one worker plus the collective model (dPRO's representative worker)");
   app.add_option("--transfer", o.job.transfer,
                  "job mode: a collective's transfer time from 'trace' (the last rank to arrive) or 'cluster' (--cluster)");
+  app.add_option("--comm", o.job.comm,
+                 "job mode: collectives as one synchronizing operation ('coarse') or as their algorithm's chunk "
+                 "transfers on the cluster's links, shared by concurrent collectives ('fine')");
   app.add_option("--cluster", o.job.cluster,
                  "job mode: the cluster, as the distributed passes' keys (machines=2,workers_per_machine=4,bandwidth=100Gbps)");
   app.add_option("--iteration", o.iteration,
@@ -108,8 +111,8 @@ inline int run(const options& opts, std::FILE* out, std::FILE* err,
   options o = opts;
   if (o.traces.size() == 1) o.trace = o.traces.front();
   if (!o.job.ranks.empty() || !o.job.on_ranks.empty() || o.job.representative || !o.job.cluster.empty() ||
-      o.job.transfer != "trace")
-    throw daydream::usage_error("daydream whatif: --rank, --on-rank, --representative, --transfer and --cluster are for "
+      o.job.transfer != "trace" || o.job.comm != "coarse")
+    throw daydream::usage_error("daydream whatif: --rank, --on-rank, --representative, --transfer, --comm and --cluster are for "
                                 "a job (several traces or a directory)");
   // Every spec is checked before anything runs: a typo must not cost a trace load and
   // half the scenarios. Building a pass reads only its parameters, so any failure here

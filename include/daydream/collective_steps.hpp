@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -34,6 +35,25 @@ struct collective_transfer {
   double bytes = 0;
   friend bool operator==(const collective_transfer&, const collective_transfer&) = default;
 };
+
+/// How many transfers collective_transfers(op, bytes, p, algorithm) lists (whatever the
+/// bytes), without listing them.
+inline std::size_t collective_transfer_count(comm_op op, std::uint32_t p,
+                                             all_reduce_algorithm algorithm = all_reduce_algorithm::ring) {
+  if (p <= 1) return 0;
+  const std::size_t n = p;
+  switch (op) {
+  case comm_op::all_reduce:
+    if (algorithm == all_reduce_algorithm::tree) return 2 * (n - 1);
+    if (algorithm == all_reduce_algorithm::halving_doubling && (p & (p - 1)) == 0) return 2 * n * ceil_log2(p);
+    return 2 * (n - 1) * n;
+  case comm_op::reduce_scatter:
+  case comm_op::all_gather: return (n - 1) * n;
+  case comm_op::broadcast:
+  case comm_op::reduce: return n - 1;
+  default: return (n - 1) * n;
+  }
+}
 
 /// The transfers of collective `op` of `bytes` over `p` participants, in step order, as
 /// the algorithms of collective.hpp run it (each one's uncontended time on a uniform
@@ -57,6 +77,7 @@ inline std::vector<collective_transfer> collective_transfers(comm_op op, double 
   detail::check_bytes(bytes);
   std::vector<collective_transfer> out;
   if (p <= 1) return out;
+  out.reserve(collective_transfer_count(op, p, algorithm));
   const double chunk = bytes / double(p);
   auto ring = [&](std::uint32_t steps, std::uint32_t first) {
     for (std::uint32_t s = 0; s < steps; ++s)

@@ -757,6 +757,15 @@ inline job_graph build_job_graph(const job& j, const collective_matching& m, con
     as_traced = o;
     as_traced.network_scale = 1.0;
     as_traced.changed_to = o.calibrated_as;
+    // Room for every transfer: a latency task and a task on each of its two links.
+    const auto algo = (o.transfer == job_model_options::transfer_source::trace ? o.changed_to : o.algorithm) ==
+                              collective_algorithm::tree
+                          ? all_reduce_algorithm::tree
+                          : all_reduce_algorithm::ring;
+    std::size_t transfers = 0;
+    for (auto& mc : m.collectives)
+      transfers += collective_transfer_count(mc.op, std::max<std::uint32_t>(mc.group_size, std::uint32_t(mc.parts.size())), algo);
+    jg.g.reserve(jg.g.id_bound() + m.collectives.size() + 3 * transfers);
   }
   for (std::size_t ci = 0; ci < m.collectives.size(); ++ci) {
     const auto& mc = m.collectives[ci];

@@ -113,6 +113,10 @@ TEST_CASE("collective_transfers: each algorithm alone takes its cost formula (on
       return uncontended_time(collective_transfers(op, bytes, p, a), ranks, h);
     };
     CHECK(collective_transfers(comm_op::all_reduce, bytes, p).size() == 2 * (p - 1) * p);
+    for (auto op : {comm_op::all_reduce, comm_op::reduce_scatter, comm_op::all_gather, comm_op::broadcast,
+                    comm_op::reduce, comm_op::all_to_all, comm_op::other})
+      for (auto a : {all_reduce_algorithm::ring, all_reduce_algorithm::tree, all_reduce_algorithm::halving_doubling})
+        CHECK(collective_transfer_count(op, p, a) == collective_transfers(op, bytes, p, a).size());
     CHECK(t(comm_op::all_reduce) == ring_all_reduce_time(bytes, p, l));
     CHECK(t(comm_op::reduce_scatter) == reduce_scatter_time(bytes, p, l));
     CHECK(t(comm_op::all_gather) == all_gather_time(bytes, p, l));

@@ -195,6 +195,30 @@ inline time_ns uncontended_time(const std::vector<collective_transfer>& t, const
   return end;
 }
 
+/// The same time for collective `op` of `bytes` with `algorithm` among `ranks`, without
+/// listing its transfers where a ring runs it (ring all-reduce, reduce-scatter,
+/// all-gather): every step waits for the slowest ring link, so the time is the steps
+/// times the slowest link's latency plus chunk (O(p) instead of O(p^2)). Other
+/// algorithms: uncontended_time of collective_transfers.
+inline time_ns uncontended_time(comm_op op, double bytes, const std::vector<std::int32_t>& ranks,
+                                const link_hierarchy& h, all_reduce_algorithm algorithm = all_reduce_algorithm::ring) {
+  const auto p = std::uint32_t(ranks.size());
+  if (p <= 1) return 0;
+  const bool ring = (op == comm_op::all_reduce && (algorithm == all_reduce_algorithm::ring ||
+                                                   (algorithm == all_reduce_algorithm::halving_doubling && (p & (p - 1)) != 0))) ||
+                    op == comm_op::reduce_scatter || op == comm_op::all_gather;
+  if (!ring) return uncontended_time(collective_transfers(op, bytes, p, algorithm), ranks, h);
+  detail::check_bytes(bytes);
+  const double chunk = bytes / double(p);
+  time_ns slowest = 0;
+  for (std::uint32_t i = 0; i < p; ++i) {
+    const auto l = h.path(ranks[i], ranks[(i + 1) % p]);
+    slowest = std::max(slowest, detail::round_ns(l.latency) + detail::round_ns(l.transfer_ns(chunk)));
+  }
+  const time_ns steps = op == comm_op::all_reduce ? 2 * time_ns(p - 1) : time_ns(p - 1);
+  return steps * slowest;
+}
+
 } // namespace daydream
 
 #endif

@@ -580,8 +580,7 @@ inline void add_fine_collective(job_graph& jg, const job& j, const matched_colle
   // transfer time as the traced algorithm; the network scale divides the bandwidth terms.
   double factor = 1.0;
   if (from_trace) {
-    const auto traced = collective_transfers(mc.op, double(mc.bytes), p, algo(o.calibrated_as));
-    const auto alone = uncontended_time(traced, ranks, h);
+    const auto alone = uncontended_time(mc.op, double(mc.bytes), ranks, h, algo(o.calibrated_as));
     if (alone > 0) factor = double(calibrated) / double(alone);
   }
   const double bw_scale = o.network_scale > 0 ? o.network_scale : 1.0;

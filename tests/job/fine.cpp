@@ -145,6 +145,26 @@ TEST_CASE("collective_transfers: each algorithm alone takes its cost formula (on
   CHECK(tree == want);
 }
 
+TEST_CASE("uncontended_time without the list of a ring's transfers equals the one with it (random hierarchies)") {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 40; ++round) {
+    CAPTURE(round);
+    const std::uint32_t per = 1 + rng() % 4, machines = 1 + rng() % 4;
+    auto c = make_cluster(machines, per, 1 + rng() % 5, double(rng() % 3000), double(1 + rng() % 20), double(rng() % 500));
+    auto h = link_hierarchy::of(c, per * machines);
+    // A random placement of a random subset, in rank order.
+    for (auto& m : h.machine) m = std::uint32_t(rng() % machines);
+    std::vector<std::int32_t> ranks;
+    for (std::uint32_t r = 0; r < per * machines; ++r)
+      if (rng() % 3) ranks.push_back(std::int32_t(r));
+    const double bytes = double(rng() % 10'000'000);
+    const auto p = std::uint32_t(ranks.size());
+    for (auto op : {comm_op::all_reduce, comm_op::reduce_scatter, comm_op::all_gather, comm_op::all_to_all})
+      for (auto a : {all_reduce_algorithm::ring, all_reduce_algorithm::tree, all_reduce_algorithm::halving_doubling})
+        CHECK(uncontended_time(op, bytes, ranks, h, a) == uncontended_time(collective_transfers(op, bytes, p, a), ranks, h));
+  }
+}
+
 TEST_CASE("fine level: one ring all-reduce alone takes the ring formula, as the coarse level does") {
   // 4 ranks on 4 machines, NICs of 1 byte/ns and 1 us; 4 MB: chunks of 1 MB take 1 ms.
   // By hand: 2 (4-1) steps x (1 us + 1 ms) = 6.006 ms.

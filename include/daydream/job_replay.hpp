@@ -47,7 +47,8 @@ struct straggler_report {
   std::string reason;              ///< one sentence for people
 };
 
-/// A stretch of the critical path on one rank (rank -1: the job's own synchronization).
+/// A stretch of the critical path on one rank (rank -1: the job's own tasks, its
+/// collectives' barriers and, at the fine level, their chunk transfers).
 struct critical_segment {
   std::int32_t rank = -1;
   time_ns time = 0;        ///< task time on the path in this stretch
@@ -298,8 +299,9 @@ inline job_result analyse_job(const job& j, const job_graph& jg, std::vector<std
     st.reason = s;
   }
   // The critical path by rank.
+  const task_id own = jg.first_task.empty() ? jg.g.id_bound() : jg.first_task.back();
   for (auto& step : r.critical_path()) {
-    const auto rank = jg.rank_of(step.task);
+    const auto rank = step.task < own ? jg.rank_of(step.task) : -1;
     if (out.critical.empty() || out.critical.back().rank != rank) out.critical.push_back({rank, 0, 0});
     out.critical.back().time += r.duration(step.task);
     ++out.critical.back().tasks;

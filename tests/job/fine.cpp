@@ -292,6 +292,36 @@ TEST_CASE("fine level: a ring over NVLink inside machines and NICs between them 
   CHECK(all_to_all_time(4e6, 4, o.cluster.network) == 3'003'000);
 }
 
+TEST_CASE("fine level: a partial job's missing ranks take part in the ring; placements are checked") {
+  // World 4, ranks 0 and 1 traced: the ring still has 4 participants (2 and 3 modelled as
+  // copies that arrive at the barrier), so it takes the ring formula of 4: 6.006 ms.
+  auto full = make_job(4, {{comm_op::all_reduce, 4'000'000}});
+  job j;
+  j.world_size = 4;
+  j.ranks.push_back(std::move(full.ranks[0]));
+  j.ranks.push_back(std::move(full.ranks[1]));
+  REQUIRE(j.partial());
+  job_model_options o;
+  o.transfer = job_model_options::transfer_source::cluster;
+  o.cluster = make_cluster(4, 1, 1, 1'000);
+  o.communication = communication_level::fine;
+  auto x = replay_job(j, o);
+  CHECK(x.jg.collectives.at(0).transfers == 2 * 3 * 4);
+  CHECK(collective_time(x, 0, 0) == 6'006'000);
+  CHECK(collective_time(x, 0, 1) == 6'006'000);
+  CHECK(x.jg.g.find_resource("machine 3: NIC out") != no_resource);
+  // The critical path runs through the collective as the job's own stretch (rank -1).
+  auto res = analyse_job(j, x.jg);
+  bool sync = false;
+  for (auto& c : res.critical) sync = sync || (c.rank == -1 && c.time == 6'006'000);
+  CHECK(sync);
+  o.machine_of_rank = {0, 0, 1};
+  CHECK_THROWS_WITH_AS(build_job_graph(j, match_collectives(j), alignment_result{}, o),
+                       doctest::Contains("machine_of_rank places 3 rank(s), the job has 4"), error);
+  o.machine_of_rank = {0, 0, 1, 1};
+  CHECK(job_link_hierarchy(j, o).machine == std::vector<std::uint32_t>{0, 0, 1, 1});
+}
+
 TEST_CASE("fine level: every link carries at most its bandwidth (random jobs)") {
   std::mt19937 rng(15);
   for (int round = 0; round < 12; ++round) {

@@ -579,9 +579,17 @@ inline void add_fine_collective(job_graph& jg, const job& j, const matched_colle
   // Calibrated: every duration scaled so that the collective alone takes the trace's
   // transfer time as the traced algorithm; the network scale divides the bandwidth terms.
   double factor = 1.0;
+  time_ns step_latency = -1; // >= 0: every step's latency instead of its links'
   if (from_trace) {
     const auto alone = uncontended_time(mc.op, double(mc.bytes), ranks, h, algo(o.calibrated_as));
     if (alone > 0) factor = double(calibrated) / double(alone);
+    else if (!steps.empty()) {
+      // Nothing to scale (no recorded size, links without latency): the calibrated time is
+      // spread over the steps as latency.
+      std::size_t n = 1;
+      for (std::size_t s = 1; s < steps.size(); ++s) n += steps[s].step != steps[s - 1].step;
+      step_latency = round_ns(double(calibrated) / double(n));
+    }
   }
   const double bw_scale = o.network_scale > 0 ? o.network_scale : 1.0;
   const std::string op(to_string(mc.op));
@@ -602,7 +610,7 @@ inline void add_fine_collective(job_graph& jg, const job& j, const matched_colle
       const auto src = ranks[tr.from], dst = ranks[tr.to];
       const bool same = h.same_machine(src, dst);
       const link_spec l = same ? h.intra : h.nic;
-      const time_ns lat = round_ns(l.latency * factor);
+      const time_ns lat = step_latency >= 0 ? step_latency : round_ns(l.latency * factor);
       const time_ns dur = round_ns(l.transfer_ns(tr.bytes) * factor / bw_scale);
       deps.assign(front[tr.from].begin(), front[tr.from].end());
       deps.insert(deps.end(), front[tr.to].begin(), front[tr.to].end());

@@ -196,6 +196,11 @@ TEST_CASE("fine level: one ring all-reduce alone takes the ring formula, as the 
   o.transfer = job_model_options::transfer_source::trace;
   auto cal = replay_job(j, o);
   CHECK(std::abs(collective_time(cal, 0) - 1'000) <= 6); // six steps, each rounded to the ns
+  // Without a recorded size on links without latency nothing scales: the calibrated time is
+  // spread over the six steps as latency (1000 / 6 = 167 ns each).
+  auto unsized = make_job(4, {{comm_op::all_reduce, 0}});
+  o.cluster = make_cluster(4, 1, 1, 0);
+  CHECK(collective_time(replay_job(unsized, o), 0) == 6 * 167);
 }
 
 TEST_CASE("fine level: two process groups sharing NICs take the max-min fair-share time") {

@@ -456,6 +456,7 @@ inline int run_job(const job_cli& cli, const std::vector<std::string>& specs_in,
   {
     auto p = daydream::pass_params::parse("cluster", cspec);
     a.model.cluster = daydream::cluster::from_params(p);
+    a.model.cluster.nic_per_gpu = p.get_bool("nic_per_gpu", false); // the fine level's NICs
     p.finish();
   }
   a.model.transfer = cli.transfer == "cluster" ? daydream::job_model_options::transfer_source::cluster

@@ -70,7 +70,8 @@ inline void add_options(CLI::App& app, options& o, const daydream::passes::regis
                  "job mode: collectives as one synchronizing operation ('coarse') or as their algorithm's chunk "
                  "transfers on the cluster's links, shared by concurrent collectives ('fine')");
   app.add_option("--cluster", o.job.cluster,
-                 "job mode: the cluster, as the distributed passes' keys (machines=2,workers_per_machine=4,bandwidth=100Gbps)");
+                 "job mode: the cluster, as the distributed passes' keys (machines=2,workers_per_machine=4,bandwidth=100Gbps); "
+                 "with --comm fine also nic_per_gpu=true (a NIC per GPU, not per machine)");
   app.add_option("--iteration", o.iteration,
                  "analyse only this iteration (ProfilerStep number); default: every steady-state one, "
                  "with the median shown");

@@ -59,7 +59,8 @@ struct cluster {
   link_spec pcie{12e9, 2'000};           ///< GPU-GPU / GPU-host inside a machine
   std::uint32_t parameter_servers = 0;   ///< 0: one server per machine, colocated
   double server_bandwidth = 0;           ///< bytes/s of a server's NIC; 0: network.bandwidth
-  /// One NIC per GPU instead of one per machine (the fine level of jobs, link_hierarchy).
+  /// One NIC per GPU instead of one per machine (the fine level of jobs, link_hierarchy;
+  /// the job mode's `--cluster nic_per_gpu=true`; the distributed passes do not read it).
   bool nic_per_gpu = false;
 
   /// GPUs per machine assumed when `nvlink=` is given without a machine shape (an
@@ -100,7 +101,6 @@ struct cluster {
   /// | `pcie`, `pcie_latency` | PCIe bandwidth and latency | 12GB/s, 2us |
   /// | `ps` | parameter servers | one per machine |
   /// | `ps_bandwidth` | a server's NIC bandwidth | `bandwidth` |
-  /// | `nic_per_gpu` | one NIC per GPU (`true`/`1`), not one per machine | false |
   ///
   /// `per_machine` is the machine shape a pass assumes when only `workers=` is given:
   /// 1 (one GPU per machine) for most passes; BlueConnect, whose point is the hierarchy,
@@ -154,7 +154,6 @@ struct cluster {
     c.pcie.latency = p.get_time_ns("pcie_latency", c.pcie.latency);
     c.parameter_servers = static_cast<std::uint32_t>(p.get_int("ps", 0));
     c.server_bandwidth = p.get_bandwidth("ps_bandwidth", 0);
-    c.nic_per_gpu = p.get_bool("nic_per_gpu", false);
     if (!(c.network.bandwidth > 0)) fail("bandwidth must be positive");
     if (!(c.pcie.bandwidth > 0)) fail("pcie must be positive");
     return c;

@@ -105,19 +105,25 @@ struct throughput {
   std::optional<double> scaling_efficiency;  ///< vs_one_gpu / workers, for data-parallel scenarios
 };
 
-inline throughput throughput_of(const analysis& a, const scenario& s) {
+/// The throughput of an iteration of `predicted` ns on `scenario_workers` data-parallel
+/// workers (0: as many as the traced job).
+inline throughput throughput_of(const analysis& a, time_ns predicted, std::int32_t scenario_workers) {
   throughput t;
   const auto base_workers = trace_workers(a);
-  t.workers = s.workers() > 0 ? s.workers() : base_workers;
-  if (s.predicted <= 0 || a.base.predicted <= 0) return t;
-  t.steps_per_s = 1e9 / double(s.predicted);
+  t.workers = scenario_workers > 0 ? scenario_workers : base_workers;
+  if (predicted <= 0 || a.base.predicted <= 0) return t;
+  t.steps_per_s = 1e9 / double(predicted);
   if (a.batch) t.samples_per_s = t.steps_per_s * double(*a.batch) * t.workers;
-  t.vs_baseline = double(t.workers) * double(a.base.predicted) / (double(base_workers) * double(s.predicted));
+  t.vs_baseline = double(t.workers) * double(a.base.predicted) / (double(base_workers) * double(predicted));
   if (base_workers == 1) {
     t.vs_one_gpu = t.vs_baseline;
-    if (s.workers() > 0) t.scaling_efficiency = *t.vs_one_gpu / t.workers;
+    if (scenario_workers > 0) t.scaling_efficiency = *t.vs_one_gpu / t.workers;
   }
   return t;
+}
+
+inline throughput throughput_of(const analysis& a, const scenario& s) {
+  return throughput_of(a, s.predicted, s.workers());
 }
 
 /// The speedup shown for a scenario: training throughput relative to the baseline (for a

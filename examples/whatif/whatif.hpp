@@ -11,6 +11,7 @@
 #include "output.hpp"
 #include "report.hpp"
 #include "scenario.hpp"
+#include "sweep.hpp"
 
 #include <daydream/daydream.hpp>
 #include <daydream/io/kineto.hpp>
@@ -45,6 +46,9 @@ struct options {
   std::int64_t batch = 0;            ///< samples per worker and step; 0: unknown
   daydream::replay_options replay;
   bool progress = false;             ///< progress messages on stderr
+  /// Sweep mode: the axes of the grid ("workers=8,16,64"); every --pass at every combination.
+  std::vector<std::string> vary;
+  std::string csv;                   ///< sweep mode: also write the table as CSV here ("-": stdout)
 };
 
 /// "Passes (--pass NAME[:key=value,...], ...)" and one line per bundled pass.
@@ -82,6 +86,12 @@ inline void add_options(CLI::App& app, options& o, const daydream::passes::regis
   app.add_option("--report", o.report, "write a self-contained HTML report");
   app.add_option("--batch", o.batch, "samples per worker and step, for samples/s of data-parallel scenarios")
       ->check(CLI::PositiveNumber);
+  app.add_option("--vary", o.vary,
+                 "sweep mode: predict every --pass at every value of KEY (repeatable: a grid), e.g. "
+                 "--vary workers=8,16,64 --vary bandwidth=10Gbps,100Gbps; a value goes to each pass of a chain "
+                 "that takes KEY, or where the chain says {KEY} (ddp:workers={n}); under mpirun the points are "
+                 "spread over the ranks (docs/sweep.md)");
+  app.add_option("--csv", o.csv, "sweep mode: also write the results as one CSV table to this file ('-': stdout)");
   app.add_option("--overlap-slowdown", o.replay.overlap_slowdown,
                  "GPU computation runs this many times slower while communication is active "
                  "on its node (Proteus' overlap factor); default 1: no slowdown")
@@ -98,37 +108,9 @@ template <class Entry> std::string not_applicable_reason(const Entry& e, const g
   return fmt::format("the trace lacks what it needs (run it with --pass {} for details)", e.name);
 }
 
-/// Runs the what-if analysis with the passes of `reg` and prints it on `out`. Throws
-/// daydream::usage_error for what the user asked wrongly (exit status 2) and
-/// daydream::error for bad input (1).
-inline int run(const options& opts, std::FILE* out, std::FILE* err,
-               const daydream::passes::registry<graph>& reg = daydream::passes::bundled()) {
-  if (is_job(opts.traces)) {
-    auto cli = opts.job;
-    cli.traces = opts.traces;
-    return run_job(cli, opts.specs, opts.json, opts.timeline, opts.report, opts.iteration, opts.replay, opts.progress,
-                   out, err, reg);
-  }
-  options o = opts;
-  if (o.traces.size() == 1) o.trace = o.traces.front();
-  if (!o.job.ranks.empty() || !o.job.on_ranks.empty() || o.job.representative || !o.job.cluster.empty() ||
-      o.job.transfer != "trace" || o.job.comm != "coarse")
-    throw daydream::usage_error("daydream whatif: --rank, --on-rank, --representative, --transfer, --comm and --cluster are for "
-                                "a job (several traces or a directory)");
-  // Every spec is checked before anything runs: a typo must not cost a trace load and
-  // half the scenarios. Building a pass reads only its parameters, so any failure here
-  // is the user's to fix.
-  std::vector<std::vector<daydream::passes::erased_pass<graph>>> chains;
-  for (auto& spec : o.specs) {
-    try {
-      chains.push_back(reg.make_chain(spec));
-    } catch (const daydream::usage_error&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw daydream::usage_error(e.what());
-    }
-  }
-
+/// Loads the trace of `o` into `trace` and fills what every analysis of it needs: the
+/// iterations, their measured times, the memory model and the baseline replay.
+inline void prepare(const options& o, daydream::io::kineto_trace& trace, analysis& a, std::FILE* err) {
   auto t0 = std::chrono::steady_clock::now();
   if (o.progress) {
     std::error_code ec;
@@ -136,13 +118,12 @@ inline int run(const options& opts, std::FILE* out, std::FILE* err,
     fmt::print(err, "reading {} ({:.1f} MB)...", o.trace, ec ? 0.0 : double(size) / 1e6);
     std::fflush(err);
   }
-  auto trace = daydream::io::load_kineto(o.trace);
+  trace = daydream::io::load_kineto(o.trace);
   if (o.progress) {
     auto s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     fmt::print(err, "\r\x1b[Kread {} in {:.2f} s: {} tasks\n", o.trace, s, trace.g.size());
   }
 
-  analysis a;
   a.trace = &trace;
   a.trace_name = o.trace;
   if (o.batch > 0) a.batch = o.batch;
@@ -196,6 +177,125 @@ inline int run(const options& opts, std::FILE* out, std::FILE* err,
     if (a.base.per_iteration[k] == a.base.predicted) { a.iteration = a.iterations[k]; break; }
   if (a.base.predicted <= 0)
     throw daydream::error(o.trace + ": the replay of the trace has no task in the analysed iterations");
+}
+
+/// The sweep mode of run(): every chain of `o.specs` (default: the applicable bundled passes
+/// that take one of the varied keys) at every point of the grid of `o.vary`.
+inline int run_sweep_mode(const options& o, std::FILE* out, std::FILE* err,
+                          const daydream::passes::registry<graph>& reg) {
+  if (o.json && o.csv == "-")
+    throw daydream::usage_error("daydream whatif: --json and --csv - would both write to stdout; give --csv a file");
+  if (!o.timeline.empty() || !o.report.empty() || o.critical)
+    throw daydream::usage_error("daydream whatif: --timeline, --report and --critical-path describe one run; a sweep "
+                                "(--vary) gives a table");
+  std::vector<daydream::passes::sweep_axis> axes;
+  for (auto& v : o.vary) axes.push_back(daydream::passes::sweep_axis::parse(v));
+  // The grid is expanded and every point built before the trace is read: a typo in a
+  // pass, a key or a value costs nothing.
+  auto check = [&](const daydream::passes::sweep_grid& grid) {
+    for (auto& p : grid.points) {
+      if (p.same_as != std::size_t(&p - grid.points.data())) continue;
+      try {
+        (void)reg.make_chain(p.spec);
+      } catch (const daydream::usage_error&) {
+        throw;
+      } catch (const std::exception& e) {
+        throw daydream::usage_error(e.what());
+      }
+    }
+  };
+  std::optional<daydream::passes::sweep_grid> grid;
+  if (!o.specs.empty()) {
+    grid = daydream::passes::expand_sweep(reg, o.specs, axes);
+    check(*grid);
+  }
+
+  program::mpi_world world;
+  daydream::io::kineto_trace trace;
+  analysis a;
+  options quiet = o;
+  quiet.progress = o.progress && world.rank() == 0;
+  prepare(quiet, trace, a, err);
+  if (!grid) {
+    // The applicable bundled passes, at their default scenario, that take a varied key.
+    std::vector<std::string> chains, left_out;
+    for (auto& e : reg.entries()) {
+      auto spec = e.scenario_params.empty() ? std::string(e.name)
+                                            : std::string(e.name) + ":" + std::string(e.scenario_params);
+      auto keys = reg.parameters(spec);
+      bool takes = false;
+      for (auto& ax : axes) takes = takes || std::find(keys.begin(), keys.end(), ax.key) != keys.end();
+      if (!takes) continue;
+      if (e.applicable(trace.g)) chains.push_back(spec);
+      else left_out.push_back(fmt::format("{} ({})", e.name, not_applicable_reason(e, trace.g)));
+    }
+    if (chains.empty()) {
+      std::string keys, why;
+      for (auto& ax : axes) keys += (keys.empty() ? "" : ", ") + ax.key;
+      for (auto& l : left_out) why += (why.empty() ? "" : "; ") + l;
+      throw daydream::usage_error(
+          "daydream whatif: no bundled pass that applies to " + o.trace + " takes " + keys +
+          (why.empty() ? std::string() : "; those that take it do not apply: " + why) + "; name the chains with --pass");
+    }
+    grid = daydream::passes::expand_sweep(reg, chains, axes);
+    check(*grid);
+  }
+  auto res = run_sweep_points(a, std::move(*grid), reg, o.replay, world, err, quiet.progress);
+  if (world.rank() != 0) return 0;
+  if (o.json) std::fputs(sweep_json(a, res).c_str(), out);
+  else print_sweep(out, a, res);
+  if (!o.csv.empty()) {
+    auto text = sweep_csv(a, res);
+    if (o.csv == "-") {
+      std::fputs(text.c_str(), out);
+    } else {
+      std::ofstream f(o.csv, std::ios::binary);
+      f << text;
+      if (!f) throw daydream::error("daydream whatif: cannot write the CSV table to '" + o.csv + "'");
+    }
+  }
+  return 0;
+}
+
+/// Runs the what-if analysis with the passes of `reg` and prints it on `out`. Throws
+/// daydream::usage_error for what the user asked wrongly (exit status 2) and
+/// daydream::error for bad input (1).
+inline int run(const options& opts, std::FILE* out, std::FILE* err,
+               const daydream::passes::registry<graph>& reg = daydream::passes::bundled()) {
+  if (is_job(opts.traces)) {
+    if (!opts.vary.empty() || !opts.csv.empty())
+      throw daydream::usage_error("daydream whatif: a sweep (--vary, --csv) reads one trace; for a job, sweep one "
+                                  "rank's trace or run the job once per point");
+    auto cli = opts.job;
+    cli.traces = opts.traces;
+    return run_job(cli, opts.specs, opts.json, opts.timeline, opts.report, opts.iteration, opts.replay, opts.progress,
+                   out, err, reg);
+  }
+  options o = opts;
+  if (o.traces.size() == 1) o.trace = o.traces.front();
+  if (!o.job.ranks.empty() || !o.job.on_ranks.empty() || o.job.representative || !o.job.cluster.empty() ||
+      o.job.transfer != "trace" || o.job.comm != "coarse")
+    throw daydream::usage_error("daydream whatif: --rank, --on-rank, --representative, --transfer, --comm and --cluster are for "
+                                "a job (several traces or a directory)");
+  if (!o.vary.empty()) return run_sweep_mode(o, out, err, reg);
+  if (!o.csv.empty()) throw daydream::usage_error("daydream whatif: --csv is for a sweep (give --vary KEY=V1,V2,...)");
+  // Every spec is checked before anything runs: a typo must not cost a trace load and
+  // half the scenarios. Building a pass reads only its parameters, so any failure here
+  // is the user's to fix.
+  std::vector<std::vector<daydream::passes::erased_pass<graph>>> chains;
+  for (auto& spec : o.specs) {
+    try {
+      chains.push_back(reg.make_chain(spec));
+    } catch (const daydream::usage_error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw daydream::usage_error(e.what());
+    }
+  }
+
+  daydream::io::kineto_trace trace;
+  analysis a;
+  prepare(o, trace, a, err);
 
   std::vector<std::string> specs = o.specs;
   if (specs.empty()) {

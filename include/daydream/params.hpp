@@ -133,6 +133,10 @@ public:
     bad(key, *s, "unknown time unit (use ns, us, ms or s)");
   }
 
+  /// Every key a getter has read so far, given or not, sorted. After a pass is built from
+  /// these parameters it names the parameters the pass takes (those it read).
+  std::vector<std::string> read_keys() const { return {used_.begin(), used_.end()}; }
+
   /// Throws daydream::error naming every key that was given but never read by a getter
   /// (a typo such as `bandwith=` must not be ignored). Call it after reading them all.
   void finish() const {

@@ -365,3 +365,83 @@ TEST_CASE("a rank of a data-parallel job: no default data-parallel scenarios, an
   CHECK(s["throughput"]["vs_one_gpu"].is_null());
   CHECK(s["throughput"]["scaling_efficiency"].is_null());
 }
+
+TEST_CASE("a sweep: every chain at every point, each predicted as the single run of its spec, as JSON and CSV") {
+  auto csv_path = (scratch() / "sweep.csv").string();
+  auto o = json_of(resnet, {"slow_kernels", "does_nothing"});
+  o.vary = {"factor=1,1.5", "workers=2,4"};
+  o.csv = csv_path;
+  auto r = run(o, test_registry());
+  REQUIRE(r.status == 0);
+  parsed j(r.out);
+  const double base = num(j.root["baseline_us"]);
+  CHECK(num(j.root["sweep"]["points"]) == 8);
+  CHECK(num(j.root["sweep"]["evaluated"]) == 5); // does_nothing takes neither key: predicted once
+  CHECK(num(j.root["sweep"]["ranks"]) == 1);
+  auto rows = j.root["results"].get_array().value();
+  REQUIRE(rows.size() == 8);
+  std::vector<std::string> seen;
+  for (auto row : rows) {
+    std::string spec(row["spec"].get_string().value());
+    std::string chain(row["scenario"].get_string().value());
+    seen.push_back(spec);
+    CAPTURE(spec);
+    if (chain == "does_nothing") {
+      CHECK(spec == "does_nothing");
+      CHECK(row["applied"].get_bool().value() == false);
+      std::string note(row["note"].get_string().value());
+      CHECK(note.find("changed nothing: the trace has nothing for it") != std::string::npos);
+      CHECK(note.find("takes no factor, workers") != std::string::npos);
+      CHECK(num(row["predicted_us"]) == base);
+      continue;
+    }
+    const std::string factor(row["params"]["factor"].get_string().value());
+    const double workers = std::stod(std::string(row["params"]["workers"].get_string().value()));
+    CHECK(num(row["workers"]) == workers);
+    if (factor == "1") {
+      // Kernels unchanged: the baseline's iteration on `workers` GPUs.
+      CHECK(num(row["predicted_us"]) == base);
+      CHECK(num(row["speedup"]) == doctest::Approx(workers));
+    } else {
+      CHECK(num(row["predicted_us"]) > base);
+    }
+    // The same number as a plain run of the spec.
+    parsed one(run(json_of(resnet, {spec}), test_registry()).out);
+    CHECK(num(one.root["scenarios"].get_array().value().at(0)["predicted_us"]) == num(row["predicted_us"]));
+  }
+  CHECK(seen == std::vector<std::string>{"slow_kernels:factor=1,workers=2", "slow_kernels:factor=1,workers=4",
+                                         "slow_kernels:factor=1.5,workers=2", "slow_kernels:factor=1.5,workers=4",
+                                         "does_nothing", "does_nothing", "does_nothing", "does_nothing"});
+
+  std::FILE* f = std::fopen(csv_path.c_str(), "rb");
+  REQUIRE(f);
+  auto csv = slurp(f);
+  std::vector<std::string> lines;
+  for (std::size_t at = 0; at < csv.size();) {
+    auto nl = csv.find('\n', at);
+    lines.push_back(csv.substr(at, nl - at));
+    at = nl + 1;
+  }
+  REQUIRE(lines.size() == 9);
+  CHECK(lines[0] == "scenario,params.factor,params.workers,spec,predicted_us,baseline_us,iteration_speedup,speedup,"
+                    "workers,steps_per_s,samples_per_s,peak_memory_bytes,applied,note");
+  // A spec with a comma is one quoted field.
+  CHECK(lines[1].rfind("slow_kernels,1,2,\"slow_kernels:factor=1,workers=2\",", 0) == 0);
+  CHECK(lines[5].find(",false,\"changed nothing: the trace has nothing for it; takes no factor, workers\"") !=
+        std::string::npos);
+}
+
+TEST_CASE("sweep mistakes are usage errors before the trace is read") {
+  auto o = json_of("/no/such/trace.json", {"slow_kernels"});
+  o.vary = {"factr=1,2"};
+  CHECK_THROWS_WITH_AS(run(o, test_registry()), doctest::Contains("no pass of the sweep takes 'factr'"),
+                       daydream::usage_error);
+  o.vary = {"factor=1,x"};
+  CHECK_THROWS_WITH_AS(run(o, test_registry()), doctest::Contains("factor=x"), daydream::usage_error);
+  o.vary = {"factor=1"};
+  o.report = "r.html";
+  CHECK_THROWS_WITH_AS(run(o, test_registry()), doctest::Contains("describe one run"), daydream::usage_error);
+  auto p = json_of(resnet, {"slow_kernels"});
+  p.csv = "x.csv";
+  CHECK_THROWS_WITH_AS(run(p, test_registry()), doctest::Contains("--csv is for a sweep"), daydream::usage_error);
+}

@@ -43,6 +43,10 @@ template <class Graph> struct pass_entry {
   /// `static std::string not_applicable(const Graph&)` when it has one, else a generic
   /// sentence when `applicable` says no.
   std::function<std::string(const Graph&)> not_applicable_reason;
+  /// The parameters the pass takes, given `given`: the keys it reads while it is built
+  /// from them (a pass may read some keys only when others are set). A pass that refuses
+  /// `given` still names what it read before refusing.
+  std::function<std::vector<std::string>(const pass_params& given)> parameters;
 };
 
 /// Makes a registry entry for a pass type with the members of the bundled-pass contract:
@@ -88,6 +92,15 @@ template <class Pass, class Graph> pass_entry<Graph> entry_for() {
     else
       return applicable(g) ? std::string{} : "the trace lacks what this pass needs";
   };
+  e.parameters = [](const pass_params& given) {
+    pass_params p = given;
+    try {
+      if constexpr (requires { Pass::from_params(p); }) (void)Pass::from_params(p);
+    } catch (const std::exception&) {
+      // What it read before refusing is still what it takes.
+    }
+    return p.read_keys();
+  };
   return e;
 }
 
@@ -113,6 +126,15 @@ public:
 
   /// Builds one pass from "name" or "name:key=value,...".
   erased_pass<Graph> make(std::string_view spec) const {
+    auto [e, params] = parse(spec);
+    auto p = e->make(params);
+    p.spec = std::string(spec);
+    return p;
+  }
+
+  /// The entry and the parameters of "name" or "name:key=value,..."; throws usage_error
+  /// for an unknown name or a malformed parameter list.
+  std::pair<const pass_entry<Graph>*, pass_params> parse(std::string_view spec) const {
     auto colon = spec.find(':');
     auto name = spec.substr(0, colon);
     auto* e = find(name);
@@ -121,11 +143,13 @@ public:
       for (auto& x : entries_) known += (known.empty() ? "" : ", ") + std::string(x.name);
       throw usage_error("daydream: unknown pass '" + std::string(name) + "' (known: " + known + ")");
     }
-    auto params = pass_params::parse(std::string(name),
-                                     colon == std::string_view::npos ? "" : spec.substr(colon + 1));
-    auto p = e->make(params);
-    p.spec = std::string(spec);
-    return p;
+    return {e, pass_params::parse(std::string(name), colon == std::string_view::npos ? "" : spec.substr(colon + 1))};
+  }
+
+  /// The parameters the pass of "name:key=value,..." takes (pass_entry::parameters).
+  std::vector<std::string> parameters(std::string_view spec) const {
+    auto [e, params] = parse(spec);
+    return e->parameters ? e->parameters(params) : std::vector<std::string>{};
   }
 
   /// Builds the passes of "a+b:k=v+c" (run left to right).

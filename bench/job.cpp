@@ -1,4 +1,4 @@
-// Benchmarks a generated distributed job: joining its ranks into one graph, matching the collectives, replaying and explaining it, full versus representative worker.
+// Benchmarks a generated distributed job: joining its ranks into one graph, matching the collectives, replaying and explaining it, full versus representative worker, coarse versus fine communication.
 // SPDX-License-Identifier: MIT
 //
 // Sizes are arguments: DAYDREAM_BENCH_JOB="RANKS:TASKS[,RANKS:TASKS...]" replaces the default
@@ -11,6 +11,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -40,7 +41,7 @@ rank_trace make_rank(std::int32_t rank, std::int32_t world, std::size_t tasks) {
   std::size_t waited = 0; // pending[waited..] are not waited for yet
   time_ns t = 0;
   const double slow = 1.0 + double(rank % 7) / 100.0;
-  std::size_t n = 0;
+  std::size_t n = 0, kernels = 0;
   while (n + 3 <= tasks) {
     auto l = g.add(cpu_task{cpu_call::launch}, {.name = "cudaLaunchKernel", .duration = 4'000, .resource = thr,
                                                 .trace_start = t, .iteration = 1});
@@ -53,7 +54,7 @@ rank_trace make_rank(std::int32_t rank, std::int32_t world, std::size_t tasks) {
     prev_cpu = l.id;
     prev_k = k.id;
     n += 2;
-    if (n % 40 == 0) {
+    if (++kernels % 20 == 0) {
       auto c = g.add(comm_task{.op = comm_op::all_reduce, .bytes = 1 << 22, .group_size = std::uint32_t(world)},
                      {.name = "ncclKernel_AllReduce", .duration = 50'000, .resource = nc, .trace_start = t + 30'000,
                       .iteration = 1});
@@ -93,6 +94,36 @@ void full(benchmark::State& state) {
   state.counters["tasks/s"] = benchmark::Counter(double(total), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The fine level: every all-reduce as its chunk transfers on the links of machines of 8 GPUs
+// (NVLink inside, one NIC each), calibrated from the trace; `tree`: as a binomial tree
+// (2(p-1) transfers per collective instead of the ring's 2p(p-1)).
+void fine(benchmark::State& state, bool tree) {
+  const auto ranks = std::int32_t(state.range(0));
+  const auto tasks = std::size_t(state.range(1));
+  auto j = make_job(ranks, tasks);
+  job_model_options o;
+  o.communication = communication_level::fine;
+  o.cluster.workers_per_machine = std::uint32_t(std::min(ranks, 8));
+  o.cluster.machines = std::uint32_t(ranks) / o.cluster.workers_per_machine;
+  o.cluster.nvlink = {150e9, 1'000};
+  if (tree) o.changed_to = collective_algorithm::tree;
+  std::size_t total = 0, transfers = 0;
+  for (auto _ : state) {
+    auto m = match_collectives(j);
+    auto jg = build_job_graph(j, m, no_alignment(make_alignment_input(j, m)), o);
+    auto res = analyse_job(j, jg);
+    total = jg.g.size();
+    transfers = 0;
+    for (auto& c : jg.collectives) transfers += c.transfers;
+    benchmark::DoNotOptimize(res.predicted);
+  }
+  state.counters["tasks"] = double(total);
+  state.counters["transfers"] = double(transfers);
+  state.counters["tasks/s"] = benchmark::Counter(double(total), benchmark::Counter::kIsIterationInvariantRate);
+}
+void fine_ring(benchmark::State& state) { fine(state, false); }
+void fine_tree(benchmark::State& state) { fine(state, true); }
+
 void representative(benchmark::State& state) {
   const auto ranks = std::int32_t(state.range(0));
   const auto tasks = std::size_t(state.range(1));
@@ -130,3 +161,5 @@ void sizes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(full)->Apply(sizes)->Unit(benchmark::kMillisecond);
 BENCHMARK(representative)->Apply(sizes)->Unit(benchmark::kMillisecond);
+BENCHMARK(fine_ring)->Apply(sizes)->Unit(benchmark::kMillisecond);
+BENCHMARK(fine_tree)->Apply(sizes)->Unit(benchmark::kMillisecond);

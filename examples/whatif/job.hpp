@@ -42,6 +42,7 @@ struct job_cli {
   std::vector<std::int32_t> on_ranks;    ///< --on-rank: ranks single-GPU passes apply to (empty: all)
   bool representative = false;           ///< --representative
   std::string transfer = "trace";        ///< --transfer trace|cluster
+  std::string comm = "coarse";           ///< --comm coarse|fine
   std::string cluster;                   ///< --cluster KEY=VALUE,...
   /// --align: `lp` (clock offsets from GLPK's LP, daydream/align/lp.hpp) or `none` (clocks
   /// as recorded); empty: `lp` when the program is built with GLPK, else `none`.
@@ -282,6 +283,9 @@ inline std::string job_json(const job_analysis& a) {
   if (a.m.unmatched.empty()) w.null(); else w.value(a.m.unmatched);
   w.field("transfer_from", a.model.transfer == daydream::job_model_options::transfer_source::trace
                                ? "trace (the last rank to arrive)" : "cluster model");
+  std::size_t transfers = 0;
+  for (auto& c : a.jg.collectives) transfers += c.transfers;
+  w.field("communication", std::string(to_string(a.model.communication))).field("chunk_transfers", transfers);
   w.end_object();
   w.key("critical_path").begin_array();
   for (auto& c : a.base.critical) {
@@ -345,6 +349,11 @@ inline void print_job_table(std::FILE* out, const job_analysis& a) {
   if (a.alignment.aligned)
     fmt::print(out, " (recorded clocks: {:.1f} us, {})", a.unaligned.residual_ns / 1e3, a.unaligned.violations);
   fmt::print(out, "\n\n");
+  if (a.model.communication == daydream::communication_level::fine) {
+    std::size_t transfers = 0;
+    for (auto& c : a.jg.collectives) transfers += c.transfers;
+    fmt::print(out, "communication: fine, {} chunk transfer(s) on the links of {}\n\n", transfers, a.model.cluster.describe());
+  }
   fmt::print(out, "{:>5} {:>12} {:>12} {:>8} {:>11} {:>11} {:>11} {:>11}  {}\n", "rank", "measured", "predicted", "error",
              "compute", "transfer", "wait", "other", "waited for");
   for (std::size_t k = 0; k < a.base.ranks.size(); ++k) {
@@ -448,6 +457,8 @@ inline int run_job(const job_cli& cli, const std::vector<std::string>& specs_in,
   if (align == "lp" && !have_lp_alignment())
     throw daydream::usage_error("daydream whatif: --align lp needs GLPK, which this program was built without "
                                 "(install libglpk-dev and rebuild, or use --align none)");
+  if (cli.comm != "coarse" && cli.comm != "fine")
+    throw daydream::usage_error("daydream whatif: --comm must be coarse or fine, not '" + cli.comm + "'");
   std::vector<std::filesystem::path> paths(cli.traces.begin(), cli.traces.end());
   daydream::io::job_options jo;
   jo.ranks = cli.ranks;
@@ -472,10 +483,12 @@ inline int run_job(const job_cli& cli, const std::vector<std::string>& specs_in,
   {
     auto p = daydream::pass_params::parse("cluster", cspec);
     a.model.cluster = daydream::cluster::from_params(p);
+    a.model.cluster.nic_per_gpu = p.get_bool("nic_per_gpu", false); // the fine level's NICs
     p.finish();
   }
   a.model.transfer = cli.transfer == "cluster" ? daydream::job_model_options::transfer_source::cluster
                                                : daydream::job_model_options::transfer_source::trace;
+  a.model.communication = cli.comm == "fine" ? daydream::communication_level::fine : daydream::communication_level::coarse;
   std::vector<std::int32_t> its;
   if (iteration >= 0) {
     auto common = a.j.common_iterations();

@@ -75,8 +75,12 @@ inline void add_options(CLI::App& app, options& o, const daydream::passes::regis
   app.add_option("--align", o.job.align,
                  "job mode: clock alignment, 'lp' (offsets per rank from a linear program over the matched "
                  "collectives, solved by GLPK; the default) or 'none' (clocks as recorded)");
+  app.add_option("--comm", o.job.comm,
+                 "job mode: collectives as one synchronizing operation ('coarse') or as their algorithm's chunk "
+                 "transfers on the cluster's links, shared by concurrent collectives ('fine')");
   app.add_option("--cluster", o.job.cluster,
-                 "job mode: the cluster, as the distributed passes' keys (machines=2,workers_per_machine=4,bandwidth=100Gbps)");
+                 "job mode: the cluster, as the distributed passes' keys (machines=2,workers_per_machine=4,bandwidth=100Gbps); "
+                 "with --comm fine also nic_per_gpu=true (a NIC per GPU, not per machine)");
   app.add_option("--iteration", o.iteration,
                  "analyse only this iteration (ProfilerStep number); default: every steady-state one, "
                  "with the median shown");
@@ -278,9 +282,9 @@ inline int run(const options& opts, std::FILE* out, std::FILE* err,
   options o = opts;
   if (o.traces.size() == 1) o.trace = o.traces.front();
   if (!o.job.ranks.empty() || !o.job.on_ranks.empty() || o.job.representative || !o.job.cluster.empty() ||
-      o.job.transfer != "trace" || !o.job.align.empty())
-    throw daydream::usage_error("daydream whatif: --rank, --on-rank, --representative, --transfer, --align and --cluster "
-                                "are for a job (several traces or a directory)");
+      o.job.transfer != "trace" || !o.job.align.empty() || o.job.comm != "coarse")
+    throw daydream::usage_error("daydream whatif: --rank, --on-rank, --representative, --transfer, --align, --comm and "
+                                "--cluster are for a job (several traces or a directory)");
   if (!o.vary.empty()) return run_sweep_mode(o, out, err, reg);
   if (!o.csv.empty()) throw daydream::usage_error("daydream whatif: --csv is for a sweep (give --vary KEY=V1,V2,...)");
   // Every spec is checked before anything runs: a typo must not cost a trace load and

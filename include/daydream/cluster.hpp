@@ -59,6 +59,9 @@ struct cluster {
   link_spec pcie{12e9, 2'000};           ///< GPU-GPU / GPU-host inside a machine
   std::uint32_t parameter_servers = 0;   ///< 0: one server per machine, colocated
   double server_bandwidth = 0;           ///< bytes/s of a server's NIC; 0: network.bandwidth
+  /// One NIC per GPU instead of one per machine (the fine level of jobs, link_hierarchy;
+  /// the job mode's `--cluster nic_per_gpu=true`; the distributed passes do not read it).
+  bool nic_per_gpu = false;
 
   /// GPUs per machine assumed when `nvlink=` is given without a machine shape (an
   /// NVLink server: DGX-1, DGX A100, HGX H100 all hold 8).

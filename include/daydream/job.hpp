@@ -11,6 +11,7 @@
 
 #include <daydream/cluster.hpp>
 #include <daydream/collective.hpp>
+#include <daydream/collective_steps.hpp>
 #include <daydream/config.hpp>
 #include <daydream/dependency.hpp>
 #include <daydream/graph.hpp>
@@ -381,8 +382,19 @@ inline time_ns collective_cost(comm_op op, double bytes, std::uint32_t p, const 
   }
 }
 
-/// How build_job_graph models the collectives (the coarse level: one synchronizing
-/// operation per matched collective).
+/// The level at which build_job_graph models a collective's communication.
+enum class communication_level : std::uint8_t {
+  coarse, ///< one synchronizing operation per collective, taking its transfer time on every rank
+  fine,   ///< its algorithm's chunk transfers as tasks on shared links (collective_steps.hpp)
+};
+
+/// The name of a communication_level value ("fine").
+inline constexpr std::string_view to_string(communication_level c) noexcept {
+  return c == communication_level::fine ? "fine" : "coarse";
+}
+
+/// How build_job_graph models the collectives: the coarse level (one synchronizing
+/// operation per matched collective) by default, or the fine level (`communication`).
 struct job_model_options {
   /// Where a collective's transfer time comes from. `trace`: the kernel of the rank that
   /// arrived last (on aligned clocks), which waited least, so its recorded duration is
@@ -401,6 +413,13 @@ struct job_model_options {
   /// Ranks (index into job::ranks) whose start takes another rank's start (no_straggler):
   /// rank index -> the index whose release it takes.
   std::map<std::size_t, std::size_t> start_like;
+  /// coarse: each collective one synchronizing operation; fine: its algorithm's chunk
+  /// transfers on the links of `cluster` (link_hierarchy), sharing them with every other
+  /// collective's transfers.
+  communication_level communication = communication_level::coarse;
+  /// For the fine level: rank -> machine (at least world-size entries). Empty: by host
+  /// when every rank of a complete job says its host, else rank / workers_per_machine.
+  std::vector<std::uint32_t> machine_of_rank;
 };
 
 /// One matched collective in the job graph.
@@ -411,6 +430,9 @@ struct modelled_collective {
   std::vector<std::size_t> part_rank; ///< their rank index (into job::ranks)
   time_ns transfer = 0;            ///< the modelled transfer time of every part
   std::int32_t calibrated_from = -1; ///< the rank whose kernel gave the transfer (-1: cluster model)
+  /// Fine level: the chunk transfers modelled (0: coarse). `transfer` is then their time
+  /// when no link is shared (uncontended_time); the replay says what sharing adds.
+  std::size_t transfers = 0;
 };
 
 /// A job as one graph: every rank's tasks, resources named "rank R: ..." with node R,
@@ -475,6 +497,170 @@ inline std::pair<time_ns, std::int32_t> modelled_transfer(const matched_collecti
 } // namespace detail
 //! @endcond
 
+/// The link hierarchy the fine level of job `j` runs on: `o.cluster`'s links, ranks placed
+/// by `o.machine_of_rank` when given, else by host when every rank of a complete job says
+/// its host (hosts numbered in rank order), else rank / workers_per_machine. Throws
+/// daydream::error when `o.machine_of_rank` places fewer ranks than the world.
+inline link_hierarchy job_link_hierarchy(const job& j, const job_model_options& o) {
+  const auto world = std::uint32_t(std::max(j.world_size, 1));
+  auto h = link_hierarchy::of(o.cluster, world);
+  if (!o.machine_of_rank.empty()) {
+    if (o.machine_of_rank.size() < world)
+      throw error("daydream: build_job_graph: machine_of_rank places " + std::to_string(o.machine_of_rank.size()) +
+                  " rank(s), the job has " + std::to_string(world));
+    h.machine = o.machine_of_rank;
+    return h;
+  }
+  const bool hosts = !j.partial() && !j.ranks.empty() &&
+                     std::all_of(j.ranks.begin(), j.ranks.end(), [](const rank_trace& r) { return !r.host.empty(); });
+  if (hosts) {
+    std::map<std::string, std::uint32_t> id;
+    for (auto& r : j.ranks) {
+      auto it = id.try_emplace(r.host, std::uint32_t(id.size())).first;
+      h.machine[std::size_t(r.rank)] = it->second;
+    }
+  }
+  return h;
+}
+
+//! @cond DAYDREAM_INTERNAL
+namespace detail {
+// The link resources of the fine level, added to the job graph on first use.
+struct fine_links {
+  std::vector<resource_id> port_out, port_in; // by rank
+  std::map<std::uint32_t, resource_id> nic_out, nic_in; // by machine (or by rank with nic_per_gpu)
+};
+inline resource_id fine_port(graph& g, std::vector<resource_id>& v, std::int32_t rank, const char* what, double bw) {
+  if (v.size() <= std::size_t(rank)) v.resize(std::size_t(rank) + 1, no_resource);
+  auto& r = v[std::size_t(rank)];
+  if (r == no_resource)
+    r = g.add_resource({"rank " + std::to_string(rank) + ": " + what, resource_kind::link, sharing::fair, rank, -1, bw});
+  return r;
+}
+inline resource_id fine_nic(graph& g, std::map<std::uint32_t, resource_id>& v, const link_hierarchy& h,
+                            std::int32_t rank, const char* what, double bw) {
+  const std::uint32_t key = h.nic_per_gpu ? std::uint32_t(rank) : h.machine_of(rank);
+  auto it = v.find(key);
+  if (it != v.end()) return it->second;
+  auto name = h.nic_per_gpu ? "rank " + std::to_string(rank) + ": " + what
+                            : "machine " + std::to_string(key) + ": " + what;
+  // A machine's NIC belongs to no rank (node -1); a GPU's own NIC to its rank.
+  auto r = g.add_resource({std::move(name), resource_kind::link, sharing::fair, h.nic_per_gpu ? rank : -1, -1, bw});
+  v.emplace(key, r);
+  return r;
+}
+
+// The fine level of matched collective `mc` (modelled as `x`, whose barrier exists):
+// its algorithm's transfers among the group's ranks as tasks on link resources. Each
+// transfer is a latency task (no resource) and then, at once, a task on the sender's
+// link out and one on the receiver's link in (fair-share resources: concurrent transfers
+// split them); it starts when both ends finished their earlier steps (the first ones
+// when every rank has arrived: the barrier). Each traced rank's kernel then waits for its
+// last transfers and takes no time of its own.
+inline void add_fine_collective(job_graph& jg, const job& j, const matched_collective& mc, modelled_collective& x,
+                                const job_model_options& o, const link_hierarchy& h, fine_links& links,
+                                time_ns calibrated) {
+  auto& g = jg.g;
+  // The group: its traced ranks, and missing ranks (modelled as copies) up to its size.
+  std::vector<std::int32_t> ranks;
+  for (auto& p : mc.parts) ranks.push_back(p.rank);
+  if (mc.group_size > ranks.size())
+    for (auto r : j.missing()) {
+      if (ranks.size() >= mc.group_size) break;
+      ranks.push_back(r);
+    }
+  std::sort(ranks.begin(), ranks.end());
+  const auto p = std::uint32_t(ranks.size());
+  const bool from_trace = o.transfer == job_model_options::transfer_source::trace;
+  auto algo = [](collective_algorithm a) {
+    return a == collective_algorithm::tree ? all_reduce_algorithm::tree : all_reduce_algorithm::ring;
+  };
+  const auto steps = collective_transfers(mc.op, double(mc.bytes), p, algo(from_trace ? o.changed_to : o.algorithm));
+  // Calibrated: every duration scaled so that the collective alone takes the trace's
+  // transfer time as the traced algorithm; the network scale divides the bandwidth terms.
+  double factor = 1.0;
+  time_ns step_latency = -1; // >= 0: every step's latency instead of its links'
+  if (from_trace) {
+    const auto alone = uncontended_time(mc.op, double(mc.bytes), ranks, h, algo(o.calibrated_as));
+    if (alone > 0) factor = double(calibrated) / double(alone);
+    else if (!steps.empty()) {
+      // Nothing to scale (no recorded size, links without latency): the calibrated time is
+      // spread over the steps as latency.
+      std::size_t n = 1;
+      for (std::size_t s = 1; s < steps.size(); ++s) n += steps[s].step != steps[s - 1].step;
+      step_latency = round_ns(double(calibrated) / double(n));
+    }
+  }
+  const double bw_scale = o.network_scale > 0 ? o.network_scale : 1.0;
+  const std::string op(to_string(mc.op));
+  const std::string lat_name = op + " step latency", out_name = op + " chunk send", in_name = op + " chunk receive";
+  const time_ns at = g.trace_start(x.barrier);
+  std::vector<std::vector<task_id>> front(p), next(p);
+  std::vector<time_ns> ready(p, 0), ready_next(p, 0);
+  std::vector<std::uint8_t> touched(p, 0);
+  std::vector<task_id> deps;
+  time_ns alone = 0;
+  for (std::size_t a = 0; a < steps.size();) {
+    std::size_t b = a;
+    while (b < steps.size() && steps[b].step == steps[a].step) ++b;
+    std::fill(touched.begin(), touched.end(), std::uint8_t(0));
+    ready_next = ready;
+    for (std::size_t s = a; s < b; ++s) {
+      const auto& tr = steps[s];
+      const auto src = ranks[tr.from], dst = ranks[tr.to];
+      const bool same = h.same_machine(src, dst);
+      const link_spec l = same ? h.intra : h.nic;
+      const time_ns lat = step_latency >= 0 ? step_latency : round_ns(l.latency * factor);
+      const time_ns dur = round_ns(l.transfer_ns(tr.bytes) * factor / bw_scale);
+      deps.assign(front[tr.from].begin(), front[tr.from].end());
+      deps.insert(deps.end(), front[tr.to].begin(), front[tr.to].end());
+      std::sort(deps.begin(), deps.end());
+      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+      if (deps.empty()) deps.push_back(x.barrier);
+      if (lat > 0) {
+        auto lt = g.add(comm_task{.op = mc.op, .bytes = 0, .group_size = p},
+                        {.name = lat_name, .duration = lat, .resource = no_resource, .trace_start = at, .iteration = -1});
+        for (auto d : deps) g.add_dependency(d, lt.id, dep_kind::comm);
+        deps.assign(1, lt.id);
+      }
+      const auto ro = same ? fine_port(g, links.port_out, src, "link out", l.bandwidth)
+                           : fine_nic(g, links.nic_out, h, src, "NIC out", l.bandwidth);
+      const auto ri = same ? fine_port(g, links.port_in, dst, "link in", l.bandwidth)
+                           : fine_nic(g, links.nic_in, h, dst, "NIC in", l.bandwidth);
+      const comm_task chunk{.op = mc.op, .bytes = std::uint64_t(std::llround(tr.bytes)), .group_size = p};
+      auto so = g.add(chunk, {.name = out_name, .duration = dur, .resource = ro, .trace_start = at, .iteration = -1});
+      auto si = g.add(chunk, {.name = in_name, .duration = dur, .resource = ri, .trace_start = at, .iteration = -1});
+      for (auto d : deps) {
+        g.add_dependency(d, so.id, dep_kind::comm);
+        g.add_dependency(d, si.id, dep_kind::comm);
+      }
+      for (auto e : {tr.from, tr.to}) {
+        if (!touched[e]) { next[e].clear(); touched[e] = 1; }
+        next[e].push_back(so.id);
+        next[e].push_back(si.id);
+      }
+      const time_ns end = std::max(ready[tr.from], ready[tr.to]) + lat + dur;
+      ready_next[tr.from] = std::max(ready_next[tr.from], end);
+      ready_next[tr.to] = std::max(ready_next[tr.to], end);
+      alone = std::max(alone, end);
+    }
+    for (std::uint32_t e = 0; e < p; ++e)
+      if (touched[e]) front[e].swap(next[e]);
+    ready.swap(ready_next);
+    x.transfers += b - a;
+    a = b;
+  }
+  x.transfer = alone;
+  for (std::size_t k = 0; k < x.parts.size(); ++k) {
+    const auto part = x.parts[k];
+    const auto e = std::size_t(std::lower_bound(ranks.begin(), ranks.end(), mc.parts[k].rank) - ranks.begin());
+    for (auto d : front[e]) g.add_dependency(d, part, dep_kind::comm);
+    g.core().duration[part] = 0;
+  }
+}
+} // namespace detail
+//! @endcond
+
 /// Joins every rank of `j` into one graph and models the matched collectives `m`
 /// (coarse level):
 ///
@@ -491,6 +677,14 @@ inline std::pair<time_ns, std::int32_t> modelled_transfer(const matched_collecti
 ///   between a rank's arrival and the barrier, not as a longer kernel. The parts stay on
 ///   their communication streams (NCCL's stream semantics: what waits for a collective is
 ///   what the trace shows waiting for it, a stream wait or a CPU synchronization).
+///
+/// With `o.communication == communication_level::fine` each collective is, after its
+/// barrier, its algorithm's chunk transfers (collective_transfers) on the links of
+/// `o.cluster` (job_link_hierarchy: GPU ports inside a machine, NICs between machines;
+/// fair-share link resources added to the graph, so concurrent collectives split them);
+/// each rank's kernel ends when its last transfer has arrived and takes no time of its own
+/// (detail::add_fine_collective). With `transfer_source::trace` the transfers' durations
+/// are scaled so that the collective alone takes its calibrated time.
 ///
 /// `alignment` gives each rank's clock offset (no_alignment: none).
 inline job_graph build_job_graph(const job& j, const collective_matching& m, const alignment_result& alignment,
@@ -561,6 +755,25 @@ inline job_graph build_job_graph(const job& j, const collective_matching& m, con
   }
   jg.first_task.push_back(jg.g.id_bound());
   // The collectives.
+  const bool fine = o.communication == communication_level::fine;
+  link_hierarchy hierarchy;
+  detail::fine_links links;
+  job_model_options as_traced; // the fine level scales the transfer as recorded
+  if (fine) {
+    hierarchy = job_link_hierarchy(j, o);
+    as_traced = o;
+    as_traced.network_scale = 1.0;
+    as_traced.changed_to = o.calibrated_as;
+    // Room for every transfer: a latency task and a task on each of its two links.
+    const auto algo = (o.transfer == job_model_options::transfer_source::trace ? o.changed_to : o.algorithm) ==
+                              collective_algorithm::tree
+                          ? all_reduce_algorithm::tree
+                          : all_reduce_algorithm::ring;
+    std::size_t transfers = 0;
+    for (auto& mc : m.collectives)
+      transfers += collective_transfer_count(mc.op, std::max<std::uint32_t>(mc.group_size, std::uint32_t(mc.parts.size())), algo);
+    jg.g.reserve(jg.g.id_bound() + m.collectives.size() + 3 * transfers);
+  }
   for (std::size_t ci = 0; ci < m.collectives.size(); ++ci) {
     const auto& mc = m.collectives[ci];
     modelled_collective x;
@@ -588,6 +801,9 @@ inline job_graph build_job_graph(const job& j, const collective_matching& m, con
       jg.g.add_dependency(b.id, part, dep_kind::comm);
       jg.g.core().duration[part] = x.transfer;
     }
+    if (fine)
+      detail::add_fine_collective(jg, j, mc, x, o, hierarchy, links,
+                                  detail::modelled_transfer(mc, as_traced, alignment.offset).first);
     jg.collectives.push_back(std::move(x));
   }
   return jg;

@@ -47,7 +47,8 @@ struct straggler_report {
   std::string reason;              ///< one sentence for people
 };
 
-/// A stretch of the critical path on one rank (rank -1: the job's own synchronization).
+/// A stretch of the critical path on one rank (rank -1: the job's own tasks, its
+/// collectives' barriers and, at the fine level, their chunk transfers).
 struct critical_segment {
   std::int32_t rank = -1;
   time_ns time = 0;        ///< task time on the path in this stretch
@@ -122,9 +123,11 @@ inline std::vector<std::vector<iteration_span>> rank_iteration_spans(const job_g
 /// When rank part `part` of a modelled collective was ready to start in replay `r`: the
 /// latest end of what it waited for other than the barrier (its own rank's arrival).
 inline time_ns arrival_of(const job_graph& jg, const replay_result& r, task_id part, task_id barrier) {
+  // The rank's own tasks only: the barrier and the fine level's transfers come after them.
+  const task_id own = jg.first_task.empty() ? jg.g.id_bound() : jg.first_task.back();
   time_ns at = 0;
   for (auto d : jg.g.predecessors(part))
-    if (d.from != barrier && r.end[d.from] >= 0) at = std::max(at, r.end[d.from]);
+    if (d.from != barrier && d.from < own && r.end[d.from] >= 0) at = std::max(at, r.end[d.from]);
   return at;
 }
 
@@ -188,6 +191,13 @@ inline job_result analyse_job(const job& j, const job_graph& jg, std::vector<std
     const bool comm = jg.g.is<comm_task>(t) || parts.count(t);
     iv[std::size_t(k)].push_back({r.start[t], r.end[t], comm ? 1 : 0, -1});
   });
+  // The fine level: a rank transfers from the barrier until its kernel ends (its last
+  // chunk arrived); the kernel itself takes no time.
+  for (auto& c : jg.collectives)
+    if (c.transfers)
+      for (std::size_t x = 0; x < c.parts.size(); ++x)
+        if (jg.g.iteration(c.parts[x]) == out.iteration && r.end[c.parts[x]] > r.end[c.barrier])
+          iv[c.part_rank[x]].push_back({r.end[c.barrier], r.end[c.parts[x]], 1, -1});
   std::map<std::int32_t, time_ns> caused;
   std::map<std::int32_t, std::size_t> last_count;
   std::size_t focus_collectives = 0;
@@ -289,8 +299,9 @@ inline job_result analyse_job(const job& j, const job_graph& jg, std::vector<std
     st.reason = s;
   }
   // The critical path by rank.
+  const task_id own = jg.first_task.empty() ? jg.g.id_bound() : jg.first_task.back();
   for (auto& step : r.critical_path()) {
-    const auto rank = jg.rank_of(step.task);
+    const auto rank = step.task < own ? jg.rank_of(step.task) : -1;
     if (out.critical.empty() || out.critical.back().rank != rank) out.critical.push_back({rank, 0, 0});
     out.critical.back().time += r.duration(step.task);
     ++out.critical.back().tasks;

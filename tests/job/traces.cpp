@@ -95,3 +95,50 @@ TEST_CASE("two sampled ranks of a 128-rank job load as a partial job") {
   }
   CHECK(res.straggler.rank == -1);
 }
+
+TEST_CASE("the 8-rank DLRM job at the fine level: every rank predicted, within 2% with calibrated transfers") {
+  auto j = io::load_job(dlrm_job());
+  REQUIRE(j.ranks.size() == 8);
+  auto m = match_collectives(j);
+  auto a = no_alignment(make_alignment_input(j, m));
+  // One DGX-1-like machine: 8 V100s on NVLink.
+  job_model_options o;
+  o.cluster.machines = 1;
+  o.cluster.workers_per_machine = 8;
+  o.cluster.nvlink = {150e9, 1'000};
+  auto coarse = analyse_job(j, build_job_graph(j, m, a, o));
+  o.communication = communication_level::fine;
+  auto jg = build_job_graph(j, m, a, o);
+  std::size_t transfers = 0;
+  for (auto& c : jg.collectives) transfers += c.transfers;
+  // 3 ring all-reduces of 2 x 7 steps and 5 pairwise all-to-alls of 7 rounds, 8 ranks each.
+  CHECK(transfers == 8 * (3 * 14 + 5 * 7));
+  auto fine = analyse_job(j, jg);
+  REQUIRE(fine.ranks.size() == 8);
+  for (std::size_t k = 0; k < 8; ++k) {
+    auto& rr = fine.ranks[k];
+    const double err = double(rr.predicted - rr.measured) / double(rr.measured);
+    const double cerr = double(coarse.ranks[k].predicted - rr.measured) / double(rr.measured);
+    std::printf("DLRM fine, rank %d: measured %.3f ms, fine %.3f ms (%+.2f%%), coarse %.3f ms (%+.2f%%), transfer %.3f wait %.3f\n",
+                rr.rank, rr.measured / 1e6, rr.predicted / 1e6, 100 * err, coarse.ranks[k].predicted / 1e6, 100 * cerr,
+                rr.transfer / 1e6, rr.wait / 1e6);
+    CHECK(rr.predicted > 0);
+    CHECK(std::fabs(err) < 0.02);
+    CHECK(rr.compute + rr.transfer + rr.wait + rr.other == rr.predicted);
+    // One NCCL stream: no two collectives run at once, so the fine level adds no sharing
+    // to the calibrated transfers (up to rounding each chunk to the ns).
+    CHECK(std::llabs(rr.predicted - coarse.ranks[k].predicted) <= 1'000);
+  }
+  // From the cluster model alone (no calibration), both levels: printed for docs/jobs.md.
+  o.transfer = job_model_options::transfer_source::cluster;
+  auto fc = analyse_job(j, build_job_graph(j, m, a, o));
+  o.communication = communication_level::coarse;
+  auto cc = analyse_job(j, build_job_graph(j, m, a, o));
+  for (std::size_t k = 0; k < 8; ++k) {
+    const double meas = double(fc.ranks[k].measured);
+    std::printf("DLRM cluster model, rank %d: fine %.3f ms (%+.2f%%), coarse %.3f ms (%+.2f%%)\n", fc.ranks[k].rank,
+                fc.ranks[k].predicted / 1e6, 100 * (double(fc.ranks[k].predicted) - meas) / meas,
+                cc.ranks[k].predicted / 1e6, 100 * (double(cc.ranks[k].predicted) - meas) / meas);
+    CHECK(fc.ranks[k].predicted > 0);
+  }
+}

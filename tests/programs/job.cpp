@@ -159,3 +159,35 @@ TEST_CASE("whatif job mode: options for a job given one trace are a usage error"
   std::fclose(out);
   std::fclose(err);
 }
+
+TEST_CASE("whatif job mode: --comm fine replays the DLRM job's collectives as chunk transfers, every rank reported") {
+  whatif::options o;
+  o.traces = dlrm_job();
+  o.job.comm = "fine";
+  o.job.cluster = "machines=1,workers_per_machine=8,nvlink=150GB/s";
+  auto text = run_json(o);
+  simdjson::dom::parser parser;
+  simdjson::dom::element root = parser.parse(text);
+  auto job = root["job"];
+  CHECK(std::string_view(job["collectives"]["communication"]) == "fine");
+  // 3 ring all-reduces (2 x 7 steps) and 5 pairwise all-to-alls (7 rounds) of 8 ranks.
+  CHECK(int64_t(job["collectives"]["chunk_transfers"]) == 8 * (3 * 14 + 5 * 7));
+  simdjson::dom::array ranks = job["ranks"];
+  REQUIRE(ranks.size() == 8);
+  for (auto r : ranks) {
+    const double meas = num(r["measured_us"]), base = num(r["baseline_us"]);
+    CHECK(std::fabs(base - meas) / meas < 0.02);
+  }
+  simdjson::dom::array scen = root["scenarios"];
+  REQUIRE(scen.size() == 3);
+  for (auto s : scen) {
+    simdjson::dom::array per = s["ranks"];
+    CHECK(per.size() == 8);
+  }
+  o.job.comm = "finest";
+  std::FILE* out = std::tmpfile();
+  std::FILE* err = std::tmpfile();
+  CHECK_THROWS_AS(whatif::run(o, out, err), daydream::usage_error);
+  std::fclose(out);
+  std::fclose(err);
+}

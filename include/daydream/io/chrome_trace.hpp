@@ -77,8 +77,9 @@ public:
 
   /// Adds the replay `r` of a graph of several ranks (a job graph, daydream/job.hpp) as
   /// the scenario `name`: one process per rank (the `node` of the resources, named
-  /// "<name>: rank N"), each of its resources a thread track; tasks without a resource
-  /// (the job's collective barriers) go to the process "<name>: job".
+  /// "<name>: rank N"; resources of no rank, such as the machines' NICs of the fine
+  /// communication level, "<name>: network"), each of its resources a thread track; tasks
+  /// without a resource (the job's collective barriers) go to the process "<name>: job".
   template <class Graph>
   chrome_trace& add_ranks(std::string_view name, const Graph& g, const replay_result& r) {
     std::map<std::int32_t, int> pid_of;
@@ -88,7 +89,8 @@ public:
     sort_index(job_pid);
     for (auto& [node, pid] : pid_of) {
       pid = ++scenarios_;
-      meta("process_name", pid, 0, fmt::format("{}: rank {}", name, node));
+      meta("process_name", pid, 0,
+           node < 0 ? fmt::format("{}: network", name) : fmt::format("{}: rank {}", name, node));
       sort_index(pid);
     }
     for (std::size_t res = 0; res < g.resource_count(); ++res) {

@@ -122,7 +122,10 @@ struct matched_collective {
   std::uint32_t index = 0;         ///< its position in the group's issue order
   std::int32_t iteration = 0;      ///< the iteration of its first part
   std::string name;                ///< the kernel name of its first part
-  std::vector<collective_part> parts; ///< one per traced rank, by rank
+  std::vector<collective_part> parts; ///< one per traced rank of the group, by rank
+  /// The group's global ranks when the traces record them (process-group metadata);
+  /// empty: every rank of the job.
+  std::vector<std::int32_t> group_ranks;
 };
 
 /// The collectives of a job, matched across ranks.
@@ -166,7 +169,11 @@ inline bool sizes_must_agree(comm_op op, std::string_view kernel) {
 //! @endcond
 
 /// Matches the recorded collectives of every rank of `j`: the k-th collective of a
-/// process group on each rank is one operation. A process group is a communication
+/// process group on each rank is one operation. When every communication kernel says its
+/// process group (`Process Group Name` and `Process Group Ranks`, which PyTorch records with
+/// each collective since 2.1), groups are those, each matched among the traced ranks that
+/// are its members (a traced member without its collectives, or a rank running a group
+/// that does not list it, is an error). Otherwise a process group is a communication
 /// stream (NCCL runs each communicator on its own stream): by CUDA stream id when every
 /// rank has the same set of ids, else by order of first use on each rank. Within a group,
 /// collectives match in issue order (trace order on the stream). Every rank must have
@@ -179,77 +186,146 @@ inline bool sizes_must_agree(comm_op op, std::string_view kernel) {
 inline collective_matching match_collectives(const job& j) {
   collective_matching m;
   if (j.ranks.empty()) return m;
+  // Each group: the ranks (indices into j.ranks) that take part, and each one's kernels
+  // in issue order.
+  struct group_seqs {
+    std::vector<std::size_t> who;
+    std::vector<std::vector<task_id>> seqs;
+    std::vector<std::int32_t> ranks; // the recorded group's global ranks (empty: every rank)
+  };
+  std::vector<group_seqs> groups;
   std::vector<std::map<std::int32_t, std::vector<task_id>>> per;
   for (auto& r : j.ranks) per.push_back(detail::comm_kernels_by_stream(r.g));
-  bool same_ids = true;
-  for (auto& p : per) {
-    if (p.size() != per.front().size()) same_ids = false;
-    else
-      for (auto a = p.begin(), b = per.front().begin(); a != p.end(); ++a, ++b)
-        same_ids = same_ids && a->first == b->first;
-  }
-  // Groups as lists of per-rank kernel sequences.
-  std::vector<std::vector<std::vector<task_id>>> groups;
-  if (same_ids) {
-    m.method = "by communication stream id (the same on every rank)";
-    for (auto& [s, v] : per.front()) {
-      m.groups.push_back("stream " + std::to_string(s));
-      std::vector<std::vector<task_id>> one;
-      for (auto& p : per) one.push_back(p.at(s));
-      groups.push_back(std::move(one));
+  // Process groups as the traces name them, when every communication kernel of every
+  // rank says its group (record_param_comms' `Process Group Name` and `Ranks`).
+  bool named = true;
+  std::size_t kernels = 0;
+  for (std::size_t k = 0; k < per.size() && named; ++k)
+    for (auto& [s, v] : per[k])
+      for (auto t : v) {
+        named = named && !j.ranks[k].g.payload(j.ranks[k].g.as<comm_task>(t)).group.empty();
+        ++kernels;
+      }
+  if (named && kernels > 0) {
+    m.method = "by process group (the traces' collective metadata), in issue order within each";
+    std::map<std::string, std::size_t> index;
+    for (std::size_t k = 0; k < per.size(); ++k) {
+      const auto& g = j.ranks[k].g;
+      std::map<std::string, std::vector<task_id>> mine;
+      for (auto& [s, v] : per[k])
+        for (auto t : v) mine[g.payload(g.as<comm_task>(t)).group].push_back(t);
+      for (auto& [name, v] : mine) {
+        std::stable_sort(v.begin(), v.end(), [&](task_id a, task_id b) { return g.trace_start(a) < g.trace_start(b); });
+        auto [it, fresh] = index.emplace(name, groups.size());
+        if (fresh) {
+          groups.emplace_back();
+          groups.back().ranks = g.payload(g.as<comm_task>(v.front())).group_ranks;
+          std::sort(groups.back().ranks.begin(), groups.back().ranks.end());
+          m.groups.push_back("process group " + name);
+        }
+        auto& gs = groups[it->second];
+        if (!gs.ranks.empty() && !std::binary_search(gs.ranks.begin(), gs.ranks.end(), j.ranks[k].rank))
+          throw error("daydream: load_job: " + detail::rank_label(j.ranks[k]) + " runs collectives of " +
+                      m.groups[it->second] + ", whose recorded ranks do not include it: the traces are not of one job");
+        gs.who.push_back(k);
+        gs.seqs.push_back(std::move(v));
+      }
+    }
+    // A traced rank the group names must have its collectives too: a group's operation
+    // completes on no rank without every member.
+    for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+      // A group that does not list its ranks is every rank's.
+      if (groups[gi].ranks.empty() && groups[gi].who.size() != j.ranks.size())
+        throw error("daydream: load_job: " + m.groups[gi] + " runs on " + std::to_string(groups[gi].who.size()) +
+                    " of the " + std::to_string(j.ranks.size()) + " traced ranks and its ranks are not recorded: the "
+                    "collectives cannot be matched");
+      for (auto r : groups[gi].ranks) {
+        const auto k = j.index_of(r);
+        if (k >= 0 && std::find(groups[gi].who.begin(), groups[gi].who.end(), std::size_t(k)) == groups[gi].who.end())
+          throw error("daydream: load_job: " + detail::rank_label(j.ranks[std::size_t(k)]) + " is a member of " +
+                      m.groups[gi] + " but its trace has no collective of it: the traces are of different steps "
+                      "or jobs; they are not matched by guess");
+      }
     }
   } else {
-    m.method = "by order of first use of each rank's communication streams (their ids differ between ranks)";
-    std::size_t n = per.front().size();
-    for (std::size_t k = 0; k < per.size(); ++k)
-      if (per[k].size() != n)
-        throw error("daydream: load_job: " + detail::rank_label(j.ranks[k]) + " uses " +
-                    std::to_string(per[k].size()) + " communication stream(s), " +
-                    detail::rank_label(j.ranks.front()) + " uses " + std::to_string(n) +
-                    ": the collectives cannot be matched (different process groups per rank need "
-                    "process-group metadata the traces do not have)");
-    groups.resize(n);
-    for (std::size_t k = 0; k < per.size(); ++k) {
-      std::vector<std::vector<task_id>> ordered;
-      for (auto& [s, v] : per[k]) ordered.push_back(v);
-      const auto& g = j.ranks[k].g;
-      std::stable_sort(ordered.begin(), ordered.end(), [&](const std::vector<task_id>& a, const std::vector<task_id>& b) {
-        return g.trace_start(a.front()) < g.trace_start(b.front());
-      });
-      for (std::size_t s = 0; s < n; ++s) groups[s].push_back(std::move(ordered[s]));
+    bool same_ids = true;
+    for (auto& p : per) {
+      if (p.size() != per.front().size()) same_ids = false;
+      else
+        for (auto a = p.begin(), b = per.front().begin(); a != p.end(); ++a, ++b)
+          same_ids = same_ids && a->first == b->first;
     }
-    for (std::size_t s = 0; s < n; ++s) m.groups.push_back("communication stream #" + std::to_string(s + 1));
+    std::vector<std::size_t> everyone(j.ranks.size());
+    for (std::size_t k = 0; k < everyone.size(); ++k) everyone[k] = k;
+    if (same_ids) {
+      m.method = "by communication stream id (the same on every rank)";
+      for (auto& [s, v] : per.front()) {
+        m.groups.push_back("stream " + std::to_string(s));
+        group_seqs one;
+        one.who = everyone;
+        for (auto& p : per) one.seqs.push_back(p.at(s));
+        groups.push_back(std::move(one));
+      }
+    } else {
+      m.method = "by order of first use of each rank's communication streams (their ids differ between ranks)";
+      std::size_t n = per.front().size();
+      for (std::size_t k = 0; k < per.size(); ++k)
+        if (per[k].size() != n)
+          throw error("daydream: load_job: " + detail::rank_label(j.ranks[k]) + " uses " +
+                      std::to_string(per[k].size()) + " communication stream(s), " +
+                      detail::rank_label(j.ranks.front()) + " uses " + std::to_string(n) +
+                      ": the collectives cannot be matched (different process groups per rank need "
+                      "process-group metadata the traces do not have)");
+      groups.resize(n);
+      for (auto& gs : groups) gs.who = everyone;
+      for (std::size_t k = 0; k < per.size(); ++k) {
+        std::vector<std::vector<task_id>> ordered;
+        for (auto& [s, v] : per[k]) ordered.push_back(v);
+        const auto& g = j.ranks[k].g;
+        std::stable_sort(ordered.begin(), ordered.end(), [&](const std::vector<task_id>& a, const std::vector<task_id>& b) {
+          return g.trace_start(a.front()) < g.trace_start(b.front());
+        });
+        for (std::size_t s = 0; s < n; ++s) groups[s].seqs.push_back(std::move(ordered[s]));
+      }
+      for (std::size_t s = 0; s < n; ++s) m.groups.push_back("communication stream #" + std::to_string(s + 1));
+    }
   }
   for (std::uint32_t gi = 0; gi < groups.size(); ++gi) {
-    auto& seqs = groups[gi];
+    auto& gs = groups[gi];
+    auto& seqs = gs.seqs;
+    const auto& first = j.ranks[gs.who.front()];
     const std::size_t n = seqs.front().size();
-    for (std::size_t k = 0; k < seqs.size(); ++k)
-      if (seqs[k].size() != n)
-        throw error("daydream: load_job: " + detail::rank_label(j.ranks[k]) + " has " +
-                    std::to_string(seqs[k].size()) + " collective(s) on " + m.groups[gi] + ", " +
-                    detail::rank_label(j.ranks.front()) + " has " + std::to_string(n) +
+    for (std::size_t x = 0; x < seqs.size(); ++x)
+      if (seqs[x].size() != n)
+        throw error("daydream: load_job: " + detail::rank_label(j.ranks[gs.who[x]]) + " has " +
+                    std::to_string(seqs[x].size()) + " collective(s) on " + m.groups[gi] + ", " +
+                    detail::rank_label(first) + " has " + std::to_string(n) +
                     ": mismatched collective counts (traces of different steps or of different jobs?); "
                     "they are not matched by guess");
     for (std::uint32_t c = 0; c < n; ++c) {
       matched_collective mc;
       mc.group = gi;
       mc.index = c;
-      for (std::size_t k = 0; k < seqs.size(); ++k) {
-        const auto& g = j.ranks[k].g;
-        const task_id t = seqs[k][c];
+      mc.group_ranks = gs.ranks;
+      for (std::size_t x = 0; x < seqs.size(); ++x) {
+        const auto& rk = j.ranks[gs.who[x]];
+        const auto& g = rk.g;
+        const task_id t = seqs[x][c];
         const auto& p = g.payload(g.as<comm_task>(t));
-        if (k == 0) {
+        if (x == 0) {
           mc.op = p.op;
-          mc.group_size = p.group_size > 1 ? p.group_size : std::uint32_t(std::max(j.world_size, 1));
+          mc.group_size = !gs.ranks.empty() ? std::uint32_t(gs.ranks.size())
+                          : p.group_size > 1 ? p.group_size
+                                             : std::uint32_t(std::max(j.world_size, 1));
           mc.iteration = g.iteration(t);
           mc.name = std::string(g.name(t));
         } else {
-          const auto& g0 = j.ranks.front().g;
+          const auto& g0 = first.g;
           const auto& p0 = g0.payload(g0.as<comm_task>(mc.parts.front().task));
           auto what = [&](const std::string& a, const std::string& b) {
             return "daydream: load_job: collective #" + std::to_string(c + 1) + " on " + m.groups[gi] + " is " + a +
-                   " on " + detail::rank_label(j.ranks.front()) + " but " + b + " on " +
-                   detail::rank_label(j.ranks[k]) + ": the ranks' collectives do not match";
+                   " on " + detail::rank_label(first) + " but " + b + " on " + detail::rank_label(rk) +
+                   ": the ranks' collectives do not match";
           };
           if (p.op != p0.op)
             throw error(what(std::string(to_string(p0.op)) + " (" + std::string(g0.name(mc.parts.front().task)) + ")",
@@ -258,7 +334,7 @@ inline collective_matching match_collectives(const job& j) {
             throw error(what(std::to_string(p0.bytes) + " bytes", std::to_string(p.bytes) + " bytes"));
         }
         mc.bytes = std::max<std::uint64_t>(mc.bytes, p.bytes);
-        mc.parts.push_back({j.ranks[k].rank, t, g.trace_start(t), g.trace_start(t) + g.duration(t)});
+        mc.parts.push_back({rk.rank, t, g.trace_start(t), g.trace_start(t) + g.duration(t)});
       }
       m.collectives.push_back(std::move(mc));
     }
@@ -567,6 +643,8 @@ inline void add_fine_collective(job_graph& jg, const job& j, const matched_colle
   if (mc.group_size > ranks.size())
     for (auto r : j.missing()) {
       if (ranks.size() >= mc.group_size) break;
+      // A recorded group takes only its own missing members.
+      if (!mc.group_ranks.empty() && !std::binary_search(mc.group_ranks.begin(), mc.group_ranks.end(), r)) continue;
       ranks.push_back(r);
     }
   std::sort(ranks.begin(), ranks.end());

@@ -6,6 +6,7 @@
 #include <daydream/job_replay.hpp>
 
 #include <doctest/doctest.h>
+#include <support/corpus.hpp>
 
 #include <string>
 #include <vector>
@@ -213,6 +214,84 @@ TEST_CASE("match_collectives: the k-th collective of a group on every rank; mism
   auto j3 = io::make_job(std::move(x));
   CHECK_THROWS_WITH_AS(match_collectives(j3), doctest::Contains("1048576 bytes on rank 0 (rank0.json) but 4096 bytes"),
                        error);
+}
+
+namespace {
+// Sets every collective of `t` to process group `name` of global ranks `ranks`, as
+// record_param_comms' metadata says it.
+void in_group(io::kineto_trace& t, const std::string& name, std::vector<std::int32_t> ranks) {
+  t.g.for_each<comm_task>([&](handle<comm_task> h) {
+    t.g.payload(h).group = name;
+    t.g.payload(h).group_ranks = ranks;
+  });
+}
+} // namespace
+
+TEST_CASE("match_collectives: process groups from the traces' metadata, each matched among its members") {
+  // Two tensor-parallel pairs {0, 1} and {2, 3} on the same stream id: by stream the four
+  // ranks would be one group (and their counts would not even agree).
+  auto tp_job = [] {
+    std::vector<io::kineto_trace> v;
+    v.push_back(make_rank(0, 4, 100 * us, 50 * us, 0, "gemm", 2));
+    v.push_back(make_rank(1, 4, 100 * us, 50 * us, 0, "gemm", 2));
+    v.push_back(make_rank(2, 4, 100 * us, 50 * us, 0, "gemm", 3));
+    v.push_back(make_rank(3, 4, 100 * us, 50 * us, 0, "gemm", 3));
+    in_group(v[0], "1", {0, 1});
+    in_group(v[1], "1", {0, 1});
+    in_group(v[2], "2", {2, 3});
+    in_group(v[3], "2", {2, 3});
+    return v;
+  };
+  auto j = io::make_job(tp_job());
+  auto m = match_collectives(j);
+  CHECK(m.method.find("by process group") == 0);
+  CHECK(m.groups == std::vector<std::string>{"process group 1", "process group 2"});
+  REQUIRE(m.collectives.size() == 5);
+  for (std::size_t c = 0; c < 5; ++c) {
+    CAPTURE(c);
+    const auto& mc = m.collectives[c];
+    CHECK(mc.group_size == 2);
+    REQUIRE(mc.parts.size() == 2);
+    const std::int32_t lo = c < 2 ? 0 : 2;
+    CHECK(mc.parts[0].rank == lo);
+    CHECK(mc.parts[1].rank == lo + 1);
+    CHECK(mc.group_ranks == std::vector<std::int32_t>{lo, lo + 1});
+    CHECK(mc.index == (c < 2 ? c : c - 2));
+  }
+  // The job replays: every rank predicted, each pair waiting only for its partner.
+  auto jg = build_job_graph(j, m, no_alignment(make_alignment_input(j, m)));
+  auto res = analyse_job(j, jg);
+  CHECK(res.ranks.size() == 4);
+
+  // A traced member of a group without its collectives, and a rank running a group that
+  // does not list it: refused, naming them.
+  auto v = tp_job();
+  in_group(v[1], "2", {2, 3});
+  auto j2 = io::make_job(std::move(v));
+  CHECK_THROWS_WITH_AS(match_collectives(j2),
+                       doctest::Contains("rank 1 (rank1.json) runs collectives of process group 2, whose recorded "
+                                         "ranks do not include it"),
+                       error);
+  auto w = tp_job();
+  in_group(w[1], "3", {1});
+  auto j3 = io::make_job(std::move(w));
+  CHECK_THROWS_WITH_AS(match_collectives(j3),
+                       doctest::Contains("rank 1 (rank1.json) is a member of process group 1 but its trace has no "
+                                         "collective of it"),
+                       error);
+}
+
+TEST_CASE("ingest: a collective's process group and its ranks are read from record_param_comms") {
+  auto t = io::load_kineto(daydream::testing::bundled("hta_nccl_metadata_a100_2rank/nccl_data.json.gz"));
+  std::size_t n = 0;
+  t.g.for_each<comm_task>([&](handle<comm_task> h) {
+    auto& p = t.g.payload(h);
+    if (t.g.resource_at(t.g.resource_of(h.id)).kind != resource_kind::gpu_stream) return;
+    ++n;
+    CHECK(p.group == "0");
+    CHECK(p.group_ranks == std::vector<std::int32_t>{0, 1});
+  });
+  CHECK(n == 21);
 }
 
 TEST_CASE("the coarse model: a collective ends on no rank before every rank started it") {

@@ -118,6 +118,7 @@ struct raw_event {
   bool has_stream = false;
   std::int64_t stream = -1;
   std::string_view input_dims, input_types, collective, dtype, sync_kind;
+  std::string_view pg_name, pg_ranks; // process group of a collective (record_param_comms)
   std::int64_t in_nelems = -1, out_nelems = -1, group_size = -1;
   bool has_mem_bytes = false;
   std::int64_t mem_bytes = 0, total_allocated = -1, device_type = -1, device_id = -1;
@@ -446,6 +447,10 @@ private:
         else if (is(k, "Total Allocated")) as_int(e.total_allocated);
         else if (is(k, "Collective name")) as_str(e.collective);
         break;
+      case 18: if (is(k, "Process Group Name")) as_str(e.pg_name); break;
+      case 19:
+        if (is(k, "Process Group Ranks")) { as_str(e.pg_ranks); as_raw(e.pg_ranks); } // "[0, 1]" or [0, 1]
+        break;
       case 33: if (is(k, "wait_on_cuda_event_record_corr_id")) as_int(e.wait_record); break;
       default: break;
       }
@@ -512,10 +517,10 @@ private:
 
   std::uint32_t meta_of(const raw_event& e) {
     if (e.input_dims.empty() && e.collective.empty() && e.in_nelems < 0 && e.out_nelems < 0 &&
-        e.group_size < 0 && e.dtype.empty())
+        e.group_size < 0 && e.dtype.empty() && e.pg_name.empty() && e.pg_ranks.empty())
       return no_index;
     out_.metas.push_back({e.input_dims, e.input_types, e.collective, e.dtype, e.in_nelems,
-                          e.out_nelems, e.group_size});
+                          e.out_nelems, e.group_size, e.pg_name, e.pg_ranks});
     return static_cast<std::uint32_t>(out_.metas.size() - 1);
   }
 

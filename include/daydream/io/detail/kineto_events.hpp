@@ -156,6 +156,7 @@ struct op_meta {
   std::string_view input_dims, input_types; ///< raw JSON text
   std::string_view collective, dtype;
   std::int64_t in_nelems = -1, out_nelems = -1, group_size = -1;
+  std::string_view pg_name, pg_ranks; ///< process group of a collective: name, ranks ("[0, 1]")
 };
 
 /// Everything decode_kineto keeps of a trace.

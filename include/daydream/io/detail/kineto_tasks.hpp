@@ -55,6 +55,26 @@ struct task_map {
 };
 
 
+/// The ranks of a `Process Group Ranks` argument ("[0, 1, 2]", as a string or an array);
+/// empty when it is not such a list (then the group's ranks count as unknown).
+inline std::vector<std::int32_t> rank_list(std::string_view s) {
+  std::vector<std::int32_t> out;
+  std::size_t i = 0;
+  while (i < s.size() && (s[i] == ' ' || s[i] == '"')) ++i;
+  if (i == s.size() || s[i] != '[') return {};
+  ++i;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == ',')) ++i;
+    if (i < s.size() && s[i] == ']') return out;
+    std::int64_t v = 0;
+    std::size_t digits = 0;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9' && digits < 10) v = v * 10 + (s[i++] - '0'), ++digits;
+    if (digits == 0 || v > std::numeric_limits<std::int32_t>::max()) return {};
+    out.push_back(static_cast<std::int32_t>(v));
+  }
+  return {};
+}
+
 /// Sets the operation, size and group of a collective from the metadata of its kernel,
 /// or of the annotations around its launch (nccl:*, record_param_comms, c10d::*).
 inline void size_collective(const decoded_trace& d, const gpu_links& L, const flat_events& F, std::uint32_t o,
@@ -66,6 +86,8 @@ inline void size_collective(const decoded_trace& d, const gpu_links& L, const fl
     comm_op op;
     if (!m.collective.empty() && collective_from_name(m.collective, op)) c.op = op;
     if (m.group_size > 0) group = m.group_size;
+    if (!m.pg_name.empty()) c.group = std::string(m.pg_name);
+    if (!m.pg_ranks.empty()) c.group_ranks = rank_list(m.pg_ranks);
     std::int64_t n = std::max(m.in_nelems, m.out_nelems);
     if (n > 0) {
       std::uint32_t sz = dtype_size(m.dtype);

@@ -3,8 +3,10 @@
 //
 //   daydream whatif TRACE [--pass SPEC ...]   what would these optimizations do?
 //   daydream optimize TRACE... [--workers N]  which plan is best? (under mpirun: on every rank)
+//   daydream ps TRACE [--workers 1-16]       asynchronous parameter-server throughput for W workers
 #include "../program.hpp"
 #include "../optimize/optimize.hpp"
+#include "../ps/ps.hpp"
 #include "../whatif/whatif.hpp"
 
 #include <daydream/config.hpp>
@@ -35,6 +37,11 @@ int main(int argc, char** argv) {
       "optimize", "search the best gradient bucketing, partitioning and op fusion for a data-parallel job "
                   "(dPRO's optimizer), against the DDP, Horovod, BytePS and fuse-everything baselines");
   optimize_cmd::add_options(*optimize_sub, oo);
+  ps_cmd::options po;
+  auto* ps_sub = app.add_subcommand(
+      "ps", "predict asynchronous parameter-server training throughput for any number of workers from one "
+            "worker's trace (Li et al., ICPE'20), beside the queueing and Cynthia models");
+  ps_cmd::add_options(*ps_sub, po);
 
   return program::run_program(app, argc, argv, [&] {
     if (whatif_cmd->parsed()) {
@@ -45,6 +52,7 @@ int main(int argc, char** argv) {
       optimize_cmd::mpi_session mpi;
       return optimize_cmd::run(oo, stdout, mpi.evaluator());
     }
+    if (ps_sub->parsed()) return ps_cmd::run(po, stdout);
     return int(program::usage);
   });
 }

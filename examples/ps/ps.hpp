@@ -49,6 +49,7 @@ struct options {
   std::int64_t batch = 0;           ///< samples per worker and step; 0: unknown
   std::string timeline;             ///< Perfetto (Chrome JSON) file of the largest W's first steps
   std::uint32_t timeline_steps = 5;
+  bool stagger = false;             ///< start worker w at w/W of a free-network step
   bool json = false;
 };
 
@@ -80,6 +81,9 @@ inline void add_options(CLI::App& app, options& o) {
   app.add_option("--batch", o.batch, "samples per worker and step, for samples/s (the graph keeps no input shapes)");
   app.add_option("--timeline", o.timeline, "write the largest worker count's first steps as a Perfetto (Chrome JSON) timeline");
   app.add_option("--timeline-steps", o.timeline_steps, "steps per worker in the timeline")->capture_default_str();
+  app.add_flag("--stagger", o.stagger,
+               "start worker w at w/W of a free-network step instead of all at once (workers with equal steps "
+               "that start together stay in lockstep)");
   app.add_flag("--json", o.json, "print one JSON object on stdout");
 }
 
@@ -124,6 +128,7 @@ struct outcome {
   std::vector<std::int32_t> iterations;
   std::optional<std::int64_t> batch;
   double free_step_ns = 0; ///< one worker with a free network
+  bool stagger = false;
 };
 
 inline std::optional<double> samples(const outcome& x, double steps_per_s) {
@@ -188,7 +193,7 @@ inline void print_json(std::FILE* out, const outcome& x) {
   if (x.c.flow_control) w.field("window_bytes", x.c.window);
   else w.field("order", x.c.order == ps::stream_order::trace ? "trace" : x.c.order == ps::stream_order::tictac ? "tictac"
                         : x.c.order == ps::stream_order::reverse ? "reverse" : "random");
-  w.field("sharing", x.c.share == ps::sharing::max_min ? "max_min" : "server_links");
+  w.field("sharing", x.c.share == ps::sharing::max_min ? "max_min" : "server_links").field("stagger", x.stagger);
   w.field("steps", x.c.steps).field("warmup", x.c.warmup).field("seed", x.c.seed);
   w.key("batch");
   if (x.batch) w.value(*x.batch); else w.null();
@@ -254,6 +259,7 @@ inline void print_text(std::FILE* out, const outcome& x) {
                                                                          : c.order == ps::stream_order::tictac ? "tictac"
                                                                          : c.order == ps::stream_order::reverse ? "reverse" : "random"),
              c.share == ps::sharing::max_min ? "max-min" : "server-link", c.steps, c.warmup, c.seed);
+  fmt::print(out, "workers start {}\n", x.stagger ? "staggered by 1/W of a free-network step" : "together (as in Li et al.)");
   fmt::print(out, "one worker, free network: {:.2f} ms per step\n\n", x.free_step_ns / 1e6);
   const bool smp = x.batch.has_value();
   const char* unit = smp ? "samples/s" : "steps/s";
@@ -350,9 +356,8 @@ inline int run(const options& o, std::FILE* out) {
     for (auto& [f, k] : map)
       if (f(x.m.tensors[i].name)) { pinned[i] = k; break; }
   c.timeline_steps = 0;
+  c.server_of = ps::assign_servers(x.m.tensors, c.servers, pinned);
   x.c = c;
-  x.s = ps::sweep(x.m, c, workers, pinned);
-  x.c.server_of = x.s.server_of;
   // One worker with a free network: the worker's computation alone (and the updates).
   {
     auto free = x.c;
@@ -362,12 +367,15 @@ inline int run(const options& o, std::FILE* out) {
     free.warmup = std::min<std::uint32_t>(c.warmup, free.steps / 4);
     x.free_step_ns = ps::simulate(x.m.steps, x.m.tensors, free).mean_step_ns;
   }
+  x.stagger = o.stagger;
+  x.s = ps::sweep(x.m, x.c, workers, {}, o.stagger ? x.free_step_ns : 0);
   if (!o.timeline.empty()) {
     auto tc = x.c;
     tc.workers = workers.back();
     tc.timeline_steps = std::max<std::uint32_t>(1, o.timeline_steps);
     tc.steps = std::max(tc.timeline_steps + 1, std::min(tc.steps, tc.timeline_steps + 1));
     tc.warmup = 0;
+    if (o.stagger) tc.stagger = x.free_step_ns / double(tc.workers);
     auto r = ps::simulate(x.m.steps, x.m.tensors, tc);
     write_timeline(o.timeline, x, r, tc.workers);
   }

@@ -116,6 +116,10 @@ struct config {
   std::uint64_t seed = 1;           ///< step sampling and the random order
   std::vector<std::uint32_t> server_of; ///< server of each tensor (assign_servers)
   std::uint32_t timeline_steps = 0; ///< record the operations of each worker's first this many steps
+  /// Worker w starts its first step at w x stagger ns (0: all at once, as in Li et al.).
+  /// Workers with equal steps that start together stay in lockstep under fair sharing
+  /// (their transfers always overlap); staggering shows the desynchronized state.
+  double stagger = 0;
 };
 
 /// One recorded operation (or chunk of a transfer) of the simulated trace.
@@ -325,6 +329,7 @@ inline result simulate(const std::vector<step_template>& steps, const std::vecto
   if (c.servers == 0) throw usage_error("daydream ps: the number of servers must be at least 1");
   if (!(c.bandwidth > 0) || !std::isfinite(c.bandwidth)) throw usage_error("daydream ps: the bandwidth must be positive and finite");
   if (c.flow_control && !(c.window > 0)) throw usage_error("daydream ps: the flow-control window must be positive (or turn flow control off)");
+  if (!(c.stagger >= 0) || !std::isfinite(c.stagger)) throw usage_error("daydream ps: the stagger must be finite and not negative");
   if (c.steps <= c.warmup)
     throw usage_error("daydream ps: the steps per worker (" + std::to_string(c.steps) + ") must exceed the warm-up steps (" +
                       std::to_string(c.warmup) + ")");
@@ -516,7 +521,11 @@ inline result simulate(const std::vector<step_template>& steps, const std::vecto
     if (!stop) start_step(w);
   };
 
-  for (std::uint32_t w = 0; w < W; ++w) start_step(w);
+  // Staggered workers start by an event (server M + 1); the others at once.
+  for (std::uint32_t w = 0; w < W; ++w) {
+    if (w > 0 && c.stagger > 0) cq.push({double(w) * c.stagger, seq++, w, 0, M + 1});
+    else start_step(w);
+  }
   if (c.warmup == 0) { past_warmup = W; res.window_begin = 0; }
   std::vector<std::uint32_t> ready_ops;
   while (!stop) {
@@ -552,6 +561,10 @@ inline result simulate(const std::vector<step_template>& steps, const std::vecto
     while (!cq.empty() && cq.top().time <= now) {
       const cevent e = cq.top();
       cq.pop();
+      if (e.server == M + 1) {
+        if (!stop) start_step(e.worker);
+        continue;
+      }
       auto& f = e.server == M ? ws[e.worker].compute : ws[e.worker].ps[e.server];
       f.busy = false;
       const double d = steps[ws[e.worker].tmpl].ops[e.op].duration;

@@ -41,9 +41,10 @@ inline std::optional<std::uint32_t> saturation_point(const std::vector<sweep_poi
 
 /// Simulates `m` for every number of `workers` with the rest of `base` (its
 /// `server_of`, when empty, is the greedy assignment for base.servers, with `pinned`
-/// as in assign_servers), and computes the coarse models beside each.
+/// as in assign_servers), and computes the coarse models beside each. With `period` >
+/// 0, W workers start `period` / W apart (config::stagger); else as `base` says.
 inline sweep_result sweep(const model& m, config base, const std::vector<std::uint32_t>& workers,
-                          const std::vector<std::uint32_t>& pinned = {}) {
+                          const std::vector<std::uint32_t>& pinned = {}, double period = 0) {
   sweep_result out;
   if (base.server_of.empty()) base.server_of = assign_servers(m.tensors, base.servers, pinned);
   out.server_of = base.server_of;
@@ -54,6 +55,7 @@ inline sweep_result sweep(const model& m, config base, const std::vector<std::ui
   for (auto w : workers) {
     config c = base;
     c.workers = w;
+    if (period > 0) c.stagger = period / double(w);
     sweep_point p;
     p.workers = w;
     p.sim = simulate(m.steps, m.tensors, c);

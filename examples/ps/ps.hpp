@@ -346,7 +346,7 @@ inline int run(const options& o, std::FILE* out) {
     throw;
   } catch (const daydream::error& e) {
     std::string msg = e.what();
-    if (msg.find("no gradients") != msg.npos) msg += " (give --model-bytes)";
+    if (msg.find("no gradients") != msg.npos) msg += "; give the model size with --model-bytes";
     throw daydream::error(o.trace + ": " + msg);
   }
   x.m.notes.insert(x.m.notes.begin(), fallback.begin(), fallback.end());

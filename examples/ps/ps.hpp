@@ -41,6 +41,7 @@ struct options {
   std::string alpha = "0";          ///< time per MB of overhead
   std::string beta = "0";           ///< time per transfer of overhead
   std::string update_scale = "1";
+  std::string compute_scale = "1";  ///< what-if: a k times larger batch
   std::string model_bytes;          ///< when the trace has no gradient sizes
   std::vector<std::string> server_map; ///< "REGEX=K": layers matching REGEX on server K
   std::uint32_t steps = 1000;
@@ -72,6 +73,9 @@ inline void add_options(CLI::App& app, options& o) {
       ->capture_default_str();
   app.add_option("--beta", o.beta, "transfer overhead per tensor (e.g. 50us; a plain number is us)")->capture_default_str();
   app.add_option("--update-scale", o.update_scale, "multiplies the server's update time (the trace's weight-update time)")
+      ->capture_default_str();
+  app.add_option("--compute-scale", o.compute_scale,
+                 "multiplies the worker's computation: a what-if for a k times larger batch (give --batch accordingly)")
       ->capture_default_str();
   app.add_option("--model-bytes", o.model_bytes, "model size (100MB), spread over the gradients when the trace has no sizes");
   app.add_option("--server-map", o.server_map, "REGEX=K: tensors of layers matching REGEX on server K (repeatable); the rest greedy");
@@ -129,6 +133,7 @@ struct outcome {
   std::optional<std::int64_t> batch;
   double free_step_ns = 0; ///< one worker with a free network
   bool stagger = false;
+  double compute_scale = 1;
 };
 
 inline std::optional<double> samples(const outcome& x, double steps_per_s) {
@@ -202,7 +207,7 @@ inline void print_json(std::FILE* out, const outcome& x) {
   w.key("iterations").begin_array();
   for (auto i : x.iterations) w.value(i);
   w.end_array();
-  w.field("compute_us", x.m.compute_ns / 1e3).field("update_us", x.m.update_ns / 1e3);
+  w.field("compute_scale", x.compute_scale).field("compute_us", x.m.compute_ns / 1e3).field("update_us", x.m.update_ns / 1e3);
   w.field("trace_step_us", x.m.trace_step_ns / 1e3).field("free_network_step_us", x.free_step_ns / 1e3);
   w.key("server_bytes").begin_array();
   for (auto b : x.s.server_bytes) w.value(b);
@@ -294,7 +299,7 @@ inline int run(const options& o, std::FILE* out) {
   c.servers = o.servers;
   if (c.servers == 0) throw daydream::usage_error("daydream ps: --servers must be at least 1");
   auto p = daydream::pass_params::parse("ps", "bandwidth=" + o.bandwidth + ",window=" + o.window + ",alpha=" + o.alpha +
-                                                  ",beta=" + o.beta + ",scale=" + o.update_scale +
+                                                  ",beta=" + o.beta + ",scale=" + o.update_scale + ",compute=" + o.compute_scale +
                                                   (o.model_bytes.empty() ? "" : ",model=" + o.model_bytes));
   c.bandwidth = p.get_bandwidth("bandwidth", 0);
   if (!(c.bandwidth > 0)) throw daydream::usage_error("daydream ps: --bandwidth must be positive, not '" + o.bandwidth + "'");
@@ -313,9 +318,11 @@ inline int run(const options& o, std::FILE* out) {
   mo.alpha = p.get_time_ns("alpha", 0) / 1e6;
   mo.beta = p.get_time_ns("beta", 0);
   mo.update_scale = p.get_double("scale", 1);
+  mo.compute_scale = p.get_double("compute", 1);
   mo.model_bytes = p.get_bytes("model", 0);
   if (mo.alpha < 0 || mo.beta < 0 || mo.update_scale < 0)
     throw daydream::usage_error("daydream ps: --alpha, --beta and --update-scale must not be negative");
+  if (!(mo.compute_scale > 0)) throw daydream::usage_error("daydream ps: --compute-scale must be positive");
   std::vector<std::pair<daydream::passes::layer_filter, std::uint32_t>> map;
   for (auto& m : o.server_map) {
     auto eq = m.rfind('=');
@@ -350,6 +357,9 @@ inline int run(const options& o, std::FILE* out) {
     throw daydream::error(o.trace + ": " + msg);
   }
   x.m.notes.insert(x.m.notes.begin(), fallback.begin(), fallback.end());
+  x.compute_scale = mo.compute_scale;
+  if (mo.compute_scale != 1)
+    x.m.notes.push_back(fmt::format("the worker's computation is scaled by {} (--compute-scale)", mo.compute_scale));
   if (o.batch > 0) x.batch = o.batch;
   std::vector<std::uint32_t> pinned(x.m.tensors.size(), std::uint32_t(-1));
   for (std::size_t i = 0; i < x.m.tensors.size(); ++i)

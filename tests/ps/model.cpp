@@ -184,3 +184,18 @@ TEST_CASE("the ResNet-50 sweep: link-bound throughput, a second server helps, fa
   auto st = ps::sweep(m, trace, {1});
   CHECK(s.points[0].sim.steps_per_s > st.points[0].sim.steps_per_s);
 }
+
+TEST_CASE("compute_scale multiplies the worker's computation and nothing else") {
+  auto& t = resnet50();
+  const auto its = t.steady_state_iterations();
+  ps::model_options o;
+  o.model_bytes = 102.2e6;
+  auto a = ps::extract_steps(t.g, {its.front()}, o);
+  o.compute_scale = 2;
+  auto b = ps::extract_steps(t.g, {its.front()}, o);
+  CHECK(b.compute_ns == doctest::Approx(2 * a.compute_ns));
+  CHECK(b.update_ns == doctest::Approx(a.update_ns));
+  CHECK(worker_time(b.steps[0]) == doctest::Approx(2 * worker_time(a.steps[0])));
+  o.compute_scale = 0;
+  CHECK_THROWS_AS(ps::extract_steps(t.g, {its.front()}, o), daydream::usage_error);
+}

@@ -364,3 +364,30 @@ TEST_CASE("a sweep finds the saturation point where one more worker gains less t
   CHECK(s.points[0].cynthia == doctest::Approx(1e9 / 3000));
   CHECK(s.server_bytes == std::vector<double>{1000});
 }
+
+TEST_CASE("the fair-share links agree with the max-min network where both apply") {
+  // Every tensor on server 0 of 2: max_min runs on the network (two servers), and as every
+  // worker has one transfer per direction its own link never binds, so the rates are the
+  // 1/n of server_links, which runs on the virtual-clock links.
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 12; ++trial) {
+    CAPTURE(trial);
+    const std::uint32_t n = 1 + trial % 4;
+    std::vector<ps::step_template> steps{random_step(rng, n), random_step(rng, n)};
+    auto ts = tensors(std::vector<double>(n, 1000));
+    auto c = base(1 + trial % 5, n);
+    c.servers = 2;
+    c.server_of.assign(n, 0);
+    c.flow_control = trial % 2 == 0;
+    c.window = 600;
+    c.share = ps::sharing::max_min;
+    auto a = ps::simulate(steps, ts, c);
+    c.share = ps::sharing::server_links;
+    auto b = ps::simulate(steps, ts, c);
+    CHECK(a.steps_per_s == doctest::Approx(b.steps_per_s).epsilon(1e-9));
+    CHECK(a.measured_steps == b.measured_steps);
+    CHECK(a.events == b.events);
+    CHECK(a.downlink_util[0] == doctest::Approx(b.downlink_util[0]).epsilon(1e-9));
+    CHECK(a.uplink_util[0] == doctest::Approx(b.uplink_util[0]).epsilon(1e-9));
+  }
+}

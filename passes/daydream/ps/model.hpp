@@ -29,6 +29,9 @@ struct model_options {
   double alpha = 0;               ///< ns per byte of a transfer's overhead (parsing, copies)
   double beta = 0;                ///< ns per transfer of overhead
   double update_scale = 1;        ///< multiplies the server's update time (the trace's weight-update time)
+  /// Multiplies the worker's computation (not the overheads): a what-if for a batch k
+  /// times larger on a device that its batch already saturates (time linear in the batch).
+  double compute_scale = 1;
 };
 
 /// One worker's steps, ready for simulate.
@@ -37,7 +40,7 @@ struct model {
   std::vector<tensor_info> tensors;   ///< the tensors exchanged every step, in parameter order
   passes::gradient_source source = passes::gradient_source::none; ///< where the sizes came from
   double bytes = 0;          ///< model size: the tensors' bytes
-  double compute_ns = 0;     ///< mean over the steps of the worker's computation per step
+  double compute_ns = 0;     ///< mean over the steps of the worker's computation per step (scaled)
   double update_ns = 0;      ///< mean over the steps of the trace's weight-update time per step
   double trace_step_ns = 0;  ///< mean replayed iteration time of the steps' iterations
   std::size_t collectives = 0; ///< recorded collective tasks whose time was set to 0
@@ -100,8 +103,9 @@ struct interval_set {
 inline model extract_steps(graph g, const std::vector<std::int32_t>& iterations, const model_options& o = {}) {
   model m;
   if (iterations.empty()) throw error("daydream ps: the trace has no iteration to take steps from");
-  if (!(o.alpha >= 0) || !(o.beta >= 0) || !(o.update_scale >= 0))
-    throw usage_error("daydream ps: alpha, beta and the update scale must not be negative");
+  if (!(o.alpha >= 0) || !(o.beta >= 0) || !(o.update_scale >= 0) || !(o.compute_scale > 0) || !std::isfinite(o.alpha) ||
+      !std::isfinite(o.beta) || !std::isfinite(o.update_scale) || !std::isfinite(o.compute_scale))
+    throw usage_error("daydream ps: alpha, beta and the update scale must be finite and not negative, the compute scale positive");
   g.for_each<comm_task>([&](handle<comm_task> h) {
     if (g.duration(h.id) > 0) set_duration(g, h.id, 0);
     ++m.collectives;
@@ -193,7 +197,7 @@ inline model extract_steps(graph g, const std::vector<std::int32_t>& iterations,
     for (std::size_t k = 0; k < segs; ++k) {
       step_op op;
       op.res = op_resource::worker;
-      op.duration = cuts[k + 1] - cuts[k];
+      op.duration = (cuts[k + 1] - cuts[k]) * o.compute_scale;
       if (k) op.after.push_back(static_cast<std::uint32_t>(k - 1));
       st.ops.push_back(std::move(op));
     }
@@ -221,7 +225,7 @@ inline model extract_steps(graph g, const std::vector<std::int32_t>& iterations,
       const double share = total > 0 ? upd_time * bytes[p] / total : upd_time / double(n);
       st.ops.push_back({op_resource::server, share + over, 0, p, {up}});
     }
-    compute += length;
+    compute += length * o.compute_scale;
     upd += upd_time;
     trace += double(sp->duration());
     m.steps.push_back(std::move(st));

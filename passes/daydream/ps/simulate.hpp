@@ -188,6 +188,41 @@ struct ps_links {
     return {buf, n};
   }
 };
+// A link shared equally by its active flows (processor sharing), on a virtual clock:
+// `vt` is the bytes each active flow has been sent since the link was last idle, so a
+// flow of b bytes that starts at virtual time v ends when vt reaches v + b. Flows end in
+// order of these tags (a heap), so an event costs O(log n) whatever n.
+struct fair_link {
+  double cap = 0;      // bytes per ns
+  double vt = 0;       // virtual time (bytes per flow)
+  double t0 = 0;       // real time vt refers to
+  double carried = 0;  // bytes sent up to t0
+  std::uint32_t n = 0; // active flows
+  std::priority_queue<std::pair<double, std::uint32_t>, std::vector<std::pair<double, std::uint32_t>>, std::greater<>> heap;
+  void advance(double t) {
+    if (n) {
+      vt += (t - t0) * cap / double(n);
+      carried += (t - t0) * cap;
+    }
+    t0 = t;
+  }
+  double next() const { return n ? t0 + std::max(0.0, heap.top().first - vt) * double(n) / cap : std::numeric_limits<double>::infinity(); }
+  void start(double t, double bytes, std::uint32_t id) {
+    advance(t);
+    heap.push({vt + bytes, id});
+    ++n;
+  }
+  // The flow whose end next() predicted, and those ending with it (equal tags).
+  template <class F> void finish(F&& done) {
+    vt = std::max(vt, heap.top().first);
+    while (!heap.empty() && heap.top().first <= vt) {
+      done(heap.top().second);
+      heap.pop();
+      --n;
+    }
+    if (n == 0) vt = 0; // idle: restart the clock, so that tags stay small
+  }
+};
 } // namespace detail
 //! @endcond
 
@@ -366,8 +401,16 @@ inline result simulate(const std::vector<step_template>& steps, const std::vecto
   }
 
   const double bpn = c.bandwidth / 1e9; // bytes per ns
+  // Equal sharing of each server's link: with sharing::server_links, and with max_min
+  // and one server (a worker then has one transfer per direction, so its own link never
+  // binds), every link is a fair_link; else the max-min network.
+  const bool equal_share = c.share == sharing::server_links || M == 1;
   network net;
-  const detail::ps_links links(net, W, M, bpn, c.share);
+  const detail::ps_links links(net, equal_share ? 0 : W, equal_share ? 0 : M, bpn, c.share);
+  std::vector<detail::fair_link> fair(equal_share ? 2 * M : 0); // 2s: down, 2s + 1: up
+  for (auto& l : fair) l.cap = bpn;
+  std::vector<std::uint32_t> free_ids;
+  std::uint32_t next_id = 0;
 
   // A stream waiting on a link: ordered by (batch, key, op); batch 0 for all when flow
   // control is off, so that the order alone decides.
@@ -460,8 +503,17 @@ inline result simulate(const std::vector<step_template>& steps, const std::vecto
     l.busy = true;
     double bytes = st.remaining;
     if (c.flow_control && !st.served && st.remaining > c.window) bytes = c.window;
-    link_id path[2];
-    auto f = net.start(links.path(w, s, down, path), bytes);
+    std::uint32_t f;
+    if (equal_share) {
+      if (!free_ids.empty()) {
+        f = free_ids.back();
+        free_ids.pop_back();
+      } else f = next_id++;
+      fair[2 * s + (down ? 0 : 1)].start(now, bytes, f);
+    } else {
+      link_id path[2];
+      f = net.start(links.path(w, s, down, path), bytes);
+    }
     if (flows.size() <= f) flows.resize(f + 1);
     flows[f] = {w, std::get<2>(st.key), s, down, bytes >= st.remaining, st, now, bytes};
   };
@@ -500,8 +552,15 @@ inline result simulate(const std::vector<step_template>& steps, const std::vecto
   };
   auto measure_links = [&](std::vector<double>& d, std::vector<double>& u) {
     for (std::uint32_t s = 0; s < M; ++s) {
-      d[s] = net.carried(links.srv_down[s]);
-      u[s] = net.carried(links.srv_up[s]);
+      if (equal_share) {
+        fair[2 * s].advance(now);
+        fair[2 * s + 1].advance(now);
+        d[s] = fair[2 * s].carried;
+        u[s] = fair[2 * s + 1].carried;
+      } else {
+        d[s] = net.carried(links.srv_down[s]);
+        u[s] = net.carried(links.srv_up[s]);
+      }
     }
   };
   auto op_done = [&](std::uint32_t w, std::uint32_t op) {
@@ -527,7 +586,7 @@ inline result simulate(const std::vector<step_template>& steps, const std::vecto
     else start_step(w);
   }
   if (c.warmup == 0) { past_warmup = W; res.window_begin = 0; }
-  std::vector<std::uint32_t> ready_ops;
+  std::vector<double> fair_next(fair.size());
   while (!stop) {
     // Links that got streams start their next chunk, in a fixed order.
     std::sort(touched.begin(), touched.end());
@@ -536,11 +595,23 @@ inline result simulate(const std::vector<step_template>& steps, const std::vecto
     touched.clear();
     ++batch;
     const double tc = cq.empty() ? std::numeric_limits<double>::infinity() : cq.top().time;
-    const double tn = net.next_event();
+    double tn = std::numeric_limits<double>::infinity();
+    if (equal_share) {
+      for (std::size_t k = 0; k < fair.size(); ++k) {
+        fair_next[k] = fair[k].next();
+        tn = std::min(tn, fair_next[k]);
+      }
+    } else tn = net.next_event();
     const double t = std::min(tc, tn);
     if (!std::isfinite(t)) throw error("daydream ps: the simulation stalled (an operation waits for nothing that can end)");
     done.clear();
-    net.advance_to(t, done);
+    if (equal_share) {
+      for (std::size_t k = 0; k < fair.size(); ++k) {
+        fair[k].advance(t);
+        if (fair_next[k] <= t) fair[k].finish([&](std::uint32_t id) { done.push_back({id, t}); });
+      }
+      for (auto& d : done) free_ids.push_back(d.flow);
+    } else net.advance_to(t, done);
     now = t;
     for (auto& d : done) {
       const chunk ch = flows[d.flow];

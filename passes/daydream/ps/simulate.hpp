@@ -368,6 +368,7 @@ inline result simulate(const std::vector<step_template>& steps, const std::vecto
   if (c.steps <= c.warmup)
     throw usage_error("daydream ps: the steps per worker (" + std::to_string(c.steps) + ") must exceed the warm-up steps (" +
                       std::to_string(c.warmup) + ")");
+  if (tensors.size() >= (std::size_t(1) << 24)) throw usage_error("daydream ps: at most 16,777,215 tensors");
   if (c.server_of.size() < tensors.size())
     throw usage_error("daydream ps: " + std::to_string(tensors.size()) + " tensors but a server for only " +
                       std::to_string(c.server_of.size()) + " (assign_servers)");
@@ -412,14 +413,15 @@ inline result simulate(const std::vector<step_template>& steps, const std::vecto
   std::vector<std::uint32_t> free_ids;
   std::uint32_t next_id = 0;
 
-  // A stream waiting on a link: ordered by (batch, key, op); batch 0 for all when flow
-  // control is off, so that the order alone decides.
-  using stream_key = std::tuple<std::uint64_t, std::uint64_t, std::uint32_t>;
+  // A stream waiting on a link: ordered by (batch, order, op), the batch (the loop round
+  // it was queued in; 0 for all when flow control is off, so that the order alone
+  // decides) in the high 40 bits of `key` and the order (24 bits) below.
   struct stream {
-    stream_key key;
-    double remaining;
+    std::uint64_t key;
+    std::uint32_t op;
     bool served;
-    bool operator>(const stream& o) const { return key > o.key; }
+    double remaining;
+    bool operator>(const stream& o) const { return key > o.key || (key == o.key && op > o.op); }
   };
   struct link_sched {
     std::priority_queue<stream, std::vector<stream>, std::greater<>> q;
@@ -473,12 +475,13 @@ inline result simulate(const std::vector<step_template>& steps, const std::vecto
   bool stop = false;
   double now = 0;
 
+  constexpr std::uint64_t order_mask = (std::uint64_t(1) << 24) - 1;
   auto order_key = [&](std::uint32_t w, std::uint32_t tensor) -> std::uint64_t {
     switch (c.order) {
-    case stream_order::trace: return tensors[tensor].trace_rank;
-    case stream_order::tictac: return tensors[tensor].use_rank;
-    case stream_order::reverse: return ~std::uint64_t(tensors[tensor].trace_rank);
-    case stream_order::random: return detail::mix(c.seed, w, ws[w].step, tensor + 1);
+    case stream_order::trace: return tensors[tensor].trace_rank & order_mask;
+    case stream_order::tictac: return tensors[tensor].use_rank & order_mask;
+    case stream_order::reverse: return order_mask - (tensors[tensor].trace_rank & order_mask);
+    case stream_order::random: return detail::mix(c.seed, w, ws[w].step, tensor + 1) >> 40;
     }
     return 0;
   };
@@ -515,7 +518,7 @@ inline result simulate(const std::vector<step_template>& steps, const std::vecto
       f = net.start(links.path(w, s, down, path), bytes);
     }
     if (flows.size() <= f) flows.resize(f + 1);
-    flows[f] = {w, std::get<2>(st.key), s, down, bytes >= st.remaining, st, now, bytes};
+    flows[f] = {w, st.op, s, down, bytes >= st.remaining, st, now, bytes};
   };
   auto make_ready = [&](std::uint32_t w, std::uint32_t op) {
     auto& o = steps[ws[w].tmpl].ops[op];
@@ -535,7 +538,7 @@ inline result simulate(const std::vector<step_template>& steps, const std::vecto
       const bool down = o.res == op_resource::downlink;
       auto s = c.server_of[o.tensor];
       auto key = order_key(w, o.tensor);
-      (down ? ws[w].down[s] : ws[w].up[s]).q.push({{c.flow_control ? batch : 0, key, op}, o.bytes, false});
+      (down ? ws[w].down[s] : ws[w].up[s]).q.push({(c.flow_control ? batch << 24 : 0) | key, op, false, o.bytes});
       touched.emplace_back(w, s, down);
       break;
     }
@@ -623,7 +626,7 @@ inline result simulate(const std::vector<step_template>& steps, const std::vecto
         stream st = ch.st;
         st.remaining -= ch.bytes;
         st.served = true;
-        std::get<0>(st.key) = batch;
+        st.key = (batch << 24) | (st.key & order_mask);
         l.q.push(st);
       }
       touched.emplace_back(ch.worker, ch.server, ch.down);

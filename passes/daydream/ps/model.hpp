@@ -94,7 +94,7 @@ struct interval_set {
 ///   among the tensors in proportion to their bytes.
 /// - Overhead `alpha * bytes + beta` of a downlink is a worker operation between the
 ///   downlink and its consumer; of an uplink, it is added to the PS operation.
-/// Recorded collectives (comm_task: a data-parallel trace's all-reduces) get duration 0
+/// `g` is taken by value: recorded collectives (comm_task: a data-parallel trace's all-reduces) get duration 0
 /// first, since the servers replace them; the count is in `collectives`.
 ///
 /// Throws daydream::error naming what is missing: no iteration, no gradients (give

@@ -5,10 +5,12 @@
 //   daydream optimize TRACE... [--workers N]  which plan is best? (under mpirun: on every rank)
 //   daydream strategy TRACE --cluster C --strategy S ... [--grid]  which dp x tp x pp strategy is best?
 //   daydream dlc analyze|replay|export ...    SketchDLC communication traces
+//   daydream ps TRACE [--workers 1-16]       asynchronous parameter-server throughput for W workers
 #include "../program.hpp"
 #include "../dlc/dlc.hpp"
 #include "../optimize/optimize.hpp"
 #include "../strategy/strategy.hpp"
+#include "../ps/ps.hpp"
 #include "../whatif/whatif.hpp"
 
 #include <daydream/config.hpp>
@@ -46,6 +48,11 @@ int main(int argc, char** argv) {
   strategy_cmd::add_options(*strategy_sub, so);
   dlc_cmd::options dlco;
   const auto dlc_cmds = dlc_cmd::add_commands(app, dlco);
+  ps_cmd::options po;
+  auto* ps_sub = app.add_subcommand(
+      "ps", "predict asynchronous parameter-server training throughput for any number of workers from one "
+            "worker's trace (Li et al., ICPE'20), beside the queueing and Cynthia models");
+  ps_cmd::add_options(*ps_sub, po);
 
   return program::run_program(app, argc, argv, [&] {
     if (whatif_cmd->parsed()) {
@@ -58,6 +65,7 @@ int main(int argc, char** argv) {
     }
     if (strategy_sub->parsed()) return strategy_cmd::run(so, stdout);
     if (dlc_cmds.dlc->parsed()) return dlc_cmd::run(dlc_cmds, dlco, stdout);
+    if (ps_sub->parsed()) return ps_cmd::run(po, stdout);
     return int(program::usage);
   });
 }

@@ -6,6 +6,7 @@
 #ifndef DAYDREAM_EXAMPLES_PS_PS_HPP
 #define DAYDREAM_EXAMPLES_PS_PS_HPP
 
+#include <daydream/io/dlc_writer.hpp>
 #include <daydream/io/json_writer.hpp>
 #include <daydream/io/kineto.hpp>
 #include <daydream/params.hpp>
@@ -18,10 +19,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace ps_cmd {
@@ -50,6 +54,7 @@ struct options {
   std::int64_t batch = 0;           ///< samples per worker and step; 0: unknown
   std::string timeline;             ///< Perfetto (Chrome JSON) file of the largest W's first steps
   std::uint32_t timeline_steps = 5;
+  std::string dlc;                  ///< directory for the SketchDLC traces of the largest W's first steps
   bool stagger = false;             ///< start worker w at w/W of a free-network step
   bool json = false;
 };
@@ -84,7 +89,10 @@ inline void add_options(CLI::App& app, options& o) {
   app.add_option("--seed", o.seed, "seed of the step sampling and the random order")->capture_default_str();
   app.add_option("--batch", o.batch, "samples per worker and step, for samples/s (the graph keeps no input shapes)");
   app.add_option("--timeline", o.timeline, "write the largest worker count's first steps as a Perfetto (Chrome JSON) timeline");
-  app.add_option("--timeline-steps", o.timeline_steps, "steps per worker in the timeline")->capture_default_str();
+  app.add_option("--timeline-steps", o.timeline_steps, "steps per worker in the timeline and the DLC traces")
+      ->capture_default_str();
+  app.add_option("--dlc", o.dlc, "write the largest worker count's first steps as SketchDLC traces (one file per "
+                                 "worker and server, docs/dlc.md) into this directory");
   app.add_flag("--stagger", o.stagger,
                "start worker w at w/W of a free-network step instead of all at once (workers with equal steps "
                "that start together stay in lockstep)");
@@ -188,6 +196,58 @@ inline void write_timeline(const std::string& path, const outcome& x, const ps::
   std::ofstream f(path);
   f << w.take() << '\n';
   if (!f) throw daydream::error("daydream ps: cannot write the timeline to '" + path + "'");
+}
+
+/// The parameter-server messages of the simulated steps of `r` (its timeline), in the
+/// DLC writer's terms: per worker, step s and tensor k, the push of step s's gradient
+/// (iteration s + 1; sent at its first chunk's start, received at its last chunk's end)
+/// and its confirmation (0 bytes, when the server's update of it ends), and the pull of the parameters step s
+/// reads (iteration s: the pull ends the iteration before; step 0's is the initialization),
+/// with its request (0 bytes, at the pull's start). The simulation has no request or
+/// confirmation messages of its own.
+inline std::vector<daydream::io::ps_message> dlc_messages_of(const ps::result& r) {
+  using daydream::io::dlc_message;
+  struct span {
+    double start = 1e300, end = -1, bytes = 0;
+    std::uint32_t server = 0;
+  };
+  // (worker, step, tensor, uplink?) -> the transfer's chunks together.
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, bool>, span> xfers;
+  // (worker, step, tensor) -> the end of the server's update of it.
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, double> updated;
+  for (auto& e : r.timeline) {
+    if (e.res == ps::op_resource::server) {
+      auto& u = updated[{e.worker, e.step, e.tensor}];
+      u = std::max(u, e.end);
+    }
+    if (e.res != ps::op_resource::downlink && e.res != ps::op_resource::uplink) continue;
+    auto& x = xfers[{e.worker, e.step, e.tensor, e.res == ps::op_resource::uplink}];
+    x.start = std::min(x.start, e.start);
+    x.end = std::max(x.end, e.end);
+    x.bytes += e.bytes;
+    x.server = e.server;
+  }
+  std::vector<daydream::io::ps_message> out;
+  for (auto& [k, x] : xfers) {
+    const auto [worker, step, tensor, up] = k;
+    const auto w = std::int32_t(worker), srv = std::int32_t(x.server);
+    const auto key = std::int64_t(tensor);
+    const auto bytes = std::uint64_t(std::llround(x.bytes));
+    const auto start = daydream::time_ns(std::llround(x.start)), end = daydream::time_ns(std::llround(x.end));
+    if (up) {
+      const auto it = std::int32_t(step) + 1;
+      out.push_back({dlc_message::push, w, srv, key, it, bytes, start, end});
+      // Confirmed once the server has applied it (the DLC update overhead).
+      auto u = updated.find({worker, step, tensor});
+      const auto ack = u == updated.end() ? end : std::max(end, daydream::time_ns(std::llround(u->second)));
+      out.push_back({dlc_message::push_ack, w, srv, key, it, 0, ack, ack});
+    } else {
+      const auto it = std::int32_t(step);
+      out.push_back({dlc_message::pull_request, w, srv, key, it, 0, start, start});
+      out.push_back({dlc_message::pull_response, w, srv, key, it, bytes, start, end});
+    }
+  }
+  return out;
 }
 
 inline void print_json(std::FILE* out, const outcome& x) {
@@ -379,7 +439,7 @@ inline int run(const options& o, std::FILE* out) {
   }
   x.stagger = o.stagger;
   x.s = ps::sweep(x.m, x.c, workers, {}, o.stagger ? x.free_step_ns : 0);
-  if (!o.timeline.empty()) {
+  if (!o.timeline.empty() || !o.dlc.empty()) {
     auto tc = x.c;
     tc.workers = workers.back();
     tc.timeline_steps = std::max<std::uint32_t>(1, o.timeline_steps);
@@ -387,7 +447,15 @@ inline int run(const options& o, std::FILE* out) {
     tc.warmup = 0;
     if (o.stagger) tc.stagger = x.free_step_ns / double(tc.workers);
     auto r = ps::simulate(x.m.steps, x.m.tensors, tc);
-    write_timeline(o.timeline, x, r, tc.workers);
+    if (!o.timeline.empty()) write_timeline(o.timeline, x, r, tc.workers);
+    if (!o.dlc.empty()) {
+      daydream::io::dlc_write_options wo;
+      wo.workers = std::int32_t(tc.workers);
+      wo.servers = std::int32_t(tc.servers);
+      wo.synchronous = false; // asynchronous training: each push is confirmed on its own
+      auto msgs = dlc_messages_of(r);
+      daydream::io::write_dlc_files(o.dlc, daydream::io::write_dlc(msgs, wo));
+    }
   }
   if (o.json) print_json(out, x);
   else print_text(out, x);

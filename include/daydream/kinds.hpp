@@ -139,9 +139,9 @@ struct comm_task {
   std::int32_t stream = 0;       ///< CUDA stream id of the communication kernel, if any
   std::uint64_t correlation = 0; ///< correlation id of the launching call, else 0
   /// The process group as the trace names it (`Process Group Name`), empty when unknown.
-  std::string group;
+  std::string group{};
   /// The global ranks of the process group (`Process Group Ranks`), empty when unknown.
-  std::vector<std::int32_t> group_ranks;
+  std::vector<std::int32_t> group_ranks{};
   friend bool operator==(const comm_task&, const comm_task&) = default;
 };
 

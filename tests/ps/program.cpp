@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -62,4 +63,54 @@ TEST_CASE("the timeline has one process per worker and per server, and every tra
   CHECK(occurrences(s, "\"name\":\"update ") >= 3 * 161);
   CHECK(s.front() == '{');
   CHECK(s.find("\"traceEvents\":[") != s.npos);
+}
+
+TEST_CASE("--dlc writes the simulated steps as SketchDLC traces that read back whole and agree with the simulation") {
+  ps_cmd::options o;
+  o.trace = daydream::testing::bundled("resnet50_v100.json.gz").string();
+  o.model_bytes = "102.2MB";
+  o.workers = "1,3";
+  o.servers = 2;
+  o.steps = 30;
+  o.warmup = 5;
+  o.timeline_steps = 2;
+  o.json = true;
+  const auto dir = std::filesystem::temp_directory_path() / "daydream_ps_dlc_test";
+  std::filesystem::remove_all(dir);
+  o.dlc = dir.string();
+  std::FILE* out = std::tmpfile();
+  REQUIRE(out);
+  CHECK(ps_cmd::run(o, out) == 0);
+  std::fclose(out);
+  std::vector<std::filesystem::path> files;
+  for (auto name : {"worker_0.dlc", "worker_1.dlc", "worker_2.dlc", "server_0.dlc", "server_1.dlc"}) {
+    CAPTURE(name);
+    REQUIRE(std::filesystem::exists(dir / name));
+    files.push_back(dir / name);
+  }
+  auto job = daydream::io::load_dlc_job(files);
+  CHECK(job.workers == 3);
+  CHECK(job.servers == 2);
+  for (auto& f : job.files) {
+    CAPTURE(f.path);
+    CHECK(f.report.unusable_total() == 0);
+    CHECK(f.report.usable == f.report.records);
+  }
+  // Every worker pushes each of the 161 gradients in its first step (iteration 1), and
+  // the 161 pushes add up to the model; a push is confirmed once the server has applied it.
+  auto msgs = daydream::io::dlc_messages(job);
+  std::map<std::int32_t, std::pair<std::size_t, std::uint64_t>> first_pushes; // worker -> (count, bytes)
+  for (auto& m : msgs) {
+    if (m.kind != daydream::io::dlc_message::push || m.iteration != 1) continue;
+    ++first_pushes[m.worker].first;
+    first_pushes[m.worker].second += m.bytes;
+    CHECK(m.received >= m.sent);
+  }
+  REQUIRE(first_pushes.size() == 3);
+  for (auto& wp : first_pushes) {
+    CAPTURE(wp.first);
+    CHECK(wp.second.first == 161);
+    CHECK(double(wp.second.second) == doctest::Approx(102.2e6).epsilon(1e-4));
+  }
+  std::filesystem::remove_all(dir);
 }

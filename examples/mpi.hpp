@@ -103,7 +103,7 @@ public:
 private:
   int rank_ = 0;
   int size_ = 1;
-  bool owned_ = false;
+  [[maybe_unused]] bool owned_ = false; // whether this object initialized MPI (and so finalizes it)
 };
 
 } // namespace program

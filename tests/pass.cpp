@@ -65,7 +65,8 @@ struct logger {
 struct reporting {
   static constexpr std::string_view name = "reporting";
   pass_report operator()(graph& g) const {
-    pass_report r{"reporting", {}, {}};
+    pass_report r;
+    r.pass = "reporting";
     r.add("tasks", std::to_string(g.size()));
     return r;
   }

@@ -19,21 +19,8 @@
 
 using namespace daydream;
 
-namespace {
-
-// The 8-rank DLRM job on V100s: rank 0 is bundled with the examples, ranks 1-7 in tests/data.
-std::vector<std::filesystem::path> dlrm_job() {
-  std::vector<std::filesystem::path> v{daydream::testing::bundled("dlrm_v100_rank0.json.gz"),
-                                       std::filesystem::path(DAYDREAM_SOURCE_DIR) / "tests" / "data" /
-                                           "param_dlrm_8rank_v100"};
-  if (!std::filesystem::is_directory(v[1])) throw std::runtime_error("bundled job missing: " + v[1].string());
-  return v;
-}
-
-} // namespace
-
 TEST_CASE("the 8-rank DLRM job aligned by LP: causal, tighter, every rank within 2%") {
-  auto j = io::load_job(dlrm_job());
+  auto j = io::load_job(daydream::testing::dlrm_8rank_job());
   REQUIRE(j.ranks.size() == 8);
   auto m = match_collectives(j);
   REQUIRE(m.collectives.size() == 8);
@@ -74,7 +61,7 @@ TEST_CASE("the 8-rank DLRM job aligned by LP: causal, tighter, every rank within
 }
 
 TEST_CASE("the 8-rank DLRM job with injected clock errors: the LP takes them out again") {
-  auto j = io::load_job(dlrm_job());
+  auto j = io::load_job(daydream::testing::dlrm_8rank_job());
   auto m = match_collectives(j);
   auto in = make_alignment_input(j, m);
   auto base = glpk_alignment(in);

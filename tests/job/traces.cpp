@@ -16,21 +16,8 @@
 
 using namespace daydream;
 
-namespace {
-
-// The 8-rank DLRM job on V100s: rank 0 is bundled with the examples, ranks 1-7 in tests/data.
-std::vector<std::filesystem::path> dlrm_job() {
-  std::vector<std::filesystem::path> v{daydream::testing::bundled("dlrm_v100_rank0.json.gz"),
-                                       std::filesystem::path(DAYDREAM_SOURCE_DIR) / "tests" / "data" /
-                                           "param_dlrm_8rank_v100"};
-  if (!std::filesystem::is_directory(v[1])) throw std::runtime_error("bundled job missing: " + v[1].string());
-  return v;
-}
-
-} // namespace
-
 TEST_CASE("the 8-rank DLRM job: every rank's iteration within 2% of its measured one") {
-  auto j = io::load_job(dlrm_job());
+  auto j = io::load_job(daydream::testing::dlrm_8rank_job());
   REQUIRE(j.world_size == 8);
   REQUIRE(j.ranks.size() == 8);
   CHECK(!j.partial());
@@ -97,7 +84,7 @@ TEST_CASE("two sampled ranks of a 128-rank job load as a partial job") {
 }
 
 TEST_CASE("the 8-rank DLRM job at the fine level: every rank predicted, within 2% with calibrated transfers") {
-  auto j = io::load_job(dlrm_job());
+  auto j = io::load_job(daydream::testing::dlrm_8rank_job());
   REQUIRE(j.ranks.size() == 8);
   auto m = match_collectives(j);
   auto a = no_alignment(make_alignment_input(j, m));

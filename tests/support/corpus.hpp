@@ -36,6 +36,17 @@ inline std::filesystem::path bundled(std::string_view rel) {
   throw std::runtime_error("bundled trace missing: " + looked);
 }
 
+/// The bundled 8-rank DLRM job on V100s, as load_job takes it: rank 0's trace (bundled with
+/// the examples) and the folder of ranks 1-7 (tests/data). Throws when the folder is
+/// missing: a test whose bundled input is missing fails.
+inline std::vector<std::filesystem::path> dlrm_8rank_job() {
+  std::vector<std::filesystem::path> v{bundled("dlrm_v100_rank0.json.gz"),
+                                       std::filesystem::path(DAYDREAM_SOURCE_DIR) / "tests" / "data" /
+                                           "param_dlrm_8rank_v100"};
+  if (!std::filesystem::is_directory(v[1])) throw std::runtime_error("bundled job missing: " + v[1].string());
+  return v;
+}
+
 /// Where extra real traces are, beyond the bundled corpus: the folder named by the
 /// environment variable DAYDREAM_EXTRA_TRACES when it is set (empty: none; a name that is
 /// not a folder throws, since the run asked for it), else `../shared/traces` beside the

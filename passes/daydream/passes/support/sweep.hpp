@@ -167,8 +167,7 @@ sweep_grid expand_sweep(const registry<Graph>& reg, std::vector<std::string> cha
       std::set<std::string> taken = placed;
       for (auto& pass : detail::split_chain(filled)) {
         auto [entry, given] = reg.parse(pass);
-        (void)entry;
-        auto keys = reg.parameters(pass);
+        auto keys = entry->parameters ? entry->parameters(given) : std::vector<std::string>{};
         std::vector<std::pair<std::string, std::string>> extra;
         for (auto& [k, v] : values)
           if (!placed.count(k) && std::find(keys.begin(), keys.end(), k) != keys.end()) {

@@ -6,6 +6,7 @@
 #include <daydream/config.hpp>
 #include <daydream/dependency.hpp>
 #include <daydream/detail/core.hpp>
+#include <daydream/detail/replay_chain.hpp>
 #include <daydream/detail/replay_queue.hpp>
 #include <daydream/detail/replay_scratch.hpp>
 #include <daydream/replay_result.hpp>
@@ -500,13 +501,17 @@ replay_result replay_flat_impl(const graph_core& c, key_ref key, const replay_op
   return r;
 }
 
-/// The replay kernel (replay_flat_impl), compiled without the overlap slowdown's
-/// bookkeeping when replay_options asks for none.
+/// The replay: one topological pass when the graph is chained and there is no overlap
+/// slowdown (replay_chained), else the event-driven kernel (replay_flat_impl), compiled
+/// without the overlap slowdown's bookkeeping when replay_options asks for none. Both
+/// give the same results.
 inline replay_result replay_flat(const graph_core& c, key_ref key, const replay_options& opt = {}) {
   const double slowdown = opt.overlap_slowdown;
   if (!(slowdown >= 1.0) || !std::isfinite(slowdown))
     throw error("daydream: replay: overlap_slowdown must be a finite factor >= 1");
-  return slowdown != 1.0 ? replay_flat_impl<true>(c, key, opt) : replay_flat_impl<false>(c, key, opt);
+  if (slowdown != 1.0) return replay_flat_impl<true>(c, key, opt);
+  if (replay_result r; replay_chained(c, r)) return r;
+  return replay_flat_impl<false>(c, key, opt);
 }
 
 } // namespace daydream::detail

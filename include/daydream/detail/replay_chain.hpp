@@ -12,6 +12,7 @@
 #include <daydream/task.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <queue>
@@ -44,37 +45,48 @@ struct chain_scratch {
   }
 };
 
-/// The replay of `c` without an overlap slowdown, in one topological pass, when the
-/// graph is *chained*: every exclusive resource runs its tasks in an order the
-/// dependencies already impose (each task on it depends directly on the one before it,
-/// as program-order and stream-order edges make a trace's threads and streams), there is
-/// no fair-share resource, and every live task takes time (duration > 0). Returns false,
-/// leaving `out` unspecified, when the graph is not chained (or has a cycle or names a
-/// resource that does not exist): replay_flat then runs the event-driven kernel.
+/// The replay of `c` without an overlap slowdown, as one topological pass with an event
+/// queue for the fair-share resources only, when the graph is *chained*: every exclusive
+/// resource runs its tasks in an order the dependencies already impose (each task on it
+/// depends directly on the one before it, as program-order and stream-order edges make
+/// a trace's threads and streams) and every live task takes time (duration > 0).
+/// Returns false, leaving `out` unspecified, when the graph is not chained (or has a
+/// cycle, or names a resource that does not exist): replay_flat then runs the
+/// event-driven kernel.
 ///
-/// Why it gives exactly the kernel's (and the reference event loop's) result: on a
-/// chained resource at most one task is ready at a time, the one after the last task
-/// started there, and only once that one has ended; so no policy ever chooses, and a
-/// task starts at max(ready, end + gap of the task before it on its resource). Since
-/// every task takes time, every completion at time T was queued before T, and the
-/// event loop takes the completions of one time in task-id order: the dependency that
-/// binds a task's start is the one ending last, the smallest id among equals, through
-/// its first edge in the out-list. A task that waited for its resource (start > ready)
-/// is bound by the task before it there. Peak memory sums allocations in (start, id)
-/// order: on a resource, starts increase along the chain, so the per-resource lists are
-/// merged. Whether a resource is chained is checked as the pass reaches its tasks: the
-/// last task started on the resource must have an edge to the next one (a walk of its
-/// out-list, which the pass has just read). A resource ordered only through longer paths
-/// (as removals can leave one) is not accepted.
+/// Why it gives exactly the kernel's (and the reference event loop's) result:
+/// - On a chained resource at most one task is ready at a time, the one after the last
+///   task started there, and only once that one has ended; so no policy ever chooses,
+///   and a task starts at max(ready, end + gap of the task before it on its resource),
+///   bound by that task if it waited. Its end is known as soon as it is ready: the pass
+///   computes it then, whatever the simulated time (a task without a resource likewise).
+/// - Only the transfers of a fair-share resource depend on one another through time.
+///   Their starts and the resources' "a transfer may have finished" steps go through a
+///   queue in the event loop's order; what the pass computes ahead never ends before
+///   the time it was computed from (every task takes time), so the queue never falls
+///   behind.
+/// - Since every task takes time, the event loop handles the completions of one time T
+///   in this order: every task not on a fair-share resource, by id; then the transfers
+///   that finish at T, in the order of the fair-share steps that finish them (resource
+///   by resource, by id; a resource may take a second step at T), by id within a step.
+///   The dependency that binds a start is the one ending last, the first among equals
+///   in that order, through its first edge in the out-list; a transfer made ready at T starts before the first
+///   fair-share step at T, or, when the last of its dependencies in that order is a
+///   transfer, right after the step that finished it.
+/// - Peak memory sums allocations in (start, id) order: on a chained resource starts
+///   increase along the chain, so the per-resource lists are merged.
+/// Whether a resource is chained is checked as the pass reaches its tasks: the last task
+/// started on the resource must have an edge to the next one (a walk of its out-list).
+/// A resource ordered only through longer paths (as removals can leave one) is not
+/// accepted.
 ///
-/// Cost: O(V + E) plus O(M log K) for M tasks with memory on K resources; no event
-/// queue and no working records: the result arrays are the state, with a dependency
-/// counter per task.
+/// Cost: O(V + E) plus O(F log F) for F transfers on fair-share resources and
+/// O(M log K) for M tasks with memory on K resources: no event per task and no working
+/// records (the result arrays are the state, with a dependency counter per task).
 inline bool replay_chained(const graph_core& c, replay_result& out) {
   const task_id n = c.id_bound();
   const auto nres = static_cast<std::uint32_t>(c.resources.size());
-  for (const auto& res : c.resources)
-    if (res.share == sharing::fair) return false;
+  if (nres >= (std::uint32_t(1) << 30)) return false;
 
   chain_scratch spare;
   auto& s = chain_scratch::acquire(spare);
@@ -126,11 +138,130 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
   const bool with_memory = c.mem_delta.allocated();
   const auto& mem_delta = c.mem_delta;
 
-  std::size_t queued = 0;
+  // Fair-share resources ("links"): processor sharing with a virtual clock, exactly as
+  // in the kernel. `link_of` numbers them; exclusive resources are `no_link`.
+  constexpr std::uint32_t no_link = ~std::uint32_t(0);
+  using mem_entry = std::pair<time_ns, task_id>;
+  struct link_state {
+    double vclock = 0;
+    time_ns updated = 0;
+    time_ns busy_since = 0;
+    std::uint64_t version = 0;
+    resource_id id = no_resource;
+    std::vector<std::pair<double, task_id>> active; // min-heap on virtual finish time
+  };
+  std::vector<std::uint32_t> link_of(nres, no_link);
+  std::vector<link_state> links;
+  for (std::uint32_t i = 0; i < nres; ++i)
+    if (c.resources[i].share == sharing::fair) {
+      link_of[i] = static_cast<std::uint32_t>(links.size());
+      links.emplace_back().id = i;
+    }
+  // The order of completions at one time: other tasks by id, then the transfers, step
+  // by step as the queue handles the fair-share steps, by id within a step. A task's key
+  // in that order (only compared between equal ends): a transfer's step number is kept
+  // in its dependency counter, which is not needed once the task has started.
+  std::uint32_t steps = 0;
+  auto key_of = [&](task_id t) -> std::uint64_t {
+    const resource_id rr = res[t];
+    return rr < nres && link_of[rr] != no_link
+               ? (std::uint64_t(1) << 63) | (std::uint64_t(wait[t]) << 32) | t
+               : std::uint64_t(t);
+  };
+
+  // The queue of the fair-share resources: (time, step, who). Steps of one time: 0,
+  // transfers made ready by the completions of other tasks (who: the task); 1 + k,
+  // resource k's "transfers may have finished" (who: its version).
+  struct event {
+    time_ns time;
+    std::uint64_t step;
+    std::uint64_t who;
+    bool operator>(const event& o) const {
+      return std::tie(time, step, who) > std::tie(o.time, o.step, o.who);
+    }
+  };
+  std::vector<event> queue;
+  auto push = [&](const event& ev) {
+    queue.push_back(ev);
+    std::push_heap(queue.begin(), queue.end(), std::greater<>{});
+  };
+  auto by_vtime = [](const std::pair<double, task_id>& a, const std::pair<double, task_id>& b) {
+    return a > b;
+  };
+  auto advance = [](link_state& l, time_ns now) {
+    if (!l.active.empty()) l.vclock += double(now - l.updated) / double(l.active.size());
+    l.updated = now;
+  };
+  auto arm = [&](link_state& l, std::uint32_t k, time_ns now) {
+    ++l.version;
+    if (l.active.empty()) return;
+    const double left = std::max(0.0, l.active.front().first - l.vclock) * double(l.active.size());
+    push({now + static_cast<time_ns>(std::llround(left)), 1 + std::uint64_t(k), l.version});
+  };
+
+  std::size_t queued = 0;    // tasks in `order`: the pass takes them in turn
+  std::size_t transfers = 0; // tasks on fair-share resources started
+  std::vector<std::vector<mem_entry>> mem_on; // by resource, in start order
+  if (with_memory) mem_on.resize(nres);
+  // Transfer t starts at `now` on its resource.
+  bool zero = false; // a transfer takes no time: the pass gives up
+  auto start_transfer = [&](task_id t, time_ns now) {
+    zero |= duration[t] <= 0;
+    const resource_id rr = res[t];
+    const auto k = link_of[rr];
+    auto& l = links[k];
+    ++transfers;
+    start[t] = now;
+    why[t] = now == 0 ? binding::none : binding::dependency;
+    if (now == 0) {
+      pred[t] = no_task;
+      edge[t] = dep_kind::control;
+    }
+    if (with_memory && mem_delta[t] != 0) mem_on[rr].push_back({now, t});
+    advance(l, now);
+    if (l.active.empty()) l.busy_since = now;
+    l.active.push_back({l.vclock + double(duration[t]), t});
+    std::push_heap(l.active.begin(), l.active.end(), by_vtime);
+    arm(l, k, now);
+  };
+  // While the transfers that finished at `batch_at` are handled: a transfer they make
+  // ready at that time starts at once, as the event loop starts it while handling their
+  // completions (before any other step of that time). Any other transfer made ready
+  // starts through the queue, before the fair-share steps of its time.
+  bool in_batch = false;
+  time_ns batch_at = 0;
+  // Task d's dependencies have all ended (`end[d]` is the latest).
+  auto ready = [&](task_id d) {
+    const resource_id rr = res[d];
+    if (rr >= nres || link_of[rr] == no_link) order[queued++] = d;
+    else if (in_batch && end[d] == batch_at) start_transfer(d, batch_at);
+    else push({end[d], 0, d});
+  };
+  // Task t ended at `e`: its dependents learn it.
+  auto finish = [&](task_id t, time_ns e) {
+    std::uint64_t kt = ~std::uint64_t(0); // t's key, computed on a tie
+    for (auto k = head_out[t]; k != no_edge; k = edges[k].next_out) {
+      const edge_rec& x = edges[k];
+      const task_id d = x.dst;
+      // The last dependency to end binds the start; ties: the first in completion order.
+      bool wins = e > end[d];
+      if (!wins && e == end[d]) {
+        if (kt == ~std::uint64_t(0)) kt = key_of(t);
+        wins = kt < key_of(pred[d]);
+      }
+      if (wins) {
+        pred[d] = t;
+        edge[d] = x.kind;
+        end[d] = e;
+      }
+      if (--wait[d] == 0) ready(d);
+    }
+  };
+
   for (task_id t = 0; t < n; ++t) {
     if (alive[t]) {
       ++r.tasks;
-      if (wait[t] == 0) order[queued++] = t;
+      if (wait[t] == 0) ready(t);
     } else { // a removed id
       start[t] = end[t] = -1;
       pred[t] = no_task;
@@ -144,69 +275,99 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
     task_id last = no_task;
   };
   std::vector<lane> lanes(nres);
-  using mem_entry = std::pair<time_ns, task_id>;
-  std::vector<std::vector<mem_entry>> mem_on; // by resource, in start order
-  std::vector<mem_entry> mem_loose;           // tasks without a resource
-  if (with_memory) mem_on.resize(nres);
+  std::vector<mem_entry> mem_loose; // tasks without a resource
   time_ns loose_end = 0;
+  std::vector<task_id> finished;
 
-  for (std::size_t i = 0; i < queued; ++i) {
-    const task_id t = order[i];
-    const time_ns dur = duration[t];
-    if (dur <= 0) return false;
-    const resource_id rr = res[t];
-    time_ns at = end[t]; // ready (0 for a root)
-    binding w = at == 0 ? binding::none : binding::dependency;
-    if (at == 0) {
-      pred[t] = no_task;
-      edge[t] = dep_kind::control;
+  for (std::size_t i = 0;;) {
+    for (; i < queued; ++i) {
+      const task_id t = order[i];
+      const time_ns dur = duration[t];
+      if (dur <= 0) return false;
+      const resource_id rr = res[t];
+      time_ns at = end[t]; // ready (0 for a root)
+      binding w = binding::dependency;
+      if (at == 0) {
+        pred[t] = no_task;
+        edge[t] = dep_kind::control;
+        w = binding::none;
+      }
+      time_ns e;
+      if (rr < nres) {
+        lane& l = lanes[rr];
+        // Chained: the task started last here is a dependency (at once when it binds).
+        if (l.last != no_task && pred[t] != l.last) {
+          auto k = head_out[l.last];
+          while (k != no_edge && edges[k].dst != t) k = edges[k].next_out;
+          if (k == no_edge) return false;
+        }
+        if (l.free_at > at) {
+          at = l.free_at;
+          pred[t] = l.last;
+          w = binding::resource;
+        }
+        r.busy[rr] += dur;
+        l.last = t;
+        e = at + dur;
+        l.end = e;
+        l.free_at = e + gap[t];
+        if (with_memory && mem_delta[t] != 0) mem_on[rr].push_back({at, t});
+      } else {
+        if (rr != no_resource) return false; // names no resource: the kernel says so
+        e = at + dur;
+        loose_end = std::max(loose_end, e);
+        if (with_memory && mem_delta[t] != 0) mem_loose.push_back({at, t});
+      }
+      start[t] = at;
+      end[t] = e;
+      why[t] = w;
+      finish(t, e);
     }
-    time_ns e;
-    if (rr < nres) {
-      lane& l = lanes[rr];
-      if (l.last != no_task) { // chained: the last task started here is a dependency
-        auto k = head_out[l.last];
-        while (k != no_edge && edges[k].dst != t) k = edges[k].next_out;
-        if (k == no_edge) return false;
+    if (queue.empty()) break;
+    const event ev = queue.front();
+    std::pop_heap(queue.begin(), queue.end(), std::greater<>{});
+    queue.pop_back();
+    const time_ns now = ev.time;
+    if (ev.step == 0) { // a transfer starts
+      start_transfer(static_cast<task_id>(ev.who), now);
+      if (zero) return false;
+    } else { // transfers of resource k may have finished
+      const auto k = static_cast<std::uint32_t>(ev.step - 1);
+      auto& l = links[k];
+      if (ev.who != l.version) continue;
+      advance(l, now);
+      // Finish every transfer with at most half a nanosecond left (see the kernel).
+      const double share = double(l.active.size());
+      finished.clear();
+      while (!l.active.empty() && std::max(0.0, l.active.front().first - l.vclock) * share <= 0.5) {
+        finished.push_back(l.active.front().second);
+        std::pop_heap(l.active.begin(), l.active.end(), by_vtime);
+        l.active.pop_back();
       }
-      if (l.free_at > at) {
-        at = l.free_at;
-        pred[t] = l.last;
-        w = binding::resource;
+      if (l.active.empty()) r.busy[l.id] += now - l.busy_since;
+      arm(l, k, now);
+      in_batch = true;
+      batch_at = now;
+      ++steps;
+      for (auto t : finished) wait[t] = steps;
+      for (auto t : finished) {
+        end[t] = now;
+        loose_end = std::max(loose_end, now);
+        finish(t, now);
       }
-      r.busy[rr] += dur;
-      l.last = t;
-      e = at + dur;
-      l.end = e;
-      l.free_at = e + gap[t];
-      if (with_memory && mem_delta[t] != 0) mem_on[rr].push_back({at, t});
-    } else {
-      if (rr != no_resource) return false; // names no resource: the kernel says so
-      e = at + dur;
-      loose_end = std::max(loose_end, e);
-      if (with_memory && mem_delta[t] != 0) mem_loose.push_back({at, t});
-    }
-    start[t] = at;
-    end[t] = e;
-    why[t] = w;
-    for (auto k = head_out[t]; k != no_edge; k = edges[k].next_out) {
-      const edge_rec& x = edges[k];
-      const task_id d = x.dst;
-      // The last dependency to end binds the start; ties: the smallest id.
-      if (e > end[d] || (e == end[d] && t < pred[d])) {
-        pred[d] = t;
-        edge[d] = x.kind;
-        end[d] = e;
-      }
-      if (--wait[d] == 0) order[queued++] = d;
+      in_batch = false;
+      if (zero) return false;
     }
   }
-  if (queued != r.tasks) return false; // a cycle: the kernel names it
+  if (queued + transfers != r.tasks) return false; // a cycle: the kernel names it
 
   r.makespan = loose_end;
   for (auto& l : lanes) r.makespan = std::max(r.makespan, l.end);
   if (with_memory) {
     std::sort(mem_loose.begin(), mem_loose.end());
+    // Transfers of one time start in queue order: sort them by (start, id).
+    for (std::uint32_t rr = 0; rr < nres; ++rr)
+      if (link_of[rr] != no_link) std::sort(mem_on[rr].begin(), mem_on[rr].end());
     // Merge the lists, each in (start, id) order, smallest first: by a scan of the
     // heads when they are few, else through a heap.
     struct cursor {

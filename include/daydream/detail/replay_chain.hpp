@@ -15,7 +15,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <queue>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -199,7 +198,8 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
     push({now + static_cast<time_ns>(std::llround(left)), 1 + std::uint64_t(k), l.version});
   };
 
-  std::size_t queued = 0;    // tasks in `order`: the pass takes them in turn
+  std::size_t queued = 0;    // tasks in `order`, a stack: the pass takes the last first
+  std::size_t taken = 0;     // tasks the pass took
   std::size_t transfers = 0; // tasks on fair-share resources started
   std::vector<std::vector<mem_entry>> mem_on; // by resource, in start order
   if (with_memory) mem_on.resize(nres);
@@ -279,9 +279,10 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
   time_ns loose_end = 0;
   std::vector<task_id> finished;
 
-  for (std::size_t i = 0;;) {
-    for (; i < queued; ++i) {
-      const task_id t = order[i];
+  for (;;) {
+    while (queued > 0) {
+      const task_id t = order[--queued];
+      ++taken;
       const time_ns dur = duration[t];
       if (dur <= 0) return false;
       const resource_id rr = res[t];
@@ -359,7 +360,7 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
       if (zero) return false;
     }
   }
-  if (queued + transfers != r.tasks) return false; // a cycle: the kernel names it
+  if (taken + transfers != r.tasks) return false; // a cycle: the kernel names it
 
   r.makespan = loose_end;
   for (auto& l : lanes) r.makespan = std::max(r.makespan, l.end);
@@ -368,15 +369,19 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
     // Transfers of one time start in queue order: sort them by (start, id).
     for (std::uint32_t rr = 0; rr < nres; ++rr)
       if (link_of[rr] != no_link) std::sort(mem_on[rr].begin(), mem_on[rr].end());
-    // Merge the lists, each in (start, id) order, smallest first: by a scan of the
-    // heads when they are few, else through a heap.
+    // The lists, each in (start, id) order, merged smallest first: by a scan of the
+    // heads when they are few, else two runs at a time.
     struct cursor {
       const mem_entry* at;
       const mem_entry* end;
     };
     std::vector<cursor> lists;
+    std::size_t entries = mem_loose.size();
     for (auto& v : mem_on)
-      if (!v.empty()) lists.push_back({v.data(), v.data() + v.size()});
+      if (!v.empty()) {
+        lists.push_back({v.data(), v.data() + v.size()});
+        entries += v.size();
+      }
     if (!mem_loose.empty()) lists.push_back({mem_loose.data(), mem_loose.data() + mem_loose.size()});
     std::int64_t sum = 0;
     if (lists.size() <= 8) {
@@ -390,16 +395,33 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
           lists.pop_back();
         }
       }
-    } else {
-      using head = std::pair<mem_entry, std::uint32_t>; // entry, list
-      std::priority_queue<head, std::vector<head>, std::greater<>> heads;
-      for (std::uint32_t j = 0; j < lists.size(); ++j) heads.push({*lists[j].at, j});
-      while (!heads.empty()) {
-        auto j = heads.top().second;
-        heads.pop();
-        r.peak_memory = std::max(r.peak_memory, sum += mem_delta[lists[j].at->second]);
-        if (++lists[j].at != lists[j].end) heads.push({*lists[j].at, j});
+    } else { // merged two runs at a time, ping-pong between two buffers
+      std::vector<mem_entry> a, b;
+      a.reserve(entries);
+      b.resize(entries);
+      std::vector<std::size_t> runs{0}; // run i is [runs[i], runs[i + 1])
+      for (auto& l : lists) {
+        a.insert(a.end(), l.at, l.end);
+        runs.push_back(a.size());
       }
+      while (runs.size() > 2) {
+        std::vector<std::size_t> merged{0};
+        std::size_t i = 0;
+        for (; i + 2 < runs.size(); i += 2) {
+          std::merge(a.begin() + std::ptrdiff_t(runs[i]), a.begin() + std::ptrdiff_t(runs[i + 1]),
+                     a.begin() + std::ptrdiff_t(runs[i + 1]), a.begin() + std::ptrdiff_t(runs[i + 2]),
+                     b.begin() + std::ptrdiff_t(runs[i]));
+          merged.push_back(runs[i + 2]);
+        }
+        if (i + 1 < runs.size()) { // an odd run left
+          std::copy(a.begin() + std::ptrdiff_t(runs[i]), a.begin() + std::ptrdiff_t(runs[i + 1]),
+                    b.begin() + std::ptrdiff_t(runs[i]));
+          merged.push_back(runs[i + 1]);
+        }
+        a.swap(b);
+        runs.swap(merged);
+      }
+      for (auto& [at, t] : a) r.peak_memory = std::max(r.peak_memory, sum += mem_delta[t]);
     }
   }
   out = std::move(r);

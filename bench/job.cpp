@@ -4,6 +4,8 @@
 // Sizes are arguments: DAYDREAM_BENCH_JOB="RANKS:TASKS[,RANKS:TASKS...]" replaces the default
 // (small) list, e.g. DAYDREAM_BENCH_JOB=1024:100000 for the 1,024 ranks x 10^5 tasks per
 // rank (about 10^8 tasks: 16+ GB of memory).
+#include "workloads.hpp"
+
 #include <daydream/graph.hpp>
 #include <daydream/job.hpp>
 #include <daydream/job_replay.hpp>
@@ -14,6 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -94,6 +97,63 @@ void full(benchmark::State& state) {
   state.counters["tasks/s"] = benchmark::Counter(double(total), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The job graph of RANKS x TASKS, built once and kept for the benchmarks that follow (the
+// rank graphs are freed once joined: at 1024 x 10^5 both would not fit with the replay).
+const job_graph& joined(std::int32_t ranks, std::size_t tasks) {
+  static std::unique_ptr<job_graph> kept;
+  static std::pair<std::int32_t, std::size_t> kept_for{0, 0};
+  if (!kept || kept_for != std::pair{ranks, tasks}) {
+    kept.reset();
+    auto j = make_job(ranks, tasks);
+    auto m = match_collectives(j);
+    auto a = no_alignment(make_alignment_input(j, m));
+    kept = std::make_unique<job_graph>(build_job_graph(j, m, a));
+    kept_for = {ranks, tasks};
+  }
+  return *kept;
+}
+
+// replay() of the whole job graph, against its Kahn traversal (traverse_job, same graph):
+// the floor of docs/performance.md "Against the traversal floor" at the job's scale.
+// Counters: tasks, and the bytes per task of the graph's core (columns and edges).
+void replay_job(benchmark::State& state) {
+  const auto& jg = joined(std::int32_t(state.range(0)), std::size_t(state.range(1)));
+  time_ns makespan = 0;
+  for (auto _ : state) {
+    auto r = replay(jg.g);
+    makespan = r.makespan;
+    benchmark::DoNotOptimize(r.end.data());
+  }
+  const auto mem = bench::measure_memory(jg.g);
+  state.counters["tasks"] = double(jg.g.size());
+  state.counters["core_B_per_task"] = double(mem.task_columns + mem.edges) / double(jg.g.size());
+  state.counters["makespan_ms"] = double(makespan) / 1e6;
+  state.counters["tasks/s"] = benchmark::Counter(double(jg.g.size()), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void traverse_job(benchmark::State& state) {
+  const auto& jg = joined(std::int32_t(state.range(0)), std::size_t(state.range(1)));
+  const auto& c = jg.g.core();
+  const task_id n = c.id_bound();
+  std::vector<std::uint32_t> wait;
+  std::vector<task_id> order;
+  wait.reserve(n);
+  order.reserve(n);
+  for (auto _ : state) {
+    wait.assign(c.n_in.begin(), c.n_in.end());
+    order.clear();
+    for (task_id t = 0; t < n; ++t)
+      if (c.alive[t] && wait[t] == 0) order.push_back(t);
+    for (std::size_t i = 0; i < order.size(); ++i)
+      for (auto e = c.head_out[order[i]]; e != detail::no_edge; e = c.edges[e].next_out)
+        if (--wait[c.edges[e].dst] == 0) order.push_back(c.edges[e].dst);
+    if (order.size() != jg.g.size()) state.SkipWithError("the graph has a cycle");
+    benchmark::DoNotOptimize(order.data());
+  }
+  state.counters["tasks"] = double(jg.g.size());
+  state.counters["tasks/s"] = benchmark::Counter(double(jg.g.size()), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // The fine level: every all-reduce as its chunk transfers on the links of machines of 8 GPUs
 // (NVLink inside, one NIC each), calibrated from the trace; `tree`: as a binomial tree
 // (2(p-1) transfers per collective instead of the ring's 2p(p-1)).
@@ -160,6 +220,8 @@ void sizes(benchmark::internal::Benchmark* b) {
 } // namespace
 
 BENCHMARK(full)->Apply(sizes)->Unit(benchmark::kMillisecond);
+BENCHMARK(replay_job)->Apply(sizes)->Unit(benchmark::kMillisecond);
+BENCHMARK(traverse_job)->Apply(sizes)->Unit(benchmark::kMillisecond);
 BENCHMARK(representative)->Apply(sizes)->Unit(benchmark::kMillisecond);
 BENCHMARK(fine_ring)->Apply(sizes)->Unit(benchmark::kMillisecond);
 BENCHMARK(fine_tree)->Apply(sizes)->Unit(benchmark::kMillisecond);

@@ -204,7 +204,10 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
   std::vector<std::vector<mem_entry>> mem_on; // by resource, in start order
   if (with_memory) mem_on.resize(nres);
   // Transfer t starts at `now` on its resource.
-  bool zero = false; // a transfer takes no time: the pass gives up
+  // Set when the pass meets what it does not model (a transfer that takes no time; a
+  // tie with a task that takes none, whose place in the order of one time depends on
+  // when it became ready): it gives up and the kernel replays the graph.
+  bool zero = false;
   auto start_transfer = [&](task_id t, time_ns now) {
     zero |= duration[t] <= 0;
     const resource_id rr = res[t];
@@ -237,6 +240,11 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
     else if (in_batch && end[d] == batch_at) start_transfer(d, batch_at);
     else push({end[d], 0, d});
   };
+  auto has_edge = [&](task_id a, task_id b) {
+    auto k = head_out[a];
+    while (k != no_edge && edges[k].dst != b) k = edges[k].next_out;
+    return k != no_edge;
+  };
   // Task t ended at `e`: its dependents learn it.
   auto finish = [&](task_id t, time_ns e) {
     std::uint64_t kt = ~std::uint64_t(0); // t's key, computed on a tie
@@ -246,8 +254,17 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
       // The last dependency to end binds the start; ties: the first in completion order.
       bool wins = e > end[d];
       if (!wins && e == end[d]) {
-        if (kt == ~std::uint64_t(0)) kt = key_of(t);
-        wins = kt < key_of(pred[d]);
+        const task_id p = pred[d];
+        if (duration[t] == 0 || duration[p] == 0) {
+          // A task that takes no time is handled once all its dependencies were, so a
+          // dependency of it ending at the same time comes first (a rank's collective
+          // before the barrier that waits for it). Anything else is not modelled.
+          if (duration[p] == 0 && duration[t] != 0 && has_edge(t, p)) wins = true;
+          else if (!(duration[t] == 0 && duration[p] != 0 && has_edge(p, t))) zero = true;
+        } else {
+          if (kt == ~std::uint64_t(0)) kt = key_of(t);
+          wins = kt < key_of(p);
+        }
       }
       if (wins) {
         pred[d] = t;
@@ -284,8 +301,9 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
       const task_id t = order[--queued];
       ++taken;
       const time_ns dur = duration[t];
-      if (dur <= 0) return false;
       const resource_id rr = res[t];
+      // A task without a resource may take no time (a barrier), if it ends after 0.
+      if (dur < 0 || (dur == 0 && (rr != no_resource || end[t] == 0))) return false;
       time_ns at = end[t]; // ready (0 for a root)
       binding w = binding::dependency;
       if (at == 0) {
@@ -323,6 +341,7 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
       end[t] = e;
       why[t] = w;
       finish(t, e);
+      if (zero) return false;
     }
     if (queue.empty()) break;
     const event ev = queue.front();

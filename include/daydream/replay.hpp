@@ -21,9 +21,13 @@ namespace daydream {
 /// ready tasks at once, splitting its capacity evenly. Deterministic: equal inputs give
 /// equal results. Throws daydream::error naming the tasks of a cycle if there is one.
 /// `options` adds effects beyond the graph (replay_options; by default none).
-/// Complexity: O(V log R + E) for R resources (with an overlap slowdown, plus the
-/// re-timing of the running kernels of a node when its transfers start and end); the
-/// policy's key is computed only for tasks that compete for a busy resource.
+/// Complexity: O(V + E + F log F) when every exclusive resource is a chain of
+/// dependencies (as a trace's threads and streams are) and there is no overlap slowdown,
+/// F being the transfers on fair-share resources (one topological pass: no policy ever
+/// chooses); else O(V log R + E) for R resources (with an overlap slowdown, plus the
+/// re-timing of the running kernels of a node when its transfers start and end). The
+/// policy's key is computed only for tasks that compete for a busy resource. Both paths
+/// give the same result.
 ///
 ///     auto r = daydream::replay(g);                          // trace order
 ///     auto p = daydream::replay(g, daydream::priority_policy{});

@@ -7,6 +7,7 @@
 #include <daydream/graph.hpp>
 #include <daydream/io/detail/kineto_build.hpp>
 #include <daydream/io/detail/kineto_decode.hpp>
+#include <daydream/io/detail/kineto_modules.hpp>
 #include <daydream/io/detail/trace_file.hpp>
 #include <daydream/remove.hpp>
 #include <daydream/task.hpp>
@@ -135,6 +136,9 @@ struct kineto_trace {
   ingest_report report;                   ///< what happened to every event
   std::vector<iteration_info> iterations; ///< in trace order
   trace_info info;                        ///< file and job metadata
+  /// The model's module hierarchy from the `nn.Module:` events (io::module_node), parents
+  /// first; empty when the trace records none.
+  std::vector<module_node> modules;
 
   /// The trace's own duration of iteration `iteration`, -1 if there is no such
   /// iteration: ProfilerStep#N's `dur`, or the span of an optimizer-step iteration; for
@@ -260,6 +264,7 @@ inline kineto_trace ingest(const padded_buffer& file, std::string_view source, c
   for (auto& e : d.gpu)
     (e.cat == ecat::kernel ? t.info.kernels : e.cat == ecat::memset ? t.info.memsets : t.info.copies) += 1;
   t.info.cpu_events = d.cpu.size();
+  t.modules = collect_modules(d);
   return t;
 }
 } // namespace detail

@@ -15,6 +15,7 @@
 #include <daydream/strategy/cluster_spec.hpp>
 #include <daydream/strategy/model.hpp>
 #include <daydream/strategy/strategy_spec.hpp>
+#include <daydream/strategy/tree.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -79,6 +80,7 @@ struct link_use {
 /// identical: they are costed, not simulated).
 struct compiled_strategy {
   strategy_spec strategy;
+  std::string name;          ///< strategy_plan::name
   graph g;
   std::vector<std::pair<std::size_t, std::size_t>> stages; ///< [first, last) layers of each stage
   std::vector<stage_memory> memory;                        ///< by stage
@@ -93,19 +95,27 @@ struct compiled_strategy {
 /// cluster has, a pipeline deeper than the layer count, a tensor-parallel degree that
 /// does not divide a layer's width, a global batch (in samples: the profiled batch is
 /// more than 1) that does not split into dp x micro whole micro-batches.
-inline void validate(const strategy_spec& s, const cluster_spec& c, const model_profile& m,
+///
+/// A plan (strategy_plan) is checked the same way, the tensor-parallel degree against the
+/// layers its plan splits only; the error then names the layer's tree node too.
+inline void validate(const strategy_plan& p, const cluster_spec& c, const model_profile& m,
                      const simulate_options& o = {}) {
-  const std::string what = "daydream: strategy '" + s.to_string() + "': ";
+  const strategy_spec& s = p.spec;
+  const std::string what = "daydream: strategy '" + p.name + "': ";
   if (s.devices() > c.devices())
     throw usage_error(what + "needs " + std::to_string(s.devices()) + " devices (dp x tp x pp), the cluster '" +
                       c.name + "' has " + std::to_string(c.devices()));
   if (s.pp > m.layers.size())
     throw usage_error(what + "a pipeline of " + std::to_string(s.pp) + " stages is deeper than the model's " +
                       std::to_string(m.layers.size()) + " layers");
-  for (auto& l : m.layers)
-    if (l.width && l.splits() && l.width % s.tp)
+  DAYDREAM_ASSERT(p.layers.size() == m.layers.size(), "strategy validate: the plan is not of this model");
+  for (std::size_t i = 0; i < m.layers.size(); ++i) {
+    auto& l = m.layers[i];
+    if (l.width && p.layers[i].split && l.width % s.tp)
       throw usage_error(what + "tp=" + std::to_string(s.tp) + " does not divide layer '" + l.name + "' (width " +
-                        std::to_string(l.width) + ")");
+                        std::to_string(l.width) + ")" +
+                        (p.name == s.to_string() ? std::string() : ", tree node '" + p.layers[i].node + "'"));
+  }
   if (o.global_batch > 0 && m.batch > 1) {
     const double per = o.global_batch / (double(s.dp) * s.micro);
     if (per < 1 || per != std::floor(per))
@@ -114,17 +124,34 @@ inline void validate(const strategy_spec& s, const cluster_spec& c, const model_
   }
 }
 
+/// validate() of the uniform spec `s` (uniform_plan).
+inline void validate(const strategy_spec& s, const cluster_spec& c, const model_profile& m,
+                     const simulate_options& o = {}) {
+  validate(uniform_plan(s, m), c, m, o);
+}
+
 /// Cuts the layers into `pp` contiguous stages that minimize the largest stage time
 /// (forward + backward, tensor-parallel parts divided by `tp`): exact, by dynamic
 /// programming, O(pp n^2). Returns [first, last) of each stage.
+///
+/// With a plan: only the layers it splits are divided by its tp, and a layer pinned to a
+/// stage (layer_plan::stage) lies in that stage; the cut is the best among those that
+/// honour every pin. Throws daydream::usage_error when no cut does (pins that leave a
+/// stage without layers).
 inline std::vector<std::pair<std::size_t, std::size_t>> balance_stages(const model_profile& m, std::uint32_t pp,
-                                                                        std::uint32_t tp = 1) {
+                                                                        const strategy_plan* plan) {
   const std::size_t n = m.layers.size();
   if (pp == 0 || pp > n) throw usage_error("daydream: balance_stages: need 1 to " + std::to_string(n) + " stages");
+  const std::uint32_t tp = plan ? plan->spec.tp : 1;
   std::vector<double> pre(n + 1, 0);
+  std::vector<std::int32_t> pin(n, -1);
   for (std::size_t i = 0; i < n; ++i) {
     auto& l = m.layers[i];
-    pre[i + 1] = pre[i] + double(l.forward_split + l.backward_split) / tp + double(l.forward_other + l.backward_other);
+    const bool split = !plan || plan->layers[i].split;
+    if (plan) pin[i] = plan->layers[i].stage;
+    pre[i + 1] = pre[i] + (split ? double(l.forward_split + l.backward_split) / tp
+                                 : double(l.forward_split + l.backward_split)) +
+                 double(l.forward_other + l.backward_other);
   }
   const double inf = std::numeric_limits<double>::infinity();
   // best[k][i]: the largest stage time of the first i layers in k stages; cut[k][i]: where the last starts.
@@ -133,16 +160,34 @@ inline std::vector<std::pair<std::size_t, std::size_t>> balance_stages(const mod
   best[0][0] = 0;
   for (std::uint32_t k = 1; k <= pp; ++k)
     for (std::size_t i = k; i <= n; ++i)
-      for (std::size_t j = k - 1; j < i; ++j) {
+      // Stage k - 1 = layers [j, i): every pin in it must be k - 1. Larger j first, so
+      // that a pin stops the scan; ties go to the smallest j.
+      for (std::size_t j = i; j-- > k - 1;) {
+        if (pin[j] >= 0 && pin[j] != std::int32_t(k - 1)) break;
         const double v = std::max(best[k - 1][j], pre[i] - pre[j]);
-        if (v < best[k][i]) { best[k][i] = v; cut[k][i] = j; }
+        if (v <= best[k][i] && v < inf) { best[k][i] = v; cut[k][i] = j; }
       }
+  if (!(best[pp][n] < inf))
+    throw usage_error("daydream: strategy: no cut of the " + std::to_string(n) + " layers into " + std::to_string(pp) +
+                      " pipeline stages honours the stage pins (a stage would have no layers)");
   std::vector<std::pair<std::size_t, std::size_t>> out(pp);
   for (std::size_t k = pp, i = n; k > 0; --k) {
     out[k - 1] = {cut[k][i], i};
     i = cut[k][i];
   }
   return out;
+}
+
+/// balance_stages of a uniform `tp`: every layer's tensor-parallel part divided by it.
+inline std::vector<std::pair<std::size_t, std::size_t>> balance_stages(const model_profile& m, std::uint32_t pp,
+                                                                        std::uint32_t tp = 1) {
+  if (tp <= 1) return balance_stages(m, pp, nullptr);
+  strategy_spec s;
+  s.tp = tp;
+  s.pp = pp;
+  auto p = uniform_plan(s, m);
+  for (auto& l : p.layers) l.split = true; // forward_split is 0 where a layer does not split
+  return balance_stages(m, pp, &p);
 }
 
 //! @cond DAYDREAM_INTERNAL
@@ -186,16 +231,23 @@ inline time_ns ns(double v) { return static_cast<time_ns>(std::llround(std::max(
 /// ZeRO's gathers); the schedule (1F1B or GPipe) fixes the order on the computation
 /// stream. Also fills the analytic communication volumes and memory. Validates first
 /// (validate()). See docs/strategy.md for every cost rule.
-inline compiled_strategy compile(const strategy_spec& s, const cluster_spec& c, const model_profile& m,
+///
+/// Each layer follows its plan (strategy_plan::layers: tensor-parallel split, the
+/// tensor-parallel collectives after its forward and backward, re-computation, stage
+/// pin); compile(strategy_spec) runs the uniform plan of the spec.
+inline compiled_strategy compile(const strategy_plan& plan, const cluster_spec& c, const model_profile& m,
                                  const simulate_options& o = {}) {
-  validate(s, c, m, o);
+  validate(plan, c, m, o);
+  const strategy_spec& s = plan.spec;
+  const auto& lp = plan.layers;
   compiled_strategy out;
   out.strategy = s;
+  out.name = plan.name;
   const std::uint32_t p = s.pp, mb = s.micro, t = s.tp, dp = s.dp;
   out.global_batch = o.global_batch > 0 ? o.global_batch : double(s.devices()) * m.batch;
   out.micro_share = out.global_batch / (double(dp) * mb * m.batch);
   const double share = out.micro_share;
-  out.stages = balance_stages(m, p, t);
+  out.stages = balance_stages(m, p, &plan);
 
   const detail::placement pl{s, c.links};
   out.tp_link = pl.ring(0, t, 1, [&](std::uint32_t r) { return r / t; });
@@ -220,12 +272,14 @@ inline compiled_strategy compile(const strategy_spec& s, const cluster_spec& c, 
   auto& g = out.g;
   time_ns clock = 0;
   const double total_params = double(m.param_bytes());
-  auto device_bytes = [&](const layer_profile& l) { return l.splits() ? double(l.param_bytes) / t : double(l.param_bytes); };
+  auto device_bytes = [&](std::size_t i) {
+    return lp[i].split ? double(m.layers[i].param_bytes) / t : double(m.layers[i].param_bytes);
+  };
   auto update_of = [&](std::size_t i) {
     const auto& l = m.layers[i];
     double u = total_params > 0 ? double(m.update) * double(l.param_bytes) / total_params
                                 : double(m.update) / double(m.layers.size());
-    if (l.splits()) u /= t;
+    if (lp[i].split) u /= t;
     if (s.zero >= 1) u /= dp;
     return u;
   };
@@ -271,13 +325,25 @@ inline compiled_strategy compile(const strategy_spec& s, const cluster_spec& c, 
                       .phase = ph});
       return task_id(h);
     };
-    auto tp_all_reduce = [&](task_id after, const layer_profile& l, phase ph) {
-      const double bytes = double(l.output_bytes) * share;
+    auto tp_all_reduce = [&](task_id after, const layer_profile& l, double full, phase ph) {
+      const double bytes = full * share;
       auto a = comm(comm_op::all_reduce, bytes, t, ring_all_reduce_time(bytes, t, out.tp_link.link), tpr,
                     "tp all-reduce", l.name, ph);
       g.add_dependency(after, a, dep_kind::comm);
       sum.tp += 2.0 * (t - 1) / t * bytes;
       return a;
+    };
+    auto tp_all_gather = [&](task_id after, const layer_profile& l, double full, phase ph) {
+      const double bytes = full * share;
+      auto a = comm(comm_op::all_gather, bytes, t, all_gather_time(bytes, t, out.tp_link.link), tpr,
+                    "tp all-gather", l.name, ph);
+      g.add_dependency(after, a, dep_kind::comm);
+      sum.tp += (t - 1.0) / t * bytes;
+      return a;
+    };
+    // A layer's computation under its plan: the tensor-parallel part divided by tp when split.
+    auto work = [&](std::size_t i, time_ns split_part, time_ns other) {
+      return lp[i].split ? double(split_part) / t + double(other) : double(split_part) + double(other);
     };
 
     if (m.other > 0) kernel("outside the layers", double(m.other), "", phase::other);
@@ -291,7 +357,7 @@ inline compiled_strategy compile(const strategy_spec& s, const cluster_spec& c, 
     };
     if (s.zero == 3 && dp > 1)
       for (auto i = first; i < last; ++i) {
-        const double bytes = device_bytes(m.layers[i]);
+        const double bytes = device_bytes(i);
         gather_f[i] = comm(comm_op::all_gather, bytes, dp, all_gather_time(bytes, dp, out.dp_link.link), grad,
                            "zero-3 all-gather", m.layers[i].name, phase::forward);
         grad_chain(gather_f[i]);
@@ -303,12 +369,13 @@ inline compiled_strategy compile(const strategy_spec& s, const cluster_spec& c, 
     auto forward = [&](std::uint32_t j) {
       for (auto i = first; i < last; ++i) {
         const auto& l = m.layers[i];
-        auto x = kernel("forward", (double(l.forward_split) / t + double(l.forward_other)) * share, l.name,
-                        phase::forward);
+        auto x = kernel("forward", work(i, l.forward_split, l.forward_other) * share, l.name, phase::forward);
         if (i == first) f_first[k][j] = x;
         if (gather_f[i] != no_task && j == 0) g.add_dependency(gather_f[i], x, dep_kind::comm);
         last_forward[i] = x;
-        if (t > 1 && l.splits()) gate = tp_all_reduce(x, l, phase::forward);
+        if (t > 1 && lp[i].fwd_all_reduce) gate = tp_all_reduce(x, l, double(l.output_bytes), phase::forward);
+        if (t > 1 && lp[i].fwd_all_gather)
+          gate = tp_all_gather(gate != no_task ? gate : x, l, double(l.output_bytes), phase::forward);
         if (i + 1 == last && k + 1 < p) {
           const double bytes = double(l.output_bytes) * share;
           auto snd = comm(comm_op::send, bytes, 2,
@@ -323,10 +390,10 @@ inline compiled_strategy compile(const strategy_spec& s, const cluster_spec& c, 
     auto backward = [&](std::uint32_t j) {
       for (auto i = last; i-- > first;) {
         const auto& l = m.layers[i];
-        double dur = double(l.backward_split) / t + double(l.backward_other);
-        if (s.recompute == recompute_mode::blocks) dur += double(l.forward_split) / t + double(l.forward_other);
+        double dur = work(i, l.backward_split, l.backward_other);
+        if (lp[i].recompute) dur += work(i, l.forward_split, l.forward_other);
         if (!backward_seen[i] && gather_b[i] == no_task && s.zero == 3 && dp > 1) {
-          const double bytes = device_bytes(l);
+          const double bytes = device_bytes(i);
           gather_b[i] = comm(comm_op::all_gather, bytes, dp, all_gather_time(bytes, dp, out.dp_link.link), grad,
                              "zero-3 all-gather", l.name, phase::backward);
           g.add_dependency(last_forward[i], gather_b[i], dep_kind::control);
@@ -338,8 +405,15 @@ inline compiled_strategy compile(const strategy_spec& s, const cluster_spec& c, 
         if (!backward_seen[i] && gather_b[i] != no_task) g.add_dependency(gather_b[i], x, dep_kind::comm);
         backward_seen[i] = true;
         ready[i] = x;
-        if (t > 1 && l.splits()) {
-          gate = tp_all_reduce(x, l, phase::backward);
+        // The input gradient: summed (block: sized as today's per-layer all-reduce, by the
+        // output; column: by the input) or gathered back whole.
+        if (t > 1 && lp[i].bwd_all_reduce) {
+          const double full = lp[i].part == partition::block ? double(l.output_bytes) : input_bytes(i);
+          gate = tp_all_reduce(x, l, full, phase::backward);
+          ready[i] = gate;
+        }
+        if (t > 1 && lp[i].bwd_all_gather) {
+          gate = tp_all_gather(gate != no_task ? gate : x, l, input_bytes(i), phase::backward);
           ready[i] = gate;
         }
         if (i == first && k > 0) {
@@ -386,7 +460,7 @@ inline compiled_strategy compile(const strategy_spec& s, const cluster_spec& c, 
         bucket_ready = no_task;
       };
       for (auto i = last; i-- > first;) {
-        bucket += device_bytes(m.layers[i]);
+        bucket += device_bytes(i);
         bucket_ready = ready[i];
         if (bucket >= double(o.bucket_bytes)) flush();
       }
@@ -398,7 +472,7 @@ inline compiled_strategy compile(const strategy_spec& s, const cluster_spec& c, 
     if (last_bucket != no_task) g.add_dependency(last_bucket, u, dep_kind::comm);
     if ((s.zero == 1 || s.zero == 2) && dp > 1) {
       double bytes = 0;
-      for (auto i = first; i < last; ++i) bytes += device_bytes(m.layers[i]);
+      for (auto i = first; i < last; ++i) bytes += device_bytes(i);
       auto x = comm(comm_op::all_gather, bytes, dp, all_gather_time(bytes, dp, out.dp_link.link), grad,
                     "zero all-gather", "", phase::weight_update);
       g.add_dependency(u, x, dep_kind::comm);
@@ -408,11 +482,13 @@ inline compiled_strategy compile(const strategy_spec& s, const cluster_spec& c, 
 
     // Memory of one device of this stage.
     stage_memory mem;
+    // Re-computed layers keep their input, and the largest of them its stash while it
+    // runs again; the others keep their stash.
     double stash = 0, inputs = 0, largest = 0;
     for (auto i = first; i < last; ++i) {
-      const double pb = device_bytes(m.layers[i]);
+      const double pb = device_bytes(i);
       mem.params += pb;
-      stash += double(m.layers[i].stash_bytes) * share;
+      if (!lp[i].recompute) { stash += double(m.layers[i].stash_bytes) * share; continue; }
       inputs += input_bytes(i) * share;
       largest = std::max(largest, double(m.layers[i].stash_bytes) * share);
     }
@@ -422,7 +498,7 @@ inline compiled_strategy compile(const strategy_spec& s, const cluster_spec& c, 
     if (s.zero >= 2) mem.gradients /= dp;
     if (s.zero >= 3) mem.params /= dp;
     mem.in_flight = s.schedule == pipeline_schedule::gpipe ? mb : std::min(p - k, mb);
-    mem.activations = s.recompute == recompute_mode::blocks ? mem.in_flight * inputs + largest : mem.in_flight * stash;
+    mem.activations = mem.in_flight * (inputs + stash) + largest;
     out.memory.push_back(mem);
   }
   for (std::uint32_t k = 0; k < p; ++k)
@@ -434,9 +510,16 @@ inline compiled_strategy compile(const strategy_spec& s, const cluster_spec& c, 
   return out;
 }
 
+/// compile() of the uniform plan of `s` (uniform_plan: every layer as the spec says).
+inline compiled_strategy compile(const strategy_spec& s, const cluster_spec& c, const model_profile& m,
+                                 const simulate_options& o = {}) {
+  return compile(uniform_plan(s, m), c, m, o);
+}
+
 /// What simulate predicts for one strategy.
 struct evaluation {
   strategy_spec strategy;
+  std::string name;            ///< strategy_plan::name (the spec for a uniform one)
   time_ns predicted = 0;       ///< iteration time
   double samples_per_s = 0;    ///< global batch / iteration time
   double global_batch = 0;     ///< samples per iteration, all replicas
@@ -457,14 +540,16 @@ struct evaluation {
 
 /// Compiles `s` (compile()), replays the graph with the overlap factor, and reads the
 /// iteration time, throughput, memory and what bounds the iteration.
-inline evaluation simulate(const strategy_spec& s, const cluster_spec& c, const model_profile& m,
+inline evaluation simulate(const strategy_plan& plan, const cluster_spec& c, const model_profile& m,
                            const simulate_options& o = {}) {
-  auto cs = compile(s, c, m, o);
+  const strategy_spec& s = plan.spec;
+  auto cs = compile(plan, c, m, o);
   replay_options ro;
   ro.overlap_slowdown = o.overlap_slowdown;
   auto r = replay(cs.g, trace_order_policy{}, ro);
   evaluation e;
   e.strategy = s;
+  e.name = plan.name;
   e.predicted = r.makespan;
   e.global_batch = cs.global_batch;
   e.samples_per_s = r.makespan > 0 ? cs.global_batch / (double(r.makespan) / 1e9) : 0;
@@ -515,6 +600,12 @@ inline evaluation simulate(const strategy_spec& s, const cluster_spec& c, const 
                                 [](auto& a, auto& b) { return a.first < b.first; });
   e.bound = worst->first * 10 > e.predicted ? worst->second : "compute";
   return e;
+}
+
+/// simulate() of the uniform plan of `s`.
+inline evaluation simulate(const strategy_spec& s, const cluster_spec& c, const model_profile& m,
+                           const simulate_options& o = {}) {
+  return simulate(uniform_plan(s, m), c, m, o);
 }
 
 /// Every strategy using exactly `devices` devices: dp x tp x pp = devices, pp at most

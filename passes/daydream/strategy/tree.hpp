@@ -164,19 +164,22 @@ public:
     return named == 1 ? by_name : -1;
   }
 
-  /// The nodes a pattern names: an exact path or name; with `*` (any run of characters,
-  /// dots included) or `?` (one character), every node whose path (when the pattern has a
-  /// dot) or name matches. Root: "model".
+  /// The nodes a pattern names. Without a dot it is a name: the nodes of that name
+  /// (module names are unique; a layer's name can repeat one only as `NAME#layerK`).
+  /// With a dot it is a path: the nodes whose path is it or ends in it after a dot
+  /// (`MLP_0.fc2` names `Net_0.MLP_0.fc2`). `*` matches any run of characters (dots
+  /// included), `?` one character. "model" is the root. Empty when nothing matches.
   std::vector<std::uint32_t> match(std::string_view pattern) const {
     std::vector<std::uint32_t> out;
-    if (pattern.find_first_of("*?") == std::string_view::npos) {
-      auto i = find(pattern);
-      if (i >= 0) out.push_back(std::uint32_t(i));
-      return out;
-    }
+    if (pattern == "model") return {0};
     const bool by_path = pattern.find('.') != std::string_view::npos;
-    for (std::size_t i = 1; i < nodes_.size(); ++i)
-      if (glob(pattern, by_path ? nodes_[i].path : nodes_[i].name)) out.push_back(std::uint32_t(i));
+    for (std::size_t i = 1; i < nodes_.size(); ++i) {
+      std::string_view s = by_path ? std::string_view(nodes_[i].path) : std::string_view(nodes_[i].name);
+      bool hit = glob(pattern, s);
+      for (std::size_t k = 0; by_path && !hit && (k = s.find('.', k)) != std::string_view::npos; ++k)
+        hit = glob(pattern, s.substr(k + 1));
+      if (hit) out.push_back(std::uint32_t(i));
+    }
     return out;
   }
 

@@ -273,6 +273,38 @@ TEST_CASE("resolve: Megatron pairs form from column + auto; gathers where a spli
   }
 }
 
+TEST_CASE("resolve: query, key and value projections set column are branches on one input") {
+  ds::model_profile m;
+  m.layers = {layer("norm", 0, 0, 0, 8, 8, 2, 2), layer("q", 100, 200, 64, 8, 8), layer("k", 100, 200, 64, 8, 8),
+              layer("v", 100, 200, 64, 8, 8), layer("core", 300, 600, 0, 8, 8), layer("proj", 100, 200, 64, 8, 8),
+              layer("gate", 0, 0, 0, 8, 8, 1, 1)};
+  modules h;
+  auto attn = h.add("Attention_0");
+  for (auto n : {"q", "k", "v", "core", "proj"}) h.add(n, attn);
+  auto t = ds::strategy_tree::build(m, h.names, h.parents);
+  t.root_spec.tp = 4;
+  t.set("Attention_0.?", with_part(ds::partition::column));
+  t.set("core", with_part(ds::partition::through));
+  // An explicit partition holds on a layer without tensor-parallel work: its parameters split.
+  t.set("gate", with_part(ds::partition::column));
+  auto p = t.resolve(m);
+  CHECK(p[1].part == ds::partition::column);
+  CHECK(p[3].part == ds::partition::column);
+  CHECK(p[1].bwd_all_reduce); // the first branch's backward runs last: one all-reduce of the sum
+  CHECK_FALSE(p[2].bwd_all_reduce);
+  CHECK_FALSE(p[3].bwd_all_reduce);
+  for (std::size_t i : {1u, 2u, 3u}) CHECK_FALSE(p[i].fwd_all_gather);
+  CHECK(p[4].part == ds::partition::through);
+  CHECK(p[4].split); // attention on its share of the heads
+  CHECK_FALSE((p[4].fwd_all_gather || p[4].bwd_all_gather));
+  CHECK(p[5].part == ds::partition::row);
+  CHECK(p[5].fwd_all_reduce);
+  CHECK(p[6].part == ds::partition::column);
+  CHECK(p[6].split);
+  CHECK(p[6].fwd_all_gather); // the model's output goes to the loss whole
+  CHECK(p[6].bwd_all_reduce);
+}
+
 TEST_CASE("resolve: a parent's settings reach its children unless they set their own") {
   ds::model_profile m;
   m.layers = {layer("fc1", 100, 200, 64, 8, 8), layer("act", 0, 0, 0, 8, 8, 5, 5), layer("fc2", 100, 200, 64, 8, 8),
@@ -496,8 +528,8 @@ TEST_CASE("configure_tree: bad files are usage errors naming the file, the node 
             "strategy tree bad.json: node 'nope': no such node"));
   CHECK(has(err(R"({"nodes": {"layer_*": {}}})"), "node 'layer_*': the pattern matches no node"));
   CHECK(has(err(R"({"nodes": {"fc1": {"partition": "diagonal"}}})"),
-            "bad.json: node 'fc1': partition must be \"auto\", \"replicate\", \"column\", \"row\" or \"block\", not "
-            "\"diagonal\""));
+            "bad.json: node 'fc1': partition must be \"auto\", \"replicate\", \"column\", \"row\", \"block\" or "
+            "\"through\", not \"diagonal\""));
   CHECK(has(err(R"({"nodes": {"fc1": {"colour": 1}}})"), "node 'fc1': unknown key 'colour'"));
   CHECK(has(err(R"({"nodes": {"fc1": {"micro": 4}}})"), "node 'fc1': 'micro' can be set on the root only"));
   CHECK(has(err(R"({"nodes": {"fc1": {"stage": -1}}})"), "node 'fc1': stage must be a whole number"));

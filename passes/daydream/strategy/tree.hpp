@@ -23,7 +23,8 @@ enum class partition : std::uint8_t {
   column,    ///< weights split by output dimension: whole input, output split over the ranks
   row,       ///< weights split by reduction dimension: split input, output summed over the ranks
   block,     ///< a column-parallel then row-parallel pair inside the layer: whole input and output
-  through,   ///< no tensor-parallel work; runs on the split activation it passes on (element-wise)
+  through,   ///< runs on its share of a split activation and passes it on split (element-wise
+             ///< work, attention over its share of the heads)
 };
 
 /// "auto", "replicate", "column", "row", "block", "through".
@@ -211,19 +212,25 @@ public:
   /// The plan per layer of `m` (the model the tree was built from).
   ///
   /// Propagation, parent to child: a node's unset fields are its parent's; the root's
-  /// defaults are partition auto, recompute from root_spec, no stage. A partition of
-  /// column, row or block applies to the layers with tensor-parallel work (passes
-  /// layer_profile::splits()); the others in the subtree resolve as auto. Replicate
-  /// applies to all.
+  /// defaults are partition auto, recompute from root_spec, no stage. A partition set on
+  /// a layer's own node applies to it; one it inherits applies only when it has
+  /// tensor-parallel work (layer_profile::splits()) or is replicate, else the layer is
+  /// auto, so that `column` on a module cuts its GEMMs and leaves its element-wise layers
+  /// to follow them.
   ///
-  /// Propagation along the data dependencies (the layers in forward order, each taking
-  /// the previous one's output): a layer's input is split when the previous layer's
+  /// Propagation along the data dependencies, the layers in forward order each taking
+  /// the previous one's output: a layer's input is split when the previous layer's
   /// output is (column, through), whole otherwise (the first layer: whole). auto becomes:
   /// with tensor-parallel work, row after a split input (so a column layer and the next
   /// one form a Megatron pair) and block otherwise (the layer is a pair itself, as a
   /// uniform spec treats every layer); without, through after a split input and
-  /// replicate otherwise. With tp = 1 every layer is replicate.
+  /// replicate otherwise. Column layers in a row under the same parent (the query, key
+  /// and value projections) are branches on one input: no gather between them, and one
+  /// all-reduce of their summed input gradients (after the first one's backward, the
+  /// last to run). With tp = 1 every layer is replicate.
   ///
+  /// A split layer (column, row, block; through with tensor-parallel work: attention on
+  /// its share of the heads) divides its tensor-parallel time and its parameters by tp.
   /// Communication: see layer_plan. Stage pins are inherited like the other fields.
   /// Throws daydream::usage_error (naming the node) when a pin names a stage >= pp or
   /// pins go backwards along the layers' forward order.
@@ -231,6 +238,8 @@ public:
     DAYDREAM_ASSERT(m.layers.size() == layers_, "strategy_tree::resolve: not the model the tree was built from");
     const auto n = m.layers.size();
     std::vector<layer_plan> out(n);
+    std::vector<bool> own(n, false);
+    std::vector<std::int32_t> parent(n, -1);
     std::vector<node_config> eff(nodes_.size());
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
       const auto& c = nodes_[i].config;
@@ -241,11 +250,14 @@ public:
       if (c.stage) e.stage = c.stage;
       eff[i] = e;
       if (nodes_[i].layer < 0) continue;
-      auto& p = out[std::size_t(nodes_[i].layer)];
+      const auto l = std::size_t(nodes_[i].layer);
+      auto& p = out[l];
       p.node = i == 0 ? "model" : nodes_[i].path;
       p.part = *e.part;
       p.recompute = *e.recompute;
       p.stage = e.stage ? std::int32_t(*e.stage) : -1;
+      own[l] = c.part.has_value();
+      parent[l] = nodes_[i].parent;
     }
     const bool tp = root_spec.tp > 1;
     bool split_in = false;
@@ -253,20 +265,23 @@ public:
       auto& p = out[l];
       const bool work = m.layers[l].splits();
       if (!tp) p.part = partition::replicate;
-      else if ((!work && p.part != partition::replicate) || (work && p.part == partition::through))
-        p.part = partition::auto_;
+      else if (!work && !own[l] && p.part != partition::replicate) p.part = partition::auto_;
       if (p.part == partition::auto_)
         p.part = work ? (split_in ? partition::row : partition::block)
                       : (split_in ? partition::through : partition::replicate);
-      p.split = tp && work && p.part != partition::replicate;
+      p.split = tp && (p.part == partition::column || p.part == partition::row || p.part == partition::block ||
+                       (p.part == partition::through && work));
       const bool wants_split = p.part == partition::row || p.part == partition::through;
       p.fwd_all_reduce = p.part == partition::row || p.part == partition::block;
       p.bwd_all_reduce = p.part == partition::column || p.part == partition::block;
       // A whole activation cut for a split consumer: its gradient is gathered back (not
       // for the first layer: nothing needs the model input's gradient).
       p.bwd_all_gather = wants_split && !split_in && l > 0;
+      const bool branch = l > 0 && p.part == partition::column && out[l - 1].part == partition::column &&
+                          parent[l] == parent[l - 1];
+      if (branch) p.bwd_all_reduce = false;
       // A split activation whose consumer needs it whole.
-      if (l > 0 && split_in && !wants_split) out[l - 1].fwd_all_gather = true;
+      else if (l > 0 && split_in && !wants_split) out[l - 1].fwd_all_gather = true;
       split_in = p.part == partition::column || p.part == partition::through;
     }
     // The model's output goes to the loss whole.

@@ -48,10 +48,12 @@ struct reader {
   partition part(simdjson::dom::element v, const std::string& where) const {
     if (v.is_string()) {
       std::string_view s = v.get_string();
-      for (auto p : {partition::auto_, partition::replicate, partition::column, partition::row, partition::block})
+      for (auto p : {partition::auto_, partition::replicate, partition::column, partition::row, partition::block,
+                     partition::through})
         if (s == to_string(p)) return p;
     }
-    fail(where, "partition must be \"auto\", \"replicate\", \"column\", \"row\" or \"block\", not " + text(v));
+    fail(where, "partition must be \"auto\", \"replicate\", \"column\", \"row\", \"block\" or \"through\", "
+                "not " + text(v));
   }
   node_config node(simdjson::dom::element v, const std::string& where) const {
     simdjson::dom::object o;

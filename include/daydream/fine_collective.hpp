@@ -69,6 +69,9 @@ struct fine_transfer_options {
   double time_scale = 1.0;      ///< multiplies every latency and transfer time (a calibration)
   double bandwidth_scale = 1.0; ///< divides every transfer time (a faster network: > 1)
   time_ns step_latency = -1;    ///< >= 0: every transfer's latency instead of its link's
+  /// Latencies each transfer pays (a transfer standing for several pipelined steps of one
+  /// hop pays one per step): its latency is this times the rounded per-step latency.
+  std::uint32_t latency_count = 1;
   time_ns trace_start = 0;      ///< the tasks' trace_start (the trace-order policy's key)
   std::int32_t iteration = -1;  ///< the tasks' iteration
   std::string layer;            ///< the tasks' layer
@@ -92,8 +95,8 @@ struct fine_transfers_built {
 /// machines; both fair-share, so transfers crossing one link at once split it). A
 /// transfer starts when both its ends finished every transfer they took part in at
 /// earlier steps; a participant's first transfer waits for `start[i]` (no_task: nothing).
-/// Durations: latency x time_scale, bytes / bandwidth x time_scale / bandwidth_scale,
-/// each rounded to whole nanoseconds.
+/// Durations: latency x time_scale (rounded, times latency_count), bytes / bandwidth x
+/// time_scale / bandwidth_scale, each rounded to whole nanoseconds.
 inline fine_transfers_built add_fine_transfers(graph& g, fine_links& links, const link_hierarchy& h,
                                                const std::vector<std::int32_t>& ranks,
                                                const std::vector<collective_transfer>& steps,
@@ -125,7 +128,8 @@ inline fine_transfers_built add_fine_transfers(graph& g, fine_links& links, cons
       const auto src = ranks[tr.from], dst = ranks[tr.to];
       const bool same = h.same_machine(src, dst);
       const link_spec l = same ? h.intra : h.nic;
-      const time_ns lat = o.step_latency >= 0 ? o.step_latency : detail::round_ns(l.latency * o.time_scale);
+      const time_ns lat = time_ns(o.latency_count) *
+                          (o.step_latency >= 0 ? o.step_latency : detail::round_ns(l.latency * o.time_scale));
       const time_ns dur = detail::round_ns(l.transfer_ns(tr.bytes) * o.time_scale / bw_scale);
       deps.assign(front[tr.from].begin(), front[tr.from].end());
       deps.insert(deps.end(), front[tr.to].begin(), front[tr.to].end());

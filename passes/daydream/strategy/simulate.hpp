@@ -227,6 +227,29 @@ inline layer_plan plan_layer(const strategy_spec& s, const model_profile& m, std
   return pl;
 }
 
+/// A ring collective as compile() builds it: one transfer per hop (member j to j + 1 in
+/// rank order) carrying what that hop carries over all the ring's steps, and the step
+/// count (each transfer pays one latency per step).
+struct ring_transfers {
+  std::vector<collective_transfer> transfers;
+  std::uint32_t steps = 0;
+};
+
+/// The pipelined ring of `op` (all-reduce: 2(p-1) steps; reduce-scatter, all-gather: p-1)
+/// of `bytes` over `p` members: the steps of collective_transfers' ring merged per hop,
+/// as NCCL pipelines a ring's slices so that each link streams. Alone on its links it
+/// takes exactly the step-by-step time, steps x (latency + bytes / p / bandwidth) on the
+/// slowest hop; sharing a link, a hop runs at its share throughout instead of step by
+/// step, and the ring is done (on every member) when its slowest hop is.
+inline ring_transfers pipelined_ring(comm_op op, double bytes, std::uint32_t p) {
+  ring_transfers r;
+  if (p <= 1) return r;
+  r.steps = op == comm_op::all_reduce ? 2 * (p - 1) : p - 1;
+  const double per_hop = bytes / double(p) * double(r.steps);
+  for (std::uint32_t i = 0; i < p; ++i) r.transfers.push_back({0, i, (i + 1) % p, per_hop});
+  return r;
+}
+
 /// Compiles strategy `s` of model `m` on cluster `c` into a graph of every device the
 /// strategy uses (compiled_strategy). Per device, Proteus' HTAE queues: a computation
 /// stream whose order the schedule (1F1B or GPipe) fixes, a feature-communication queue
@@ -338,17 +361,20 @@ inline compiled_strategy compile(const strategy_spec& s, const cluster_spec& c, 
       const time_ns at = clock++;
       per_device iss(per_stage), done(per_stage);
       for (std::uint32_t i = 0; i < per_stage; ++i) iss[i] = issue(i, q, op, bytes, size, input[i], name, layer, ph, at);
-      const auto steps = collective_transfers(op, bytes, size);
+      // A ring pipelines its steps: each hop (member j to j + 1) is one transfer of all the
+      // bytes it carries over the steps, paying one latency per step (pipelined_ring).
+      const auto ring = pipelined_ring(op, bytes, size);
       fine_transfer_options fo;
       fo.op = op;
       fo.name = name;
+      fo.latency_count = ring.steps;
       fo.trace_start = at;
       fo.iteration = 0;
       fo.layer = layer;
       fo.ph = ph;
       const std::string done_name = std::string(name) + " done";
       std::vector<std::int32_t> ranks(size);
-      std::vector<task_id> starts(size);
+      std::vector<task_id> starts(size), hops;
       std::vector<std::uint32_t> member(size);
       for (std::uint32_t grp = 0; grp < per_stage / size; ++grp) {
         for (std::uint32_t j = 0; j < size; ++j) {
@@ -356,13 +382,19 @@ inline compiled_strategy compile(const strategy_spec& s, const cluster_spec& c, 
           ranks[j] = std::int32_t(rank(member[j]));
           starts[j] = iss[member[j]];
         }
-        auto built = add_fine_transfers(g, out.links, out.hierarchy, ranks, steps, starts, fo);
+        auto built = add_fine_transfers(g, out.links, out.hierarchy, ranks, ring.transfers, starts, fo);
         out.transfers.push_back({built.first_task, task_id(g.id_bound()), kind});
+        // Done on every member when its slowest hop is: the ring's data flows through all.
+        hops.clear();
+        for (auto& l : built.last) hops.insert(hops.end(), l.begin(), l.end());
+        std::sort(hops.begin(), hops.end());
+        hops.erase(std::unique(hops.begin(), hops.end()), hops.end());
+        const auto all = done_task(hops, done_name.c_str(), layer, ph, at);
         for (std::uint32_t j = 0; j < size; ++j) {
           const auto i = member[j];
-          done[i] = done_task(built.last[j], done_name.c_str(), layer, ph, at);
-          (q == device_queue::features ? fq[i] : gq[i]) = done[i];
-          out.queue_uses.push_back({iss[i], done[i], rank(i), q, kind});
+          done[i] = all;
+          (q == device_queue::features ? fq[i] : gq[i]) = all;
+          out.queue_uses.push_back({iss[i], all, rank(i), q, kind});
         }
       }
       return done;

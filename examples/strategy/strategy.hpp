@@ -28,8 +28,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace strategy_cmd {
@@ -92,10 +94,74 @@ inline void add_options(CLI::App& app, options& o) {
                  "optimizer state bytes per parameter (Adam with fp32 master weights: 12)")
       ->capture_default_str();
   app.add_option("--timeline", o.timeline,
-                 "write a Chrome trace (Perfetto) of each --strategy and of the best: one process per pipeline "
-                 "stage's device, its queues as tracks");
+                 "write a Chrome trace (Perfetto) of each --strategy and of the best: one process per device, "
+                 "its computation, feature and gradient queues as tracks");
   app.add_flag("--json", o.json, "print one JSON object on stdout");
 }
+
+/// Writes replays of compiled strategies as one Chrome trace (Perfetto): per strategy,
+/// one process per device ("<strategy>: device R (stage K, machine M)") with its queues
+/// as tracks: computation, feature queue (tensor-parallel all-reduces, pipeline sends),
+/// gradient queue (data-parallel reduction, ZeRO's gathers). A communication spans its
+/// queue from its issue to when it is done on the device.
+class strategy_timeline {
+public:
+  strategy_timeline() {
+    w_.begin_object();
+    w_.field("displayTimeUnit", "ns");
+    w_.key("traceEvents").begin_array();
+  }
+  /// Adds replay `r` of `cs`.
+  strategy_timeline& add(const ds::compiled_strategy& cs, const daydream::replay_result& r) {
+    const auto name = cs.name.empty() ? cs.strategy.to_string() : cs.name;
+    const int first = pid_ + 1;
+    for (std::size_t d = 0; d < cs.compute.size(); ++d) {
+      const int pid = ++pid_;
+      meta("process_name", pid, 0,
+           fmt::format("{}: device {} (stage {}, machine {})", name, d, cs.stage_of[d],
+                       cs.hierarchy.machine_of(std::int32_t(d))));
+      w_.begin_object().field("name", "process_sort_index").field("ph", "M").field("pid", pid).field("tid", 0);
+      w_.key("args").begin_object().field("sort_index", pid).end_object().end_object();
+      meta("thread_name", pid, 1, "computation");
+      meta("thread_name", pid, 2, "feature queue");
+      meta("thread_name", pid, 3, "gradient queue");
+    }
+    for (auto& sp : ds::device_spans(cs, r)) {
+      w_.begin_object();
+      w_.field("name", cs.g.name(sp.task)).field("cat", sp.track == 0 ? "computation" : "communication").field("ph", "X");
+      w_.key("ts").raw(daydream::io::format_us(sp.start));
+      w_.key("dur").raw(daydream::io::format_us(sp.end - sp.start));
+      w_.field("pid", first + int(sp.device)).field("tid", int(sp.track) + 1);
+      w_.key("args").begin_object();
+      w_.field("layer", cs.g.layer(sp.task)).field("phase", daydream::to_string(cs.g.phase_of(sp.task)));
+      w_.end_object().end_object();
+    }
+    return *this;
+  }
+  /// Processes written so far (devices of every strategy added).
+  int processes() const noexcept { return pid_; }
+  /// The finished document.
+  std::string str() const {
+    daydream::io::json_writer done = w_;
+    done.end_array().end_object();
+    return done.take();
+  }
+  /// Writes it to `path`; throws daydream::error if the file can't be written.
+  void save(const std::string& path) const {
+    std::ofstream f(path, std::ios::binary);
+    const auto s = str();
+    f.write(s.data(), std::streamsize(s.size()));
+    if (!f) throw daydream::error("daydream strategy: cannot write timeline to '" + path + "'");
+  }
+
+private:
+  void meta(std::string_view what, int pid, int tid, const std::string& name) {
+    w_.begin_object().field("name", what).field("ph", "M").field("pid", pid).field("tid", tid);
+    w_.key("args").begin_object().field("name", name).end_object().end_object();
+  }
+  daydream::io::json_writer w_;
+  int pid_ = 0;
+};
 
 /// Whether a --strategy names a tree file rather than a spec: it ends in .json or is a file.
 inline bool is_tree_file(const std::string& s) {
@@ -116,7 +182,7 @@ inline ds::strategy_tree model_tree(const ds::model_profile& m, const daydream::
 
 /// Prints `t` (with the plan of each layer when `plans` is not empty) as an indented list.
 inline void print_tree(std::FILE* out, const ds::strategy_tree& t, const ds::model_profile& m,
-                       const std::vector<ds::layer_plan>& plans) {
+                       const std::vector<ds::resolved_layer>& plans) {
   auto walk = [&](auto&& self, std::uint32_t i, int depth) -> void {
     const auto& n = t.nodes()[i];
     std::string line(std::size_t(2 * depth), ' ');
@@ -151,7 +217,7 @@ inline void print_tree(std::FILE* out, const ds::strategy_tree& t, const ds::mod
 
 /// Writes `t` as JSON: nested nodes with name, path, layer and children.
 inline void write_tree(daydream::io::json_writer& w, const ds::strategy_tree& t, const ds::model_profile& m,
-                       const std::vector<ds::layer_plan>& plans) {
+                       const std::vector<ds::resolved_layer>& plans) {
   auto walk = [&](auto&& self, std::uint32_t i) -> void {
     const auto& n = t.nodes()[i];
     w.begin_object();
@@ -227,7 +293,7 @@ inline int run(const options& o, std::FILE* out) {
     shown_tree = t;
   }
   if (o.show_tree) {
-    std::vector<ds::layer_plan> shown_plans;
+    std::vector<ds::resolved_layer> shown_plans;
     for (std::size_t i = 0; i < plans.size(); ++i)
       if (is_tree_file(o.strategies[i])) shown_plans = plans[i].layers;
     if (o.json) {
@@ -323,14 +389,14 @@ inline int run(const options& o, std::FILE* out) {
     for (std::size_t i = 0; i < o.strategies.size(); ++i) shown.push_back(&plans[i]);
     if (best && std::none_of(shown.begin(), shown.end(), [&](auto* p) { return p->name == best->name; }))
       shown.push_back(&plan_named(best->name));
-    daydream::io::chrome_trace ct;
+    strategy_timeline tl;
     daydream::replay_options ro;
     ro.overlap_slowdown = o.overlap;
     for (auto* p : shown) {
       auto cs = ds::compile(*p, cluster, model, so);
-      ct.add_ranks(p->name, cs.g, daydream::replay(cs.g, daydream::trace_order_policy{}, ro));
+      tl.add(cs, daydream::replay(cs.g, daydream::trace_order_policy{}, ro));
     }
-    ct.save(o.timeline);
+    tl.save(o.timeline);
   }
 
   if (o.json) {
@@ -383,9 +449,9 @@ inline int run(const options& o, std::FILE* out) {
                e.strategy.devices(), e.samples_per_s,
                e.samples_per_s / (model.batch / (single / 1e9)));
     fmt::print(out, "  bound by: {}\n", e.bound);
-    fmt::print(out, "  busiest stage: compute {}, tensor-parallel all-reduces {}, pipeline bubble {}, "
+    fmt::print(out, "  busiest device {} (stage {}): compute {}, tensor-parallel all-reduces {}, pipeline bubble {}, "
                     "gradient sync not hidden {}, weight update {}, outside the layers {}\n",
-               format_time(e.compute), format_time(e.tp_comm), format_time(e.bubble), format_time(e.dp_exposed),
+               e.busiest_device, e.busiest_device / (e.strategy.dp * e.strategy.tp), format_time(e.compute), format_time(e.tp_comm), format_time(e.bubble), format_time(e.dp_exposed),
                format_time(e.update), format_time(e.other));
     fmt::print(out, "  links: dp {}, tp {}, pp {}\n", e.dp_link.describe(), e.tp_link.describe(),
                e.pp_link.describe());

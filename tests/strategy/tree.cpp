@@ -90,7 +90,8 @@ template <class F> std::string error_of(F f) {
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// The tensor-parallel collectives of a compiled graph: (op, phase, bytes, layer).
+// The tensor-parallel collectives device 0 issues in a compiled graph, in issue order:
+// (op, phase, bytes, layer).
 struct tp_comm {
   daydream::comm_op op;
   phase ph;
@@ -99,11 +100,11 @@ struct tp_comm {
 };
 std::vector<tp_comm> tp_comms(const ds::compiled_strategy& cs) {
   std::vector<tp_comm> out;
-  cs.g.for_each_task([&](daydream::task_id t) {
-    if (!cs.g.is<daydream::comm_task>(t) || cs.g.resource_of(t) != cs.tensor[0]) return;
-    const auto& c = cs.g.payload(cs.g.as<daydream::comm_task>(t));
-    out.push_back({c.op, cs.g.phase_of(t), c.bytes, std::string(cs.g.layer(t))});
-  });
+  for (auto& u : cs.queue_uses) {
+    if (u.device != 0 || u.kind != ds::comm_kind::tp) continue;
+    const auto& c = cs.g.payload(cs.g.as<daydream::comm_task>(u.issue));
+    out.push_back({c.op, cs.g.phase_of(u.issue), c.bytes, std::string(cs.g.layer(u.issue))});
+  }
   return out;
 }
 

@@ -55,7 +55,7 @@ struct node_config {
 /// backward all-reduce (column and block: the partial sums of the input gradient), backward
 /// all-gather (a layer that takes a split input from a producer that made it whole: the
 /// producer needs the whole gradient).
-struct layer_plan {
+struct resolved_layer {
   std::string node;               ///< the tree node of the layer (its path)
   partition part = partition::replicate; ///< resolved: never auto
   bool split = false;             ///< its tensor-parallel work (and parameters) divided by tp
@@ -68,7 +68,7 @@ struct layer_plan {
 /// A strategy with a plan per layer: what compile(strategy_plan) runs.
 struct strategy_plan {
   strategy_spec spec;             ///< dp, tp, pp, micro, zero, schedule (recompute: see layers)
-  std::vector<layer_plan> layers; ///< per model layer, forward order
+  std::vector<resolved_layer> layers; ///< per model layer, forward order
   std::string name;               ///< how output names it (spec.to_string() for a uniform plan)
 };
 
@@ -231,13 +231,13 @@ public:
   ///
   /// A split layer (column, row, block; through with tensor-parallel work: attention on
   /// its share of the heads) divides its tensor-parallel time and its parameters by tp.
-  /// Communication: see layer_plan. Stage pins are inherited like the other fields.
+  /// Communication: see resolved_layer. Stage pins are inherited like the other fields.
   /// Throws daydream::usage_error (naming the node) when a pin names a stage >= pp or
   /// pins go backwards along the layers' forward order.
-  std::vector<layer_plan> resolve(const model_profile& m) const {
+  std::vector<resolved_layer> resolve(const model_profile& m) const {
     DAYDREAM_ASSERT(m.layers.size() == layers_, "strategy_tree::resolve: not the model the tree was built from");
     const auto n = m.layers.size();
-    std::vector<layer_plan> out(n);
+    std::vector<resolved_layer> out(n);
     std::vector<bool> own(n, false);
     std::vector<std::int32_t> parent(n, -1);
     std::vector<node_config> eff(nodes_.size());

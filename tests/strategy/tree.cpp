@@ -306,6 +306,33 @@ TEST_CASE("resolve: query, key and value projections set column are branches on 
   CHECK(p[6].bwd_all_reduce);
 }
 
+TEST_CASE("resolve follows the data order: a module's own work after its children's") {
+  // The attention module's own layer (the score computation) is first in forward order
+  // (its first operator ran before the projections'), but consumes their outputs.
+  ds::model_profile m;
+  m.layers = {layer("Attn_0", 300, 600, 0, 8, 8), layer("q", 100, 200, 64, 8, 8), layer("k", 100, 200, 64, 8, 8),
+              layer("v", 100, 200, 64, 8, 8), layer("proj", 100, 200, 64, 8, 8)};
+  modules h;
+  auto attn = h.add("Attn_0");
+  for (auto n : {"q", "k", "v"}) h.add(n, attn);
+  auto t = ds::strategy_tree::build(m, h.names, h.parents);
+  CHECK(t.data_order() == std::vector<std::size_t>{1, 2, 3, 0, 4});
+  t.root_spec.tp = 2;
+  t.set("Attn_0", with_part(ds::partition::through));
+  t.set("Attn_0.?", with_part(ds::partition::column));
+  auto p = t.resolve(m);
+  CHECK(p[0].part == ds::partition::through);
+  CHECK(p[1].part == ds::partition::column);
+  CHECK(p[4].part == ds::partition::row);
+  std::size_t collectives = 0;
+  for (auto& l : p) collectives += l.fwd_all_reduce + l.fwd_all_gather + l.bwd_all_reduce + l.bwd_all_gather;
+  CHECK(collectives == 2); // Megatron's f (q's input gradient) and g (proj's output)
+  CHECK(p[1].bwd_all_reduce);
+  CHECK(p[4].fwd_all_reduce);
+  // A flat tree's data order is the forward order.
+  CHECK(ds::strategy_tree::flat(m).data_order() == std::vector<std::size_t>{0, 1, 2, 3, 4});
+}
+
 TEST_CASE("resolve: a parent's settings reach its children unless they set their own") {
   ds::model_profile m;
   m.layers = {layer("fc1", 100, 200, 64, 8, 8), layer("act", 0, 0, 0, 8, 8, 5, 5), layer("fc2", 100, 200, 64, 8, 8),

@@ -7,6 +7,7 @@
 #include <daydream/strategy/model.hpp>
 #include <daydream/strategy/strategy_spec.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -209,6 +210,28 @@ public:
     return true;
   }
 
+  /// The layers in the order activations flow through the tree, which resolve()
+  /// propagates along: depth first, a node's children by their first layer in forward
+  /// order, a module's own work (its layer) after its children's (an attention module's
+  /// score computation after its projections, a residual block's add after its
+  /// convolutions). For a flat tree, the forward order.
+  std::vector<std::size_t> data_order() const {
+    std::vector<std::size_t> first(nodes_.size(), SIZE_MAX);
+    for (std::size_t i = nodes_.size(); i-- > 0;) { // children follow their parents
+      if (nodes_[i].layer >= 0) first[i] = std::min(first[i], std::size_t(nodes_[i].layer));
+      if (i > 0) first[std::size_t(nodes_[i].parent)] = std::min(first[std::size_t(nodes_[i].parent)], first[i]);
+    }
+    std::vector<std::size_t> out;
+    auto walk = [&](auto&& self, std::size_t i) -> void {
+      auto kids = nodes_[i].children;
+      std::stable_sort(kids.begin(), kids.end(), [&](auto a, auto b) { return first[a] < first[b]; });
+      for (auto c : kids) self(self, c);
+      if (nodes_[i].layer >= 0) out.push_back(std::size_t(nodes_[i].layer));
+    };
+    walk(walk, 0);
+    return out;
+  }
+
   /// The plan per layer of `m` (the model the tree was built from).
   ///
   /// Propagation, parent to child: a node's unset fields are its parent's; the root's
@@ -218,9 +241,9 @@ public:
   /// auto, so that `column` on a module cuts its GEMMs and leaves its element-wise layers
   /// to follow them.
   ///
-  /// Propagation along the data dependencies, the layers in forward order each taking
-  /// the previous one's output: a layer's input is split when the previous layer's
-  /// output is (column, through), whole otherwise (the first layer: whole). auto becomes:
+  /// Propagation along the data dependencies, the layers in data_order() each taking the
+  /// previous one's output: a layer's input is split when the previous layer's output is
+  /// (column, through), whole otherwise (the first layer: whole). auto becomes:
   /// with tensor-parallel work, row after a split input (so a column layer and the next
   /// one form a Megatron pair) and block otherwise (the layer is a pair itself, as a
   /// uniform spec treats every layer); without, through after a split input and
@@ -261,7 +284,9 @@ public:
     }
     const bool tp = root_spec.tp > 1;
     bool split_in = false;
-    for (std::size_t l = 0; l < n; ++l) {
+    const auto order = data_order();
+    std::size_t prev = n; // the layer before in data order; n: none
+    for (const auto l : order) {
       auto& p = out[l];
       const bool work = m.layers[l].splits();
       if (!tp) p.part = partition::replicate;
@@ -276,16 +301,17 @@ public:
       p.bwd_all_reduce = p.part == partition::column || p.part == partition::block;
       // A whole activation cut for a split consumer: its gradient is gathered back (not
       // for the first layer: nothing needs the model input's gradient).
-      p.bwd_all_gather = wants_split && !split_in && l > 0;
-      const bool branch = l > 0 && p.part == partition::column && out[l - 1].part == partition::column &&
-                          parent[l] == parent[l - 1];
+      p.bwd_all_gather = wants_split && !split_in && prev < n;
+      const bool branch = prev < n && p.part == partition::column && out[prev].part == partition::column &&
+                          parent[l] == parent[prev];
       if (branch) p.bwd_all_reduce = false;
       // A split activation whose consumer needs it whole.
-      else if (l > 0 && split_in && !wants_split) out[l - 1].fwd_all_gather = true;
+      else if (prev < n && split_in && !wants_split) out[prev].fwd_all_gather = true;
       split_in = p.part == partition::column || p.part == partition::through;
+      prev = l;
     }
     // The model's output goes to the loss whole.
-    if (n && split_in) out[n - 1].fwd_all_gather = true;
+    if (prev < n && split_in) out[prev].fwd_all_gather = true;
     std::int32_t last = -1;
     std::string last_node;
     for (auto& p : out) {

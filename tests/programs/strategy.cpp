@@ -49,7 +49,9 @@ TEST_CASE("daydream strategy --timeline: one process per device, its queues as t
   // 8 devices per strategy, each one process named after its strategy, device, stage and machine.
   REQUIRE(process.size() == 16);
   int first = 0, second = 0;
-  for (auto& [pid, name] : process) {
+  for (auto& kv : process) {
+    const auto pid = kv.first;
+    const std::string& name = kv.second;
     CAPTURE(name);
     first += name.rfind("dp=2,tp=2,pp=2,micro=2: device ", 0) == 0;
     second += name.rfind("dp=4,tp=1,pp=2,micro=4,zero=1: device ", 0) == 0;

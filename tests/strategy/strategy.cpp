@@ -6,13 +6,17 @@
 #include <daydream/strategy/simulate.hpp>
 #include <daydream/strategy/strategy_spec.hpp>
 
+#include <daydream/cluster.hpp>
+#include <daydream/collective_steps.hpp>
 #include <daydream/dependency.hpp>
+#include <daydream/fine_collective.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/replay.hpp>
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -524,4 +528,64 @@ TEST_CASE("the strategy's graph holds every device: one computation stream and t
     tracks.emplace(sp.device, sp.track);
   }
   CHECK(tracks.size() == 8 * 3);
+}
+
+TEST_CASE("a pipelined ring alone takes exactly the step-by-step ring's time, on any placement") {
+  // Random rings over 2 machines x 4 GPUs with links whose latencies and per-step transfer
+  // times are whole nanoseconds (so that rounding per step and per hop agree).
+  daydream::cluster c;
+  c.machines = 2;
+  c.workers_per_machine = 4;
+  c.network = {1e9, 3000};
+  c.nvlink = {1e10, 700};
+  const auto h = daydream::link_hierarchy::of(c, 8);
+  std::uint32_t seed = 12345;
+  auto next = [&] { return seed = seed * 1664525u + 1013904223u; };
+  for (int trial = 0; trial < 40; ++trial) {
+    const std::uint32_t p = 2 + next() % 7;
+    std::vector<std::int32_t> ranks;
+    for (std::int32_t r = 0; r < 8; ++r) ranks.push_back(r);
+    for (std::uint32_t i = 7; i > 0; --i) std::swap(ranks[i], ranks[next() % (i + 1)]);
+    ranks.resize(p);
+    std::sort(ranks.begin(), ranks.end());
+    const double bytes = double(p) * 1000.0 * (1 + next() % 50); // chunk: whole microseconds on the NIC
+    for (auto op : {daydream::comm_op::all_reduce, daydream::comm_op::reduce_scatter, daydream::comm_op::all_gather}) {
+      CAPTURE(trial);
+      CAPTURE(p);
+      const auto ring = ds::pipelined_ring(op, bytes, p);
+      CHECK(ring.transfers.size() == p);
+      daydream::graph g;
+      daydream::fine_links links;
+      daydream::fine_transfer_options fo;
+      fo.op = op;
+      fo.latency_count = ring.steps;
+      auto built = daydream::add_fine_transfers(g, links, h, ranks, ring.transfers,
+                                                std::vector<task_id>(p, daydream::no_task), fo);
+      const auto stepwise = daydream::uncontended_time(op, bytes, ranks, h);
+      CHECK(built.alone == stepwise);
+      CHECK(daydream::replay(g).makespan == stepwise); // alone: no hop shares a link
+    }
+  }
+}
+
+TEST_CASE("add_fine_transfers: each participant's first transfer waits for its own start") {
+  daydream::cluster c;
+  c.machines = 1;
+  c.workers_per_machine = 2;
+  c.nvlink = {1e9, 0};
+  const auto h = daydream::link_hierarchy::of(c, 2);
+  daydream::graph g;
+  auto r = g.add_resource({"wait", daydream::resource_kind::other});
+  auto late = g.add(daydream::cpu_task{}, {.name = "late", .duration = 5000, .resource = r}).id;
+  daydream::fine_links links;
+  // A 2-rank ring all-reduce step by step: 2 steps of 500 bytes each way, 500 ns each.
+  auto steps = daydream::collective_transfers(daydream::comm_op::all_reduce, 1000, 2);
+  auto built = daydream::add_fine_transfers(g, links, h, {0, 1}, steps, {daydream::no_task, late});
+  CHECK(built.transfers == 4);
+  CHECK(built.alone == 1000);
+  CHECK(built.last.size() == 2);
+  auto rr = daydream::replay(g);
+  CHECK(rr.makespan == 5000 + 1000); // rank 1 starts late, and the first step needs both ends
+  CHECK(links.port_out.size() == 2);
+  CHECK(links.nic_out.empty());
 }

@@ -128,7 +128,8 @@ public:
     }
     for (auto& sp : ds::device_spans(cs, r)) {
       w_.begin_object();
-      w_.field("name", cs.g.name(sp.task)).field("cat", sp.track == 0 ? "computation" : "communication").field("ph", "X");
+      w_.field("name", cs.g.name(sp.task)).field("cat", sp.track == 0 ? "computation" : "communication");
+      w_.field("ph", "X");
       w_.key("ts").raw(daydream::io::format_us(sp.start));
       w_.key("dur").raw(daydream::io::format_us(sp.end - sp.start));
       w_.field("pid", first + int(sp.device)).field("tid", int(sp.track) + 1);
@@ -451,7 +452,8 @@ inline int run(const options& o, std::FILE* out) {
     fmt::print(out, "  bound by: {}\n", e.bound);
     fmt::print(out, "  busiest device {} (stage {}): compute {}, tensor-parallel all-reduces {}, pipeline bubble {}, "
                     "gradient sync not hidden {}, weight update {}, outside the layers {}\n",
-               e.busiest_device, e.busiest_device / (e.strategy.dp * e.strategy.tp), format_time(e.compute), format_time(e.tp_comm), format_time(e.bubble), format_time(e.dp_exposed),
+               e.busiest_device, e.busiest_device / (e.strategy.dp * e.strategy.tp), format_time(e.compute),
+               format_time(e.tp_comm), format_time(e.bubble), format_time(e.dp_exposed),
                format_time(e.update), format_time(e.other));
     fmt::print(out, "  links: dp {}, tp {}, pp {}\n", e.dp_link.describe(), e.tp_link.describe(),
                e.pp_link.describe());

@@ -1,4 +1,4 @@
-// Defines add_fine_transfers: a collective's chunk transfers (collective_steps.hpp) as tasks on the fair-share links of a link hierarchy, in any graph.
+// Defines add_fine_transfers: a collective's chunk transfers as tasks on the fair-share links of a link hierarchy.
 // SPDX-License-Identifier: MIT
 //
 // The job graph's fine communication level (job.hpp) and the compiled strategies
@@ -137,18 +137,18 @@ inline fine_transfers_built add_fine_transfers(graph& g, fine_links& links, cons
       deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
       if (lat > 0) {
         auto lt = g.add(comm_task{.op = o.op, .bytes = 0, .group_size = p},
-                        {.name = lat_name, .duration = lat, .resource = no_resource, .trace_start = o.trace_start, .layer = o.layer,
-                         .phase = o.ph, .iteration = o.iteration});
+                        {.name = lat_name, .duration = lat, .resource = no_resource, .trace_start = o.trace_start,
+                         .layer = o.layer, .phase = o.ph, .iteration = o.iteration});
         for (auto d : deps) g.add_dependency(d, lt.id, dep_kind::comm);
         deps.assign(1, lt.id);
       }
       const auto ro = same ? links.port(g, src, true, l.bandwidth) : links.nic(g, h, src, true, l.bandwidth);
       const auto ri = same ? links.port(g, dst, false, l.bandwidth) : links.nic(g, h, dst, false, l.bandwidth);
       const comm_task chunk{.op = o.op, .bytes = std::uint64_t(std::llround(tr.bytes)), .group_size = p};
-      auto so = g.add(chunk, {.name = out_name, .duration = dur, .resource = ro, .trace_start = o.trace_start, .layer = o.layer,
-                              .phase = o.ph, .iteration = o.iteration});
-      auto si = g.add(chunk, {.name = in_name, .duration = dur, .resource = ri, .trace_start = o.trace_start, .layer = o.layer,
-                              .phase = o.ph, .iteration = o.iteration});
+      auto so = g.add(chunk, {.name = out_name, .duration = dur, .resource = ro, .trace_start = o.trace_start,
+                              .layer = o.layer, .phase = o.ph, .iteration = o.iteration});
+      auto si = g.add(chunk, {.name = in_name, .duration = dur, .resource = ri, .trace_start = o.trace_start,
+                              .layer = o.layer, .phase = o.ph, .iteration = o.iteration});
       for (auto d : deps) {
         g.add_dependency(d, so.id, dep_kind::comm);
         g.add_dependency(d, si.id, dep_kind::comm);

@@ -23,6 +23,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <tuple>
@@ -93,9 +94,11 @@ struct link_use {
   std::string describe() const {
     if (name == "none") return "none";
     char buf[160];
-    std::snprintf(buf, sizeof buf, "%s %.4g GB/s (busiest: %s, loaded %.3g%% of the iteration, at %.3g%% of its bandwidth)",
-                  name.c_str(), link.bandwidth / 1e9, resource.c_str(), 100 * load, 100 * share);
-    return buf;
+    std::snprintf(buf, sizeof buf, "%s %.4g GB/s", name.c_str(), link.bandwidth / 1e9);
+    std::string s = buf;
+    std::snprintf(buf, sizeof buf, " (busiest: %s, loaded %.3g%% of the iteration, at %.3g%% of its bandwidth)",
+                  resource.c_str(), 100 * load, 100 * share);
+    return s + buf;
   }
 };
 
@@ -430,7 +433,8 @@ inline compiled_strategy compile(const strategy_plan& plan, const cluster_spec& 
       const std::uint32_t size = kind == comm_kind::tp ? t : dp;
       const time_ns at = clock++;
       per_device iss(per_stage), done(per_stage);
-      for (std::uint32_t i = 0; i < per_stage; ++i) iss[i] = issue(i, q, op, bytes, size, input[i], name, layer, ph, at);
+      for (std::uint32_t i = 0; i < per_stage; ++i)
+        iss[i] = issue(i, q, op, bytes, size, input[i], name, layer, ph, at);
       // A ring pipelines its steps: each hop (member j to j + 1) is one transfer of all the
       // bytes it carries over the steps, paying one latency per step (pipelined_ring).
       const auto ring = pipelined_ring(op, bytes, size);

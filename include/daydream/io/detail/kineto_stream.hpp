@@ -203,7 +203,7 @@ inline constexpr std::size_t default_window_bytes = std::size_t(4) << 20;
 class kineto_streamer {
 public:
   kineto_streamer(trace_reader& in, decoded_trace& out, std::size_t window)
-      : in_(in), dec_(in.name(), out, std::size_t(-1)), window_(std::max<std::size_t>(window, 64)) {}
+      : in_(in), dec_(in.name(), out, std::size_t(-1)), window_(std::max<std::size_t>(window, 1)) {}
 
   /// Reads the whole input and decodes it into the output. Throws daydream::error.
   void run() {

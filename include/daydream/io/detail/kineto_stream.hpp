@@ -383,6 +383,11 @@ private:
         if (k > 0) { len += k; continue; }
         // The input ends inside the events.
         dec_.set_input_size(in_.bytes_read());
+        if (e_str_ || e_depth_ > 0 || !top_array_) {
+          // Cut short: the whole events before the cut are decoded first, so that the
+          // error is the same whatever the window (an error in them comes first).
+          if (cut != npos) decode(parser, cut, false);
+        }
         if (e_str_) dec_.syntax_at(simdjson::UNCLOSED_STRING, in_.bytes_read(), false);
         if (e_depth_ > 0 || !top_array_) dec_.syntax_at(simdjson::INCOMPLETE_ARRAY_OR_OBJECT, in_.bytes_read(), false);
         // Chrome's JSON Array Format may leave the array open (a tracer killed mid-run

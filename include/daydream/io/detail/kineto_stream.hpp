@@ -11,6 +11,10 @@
 #include <simdjson.h>
 #include <zlib.h>
 
+#if defined(__SSE2__)
+#  include <emmintrin.h> // the event scanner looks at 64 bytes at a time
+#endif
+
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
@@ -193,6 +197,21 @@ private:
 inline constexpr std::size_t default_window_bytes = std::size_t(4) << 20;
 
 //! @cond DAYDREAM_INTERNAL
+/// What a byte outside a JSON string is to the event scanner: 1 a quote, 2 an opening and
+/// 3 a closing bracket, 4 a comma, 0 nothing.
+struct json_byte_classes {
+  unsigned char t[256] = {};
+  constexpr json_byte_classes() {
+    t[static_cast<unsigned char>('"')] = 1;
+    t[static_cast<unsigned char>('{')] = t[static_cast<unsigned char>('[')] = 2;
+    t[static_cast<unsigned char>('}')] = t[static_cast<unsigned char>(']')] = 3;
+    t[static_cast<unsigned char>(',')] = 4;
+  }
+};
+inline constexpr json_byte_classes json_classes{};
+//! @endcond
+
+//! @cond DAYDREAM_INTERNAL
 /// Finds the events of a Kineto trace in its text as it streams past, and decodes them a
 /// window at a time. The events are those of the first `traceEvents` key of the
 /// top-level object whose value is an array (or, in the array form, the top-level array);
@@ -307,43 +326,76 @@ private:
     return false;
   }
 
-  static bool has_byte(std::uint64_t w, unsigned char c) noexcept {
-    const std::uint64_t x = w ^ (0x0101010101010101ull * c);
-    return ((x - 0x0101010101010101ull) & ~x & 0x8080808080808080ull) != 0;
-  }
-
   /// Scans window bytes [i, n) of the events (state carried). Returns the index of the
   /// bracket that closes the events' array, or npos; `cut` is the last comma between
-  /// two events seen.
-  std::size_t scan_events(const char* p, std::size_t i, std::size_t n, std::size_t& cut) {
-    while (i < n) {
-      if (e_str_) {
-        if (e_esc_) { e_esc_ = false; ++i; continue; }
-        while (i + 8 <= n) {
-          std::uint64_t w;
-          std::memcpy(&w, p + i, 8);
-          if (has_byte(w, '"') || has_byte(w, '\\')) break;
-          i += 8;
+  /// two events seen. With SSE2, 64 bytes at a time: bit masks of the quotes,
+  /// backslashes, brackets and commas, and only those bytes are looked at.
+  std::size_t scan_events(const char* text, std::size_t i, std::size_t n, std::size_t& cut) {
+    const auto* p = reinterpret_cast<const unsigned char*>(text);
+    bool in_str = e_str_;
+    std::int64_t depth = e_depth_;
+    std::size_t skip = e_esc_ ? i : npos; // the byte after a backslash in a string
+    e_esc_ = false;
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), comma = _mm_set1_epi8(',');
+    const __m128i open1 = _mm_set1_epi8('{'), open2 = _mm_set1_epi8('['), close1 = _mm_set1_epi8('}'),
+                  close2 = _mm_set1_epi8(']');
+    auto mask = [](__m128i eq, int k) {
+      return std::uint64_t(static_cast<std::uint16_t>(_mm_movemask_epi8(eq))) << (16 * k);
+    };
+    for (; i + 64 <= n; i += 64) {
+      std::uint64_t q = 0, b = 0, o = 0, c = 0, m = 0;
+      for (int k = 0; k < 4; ++k) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i + 16 * k));
+        q |= mask(_mm_cmpeq_epi8(v, quote), k);
+        b |= mask(_mm_cmpeq_epi8(v, backslash), k);
+        o |= mask(_mm_or_si128(_mm_cmpeq_epi8(v, open1), _mm_cmpeq_epi8(v, open2)), k);
+        c |= mask(_mm_or_si128(_mm_cmpeq_epi8(v, close1), _mm_cmpeq_epi8(v, close2)), k);
+        m |= mask(_mm_cmpeq_epi8(v, comma), k);
+      }
+      for (std::uint64_t special = q | b | o | c | m; special; special &= special - 1) {
+        const int bit = __builtin_ctzll(special);
+        const std::size_t at = i + static_cast<std::size_t>(bit);
+        if (at == skip) continue;
+        const std::uint64_t one = std::uint64_t(1) << bit;
+        if (in_str) {
+          if (q & one) in_str = false;
+          else if (b & one) skip = at + 1;
+        } else if (q & one) {
+          in_str = true;
+        } else if (o & one) {
+          ++depth;
+        } else if (c & one) {
+          if (depth == 0) { e_str_ = in_str; e_depth_ = depth; return at; }
+          --depth;
+        } else if ((m & one) && depth == 0) {
+          cut = at;
         }
-        while (i < n && p[i] != '"' && p[i] != '\\') ++i;
-        if (i == n) break;
-        if (p[i] == '\\') e_esc_ = true;
-        else e_str_ = false;
-        ++i;
+      }
+    }
+#endif
+    for (; i < n; ++i) {
+      if (i == skip) continue;
+      const unsigned char ch = p[i];
+      if (in_str) {
+        if (ch == '"') in_str = false;
+        else if (ch == '\\') skip = i + 1;
         continue;
       }
-      switch (p[i]) {
-      case '"': e_str_ = true; break;
-      case '{': case '[': ++e_depth_; break;
-      case '}': case ']':
-        if (e_depth_ == 0) return i;
-        --e_depth_;
+      switch (json_classes.t[ch]) {
+      case 1: in_str = true; break;
+      case 2: ++depth; break;
+      case 3:
+        if (depth == 0) { e_str_ = in_str; e_depth_ = depth; return i; }
+        --depth;
         break;
-      case ',': if (e_depth_ == 0) cut = i; break;
+      case 4: if (depth == 0) cut = i; break;
       default: break;
       }
-      ++i;
     }
+    e_str_ = in_str;
+    e_depth_ = depth;
+    e_esc_ = skip == n; // the escaped byte comes with the next read
     return npos;
   }
 

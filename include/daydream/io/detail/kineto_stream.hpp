@@ -229,6 +229,8 @@ public:
     simdjson::ondemand::parser parser;
     dec_.reserve_for(in_.size_hint());
     dec_.set_input_size(in_.size_hint());
+    // A file smaller than the window gets a window of its size (plus room for the '[').
+    if (in_.size_hint() > 0 && in_.size_hint() < window_ && !in_.gzip()) window_ = in_.size_hint() + 1;
     win_.reserve(window_ + 1);
     // Before the events: read windows and look for the events' opening bracket.
     std::size_t len = 0;

@@ -355,6 +355,29 @@ private:
         c |= mask(_mm_or_si128(_mm_cmpeq_epi8(v, close1), _mm_cmpeq_epi8(v, close2)), k);
         m |= mask(_mm_cmpeq_epi8(v, comma), k);
       }
+      if (b == 0 && (skip < i || skip >= i + 64)) {
+        // No escape in the block: the bytes inside strings are those after an odd number
+        // of quotes (a prefix XOR of the quote mask), and only the brackets and commas
+        // outside them are looked at.
+        std::uint64_t x = q;
+        x ^= x << 1; x ^= x << 2; x ^= x << 4; x ^= x << 8; x ^= x << 16; x ^= x << 32;
+        const std::uint64_t inside = in_str ? ~x : x;
+        for (std::uint64_t structural = (o | c | m) & ~inside; structural; structural &= structural - 1) {
+          const int bit = __builtin_ctzll(structural);
+          const std::uint64_t one = std::uint64_t(1) << bit;
+          const std::size_t at = i + static_cast<std::size_t>(bit);
+          if (o & one) {
+            ++depth;
+          } else if (c & one) {
+            if (depth == 0) { e_str_ = (x >> bit & 1) != in_str; e_depth_ = depth; return at; }
+            --depth;
+          } else if (depth == 0) {
+            cut = at;
+          }
+        }
+        if (__builtin_popcountll(q) & 1) in_str = !in_str;
+        continue;
+      }
       for (std::uint64_t special = q | b | o | c | m; special; special &= special - 1) {
         const int bit = __builtin_ctzll(special);
         const std::size_t at = i + static_cast<std::size_t>(bit);

@@ -4,6 +4,7 @@
 //     cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DDAYDREAM_BUILD_BENCHMARKS=ON
 //     cmake --build build-bench --target daydream_bench_ingest && build-bench/bench/daydream_bench_ingest
 #include <daydream/io/detail/kineto_decode.hpp>
+#include <daydream/io/detail/kineto_stream.hpp>
 #include <daydream/io/detail/trace_file.hpp>
 #include <daydream/io/kineto.hpp>
 
@@ -224,6 +225,15 @@ void time_load(benchmark::State& state, const fs::path& p, std::size_t json_byte
   memory_counters(state, before);
 }
 
+/// The size of the JSON text of a trace file (inflated for gzip), read without holding it.
+std::size_t json_size(const fs::path& p) {
+  auto in = dio::detail::trace_reader::open(p);
+  std::vector<char> chunk(std::size_t(1) << 20);
+  std::size_t n = 0;
+  while (const auto k = in.read(chunk.data(), chunk.size())) n += k;
+  return n;
+}
+
 /// load_kineto on a real trace, plain JSON (decompressed once beforehand) or gzip as stored.
 void load_real(benchmark::State& state, const char* rel, bool plain) {
   fs::path p = plain ? plain_copy(rel) : traces / rel;
@@ -231,8 +241,7 @@ void load_real(benchmark::State& state, const char* rel, bool plain) {
     state.SkipWithError("trace not found");
     return;
   }
-  const auto json_bytes = dio::detail::read_trace_file(p).size(); // not held while loading
-  time_load(state, p, json_bytes);
+  time_load(state, p, json_size(p));
 }
 
 /// The JSON pass alone (simdjson On-Demand into event tables), on the plain real trace.
@@ -277,8 +286,8 @@ constexpr const char* mlp_ddp = "hta_mlp_ddp_v100_2rank/df_index_resolver.json.g
 constexpr const char* resnet50 = "hta_resnet50_ddp_v100_ns/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz";
 constexpr const char* dlrm = "param_dlrm_8rank_v100/kineto/worker0_step_12.1694128201545.pt.trace.json";
 
-/// Reading the stored file alone: for a `.gz`, zlib's inflate into the parser's buffer
-/// (what a `.gz` load costs beyond the load of the plain JSON).
+/// Reading the stored file alone, a window at a time as load_kineto reads it: for a
+/// `.gz`, zlib's inflate (what a `.gz` load costs beyond the load of the plain JSON).
 void read_real(benchmark::State& state, const char* rel) {
   const auto p = traces / rel;
   if (!fs::exists(p)) {
@@ -286,16 +295,36 @@ void read_real(benchmark::State& state, const char* rel) {
     return;
   }
   std::size_t bytes = 0;
+  std::vector<char> window(dio::detail::default_window_bytes);
   for (auto _ : state) {
-    auto buf = dio::detail::read_trace_file(p);
-    bytes = buf.size();
-    benchmark::DoNotOptimize(buf.data());
+    auto in = dio::detail::trace_reader::open(p);
+    bytes = 0;
+    while (const auto k = in.read(window.data(), window.size())) bytes += k;
+    benchmark::DoNotOptimize(window.data());
   }
   state.SetBytesProcessed(std::int64_t(state.iterations()) * std::int64_t(bytes));
 }
 
+/// Reading and decoding the plain real trace as load_kineto does (a window at a time,
+/// from the file), without building the graph.
+void stream_real(benchmark::State& state, const char* rel) {
+  auto p = plain_copy(rel);
+  if (p.empty()) {
+    state.SkipWithError("trace not found");
+    return;
+  }
+  for (auto _ : state) {
+    auto in = dio::detail::trace_reader::open(p);
+    dio::detail::decoded_trace d;
+    dio::detail::stream_kineto(in, d);
+    benchmark::DoNotOptimize(d.cpu.size());
+  }
+  state.SetBytesProcessed(std::int64_t(state.iterations()) * std::int64_t(fs::file_size(p)));
+}
+
 BENCHMARK_CAPTURE(read_real, mlp_ddp_54MB_gz, mlp_ddp)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(decode_real, mlp_ddp_54MB, mlp_ddp)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(stream_real, mlp_ddp_54MB, mlp_ddp)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(load_real, mlp_ddp_54MB_json, mlp_ddp, true)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(load_real, mlp_ddp_54MB_gz, mlp_ddp, false)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(load_real, resnet50_15MB_json, resnet50, true)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -309,8 +338,7 @@ BENCHMARK_CAPTURE(load_real, dlrm_rank0_1MB_json, dlrm, true)->Unit(benchmark::k
 ///     python3 scripts/gen_big_trace.py /tmp/big.json
 ///     DAYDREAM_BENCH_TRACE=/tmp/big.json build-bench/bench/daydream_bench_ingest --benchmark_filter=load_file
 void load_file(benchmark::State& state, const fs::path& p) {
-  const auto json_bytes = dio::detail::read_trace_file(p).size(); // not held while loading
-  time_load(state, p, json_bytes);
+  time_load(state, p, json_size(p));
 }
 /// The JSON pass alone on the same file (read into memory first, not timed): the
 /// decode speed load_file is compared with.
@@ -324,9 +352,25 @@ void decode_file(benchmark::State& state, const fs::path& p) {
   }
   state.SetBytesProcessed(std::int64_t(state.iterations()) * std::int64_t(buf.size()));
 }
+/// Reading and decoding the file as load_kineto does, without building the graph.
+void stream_file(benchmark::State& state, const fs::path& p) {
+  std::size_t bytes = 0;
+  for (auto _ : state) {
+    auto in = dio::detail::trace_reader::open(p);
+    dio::detail::decoded_trace d;
+    dio::detail::stream_kineto(in, d);
+    bytes = in.bytes_read();
+    benchmark::DoNotOptimize(d.cpu.size());
+  }
+  state.SetBytesProcessed(std::int64_t(state.iterations()) * std::int64_t(bytes));
+}
 [[maybe_unused]] const bool load_file_registered = [] {
   if (const char* p = std::getenv("DAYDREAM_BENCH_TRACE")) {
     benchmark::RegisterBenchmark("decode_file", decode_file, fs::path(p))
+        ->Iterations(1)
+        ->Unit(benchmark::kSecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark("stream_file", stream_file, fs::path(p))
         ->Iterations(1)
         ->Unit(benchmark::kSecond)
         ->UseRealTime();

@@ -18,6 +18,8 @@
 #include <daydream/strategy/model.hpp>
 #include <daydream/strategy/simulate.hpp>
 #include <daydream/strategy/strategy_spec.hpp>
+#include <daydream/strategy/tree.hpp>
+#include <daydream/strategy/tree_json.hpp>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -25,8 +27,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace strategy_cmd {
@@ -39,7 +44,8 @@ using daydream::passes::format_time;
 struct options {
   std::string trace;
   std::string cluster;                 ///< PRESET or NODESxDEVICES[:key=value,...]
-  std::vector<std::string> strategies; ///< strategy specs
+  std::vector<std::string> strategies; ///< strategy specs, or strategy tree files (FILE.json)
+  bool show_tree = false;              ///< print the model's strategy tree and stop
   bool grid = false;                   ///< every dp x tp x pp x micro for the device count
   std::uint32_t devices = 0;           ///< devices of the grid; 0: the cluster's
   std::string zero = "0", recompute = "none", schedule = "1f1b"; ///< of the grid's strategies
@@ -61,10 +67,13 @@ inline void add_options(CLI::App& app, options& o) {
   app.add_option("--cluster", o.cluster,
                  "the cluster: a preset (" + presets + ", each with an optional :nodes=N) or "
                  "NODESxDEVICES[:nvlink=..,pcie=..,nic=..,mem=..] (4x8:nvlink=300GB/s,nic=100Gbps,mem=32GiB)")
-      ->required();
+      ;
   app.add_option("--strategy", o.strategies,
                  "a strategy (repeatable): dp=..,tp=..,pp=..[,micro=..][,zero=0..3][,recompute=none|blocks]"
-                 "[,schedule=1f1b|gpipe]");
+                 "[,schedule=1f1b|gpipe], or a strategy tree file FILE.json (docs/strategy.md)");
+  app.add_flag("--show-tree", o.show_tree,
+               "print the model's strategy tree (the node names a tree file sets; with --json as JSON) and "
+               "stop; with a tree --strategy, each layer's resolved plan");
   app.add_flag("--grid", o.grid, "also every valid dp x tp x pp x micro for the device count");
   app.add_option("--devices", o.devices, "devices of the --grid strategies (default: the cluster's)");
   app.add_option("--zero", o.zero, "ZeRO stage of the --grid strategies (0-3)")->capture_default_str();
@@ -85,22 +94,168 @@ inline void add_options(CLI::App& app, options& o) {
                  "optimizer state bytes per parameter (Adam with fp32 master weights: 12)")
       ->capture_default_str();
   app.add_option("--timeline", o.timeline,
-                 "write a Chrome trace (Perfetto) of each --strategy and of the best: one process per pipeline "
-                 "stage's device, its queues as tracks");
+                 "write a Chrome trace (Perfetto) of each --strategy and of the best: one process per device, "
+                 "its computation, feature and gradient queues as tracks");
   app.add_flag("--json", o.json, "print one JSON object on stdout");
+}
+
+/// Writes replays of compiled strategies as one Chrome trace (Perfetto): per strategy,
+/// one process per device ("<strategy>: device R (stage K, machine M)") with its queues
+/// as tracks: computation, feature queue (tensor-parallel all-reduces, pipeline sends),
+/// gradient queue (data-parallel reduction, ZeRO's gathers). A communication spans its
+/// queue from its issue to when it is done on the device.
+class strategy_timeline {
+public:
+  strategy_timeline() {
+    w_.begin_object();
+    w_.field("displayTimeUnit", "ns");
+    w_.key("traceEvents").begin_array();
+  }
+  /// Adds replay `r` of `cs`.
+  strategy_timeline& add(const ds::compiled_strategy& cs, const daydream::replay_result& r) {
+    const auto name = cs.name.empty() ? cs.strategy.to_string() : cs.name;
+    const int first = pid_ + 1;
+    for (std::size_t d = 0; d < cs.compute.size(); ++d) {
+      const int pid = ++pid_;
+      meta("process_name", pid, 0,
+           fmt::format("{}: device {} (stage {}, machine {})", name, d, cs.stage_of[d],
+                       cs.hierarchy.machine_of(std::int32_t(d))));
+      w_.begin_object().field("name", "process_sort_index").field("ph", "M").field("pid", pid).field("tid", 0);
+      w_.key("args").begin_object().field("sort_index", pid).end_object().end_object();
+      meta("thread_name", pid, 1, "computation");
+      meta("thread_name", pid, 2, "feature queue");
+      meta("thread_name", pid, 3, "gradient queue");
+    }
+    for (auto& sp : ds::device_spans(cs, r)) {
+      w_.begin_object();
+      w_.field("name", cs.g.name(sp.task)).field("cat", sp.track == 0 ? "computation" : "communication");
+      w_.field("ph", "X");
+      w_.key("ts").raw(daydream::io::format_us(sp.start));
+      w_.key("dur").raw(daydream::io::format_us(sp.end - sp.start));
+      w_.field("pid", first + int(sp.device)).field("tid", int(sp.track) + 1);
+      w_.key("args").begin_object();
+      w_.field("layer", cs.g.layer(sp.task)).field("phase", daydream::to_string(cs.g.phase_of(sp.task)));
+      w_.end_object().end_object();
+    }
+    return *this;
+  }
+  /// Processes written so far (devices of every strategy added).
+  int processes() const noexcept { return pid_; }
+  /// The finished document.
+  std::string str() const {
+    daydream::io::json_writer done = w_;
+    done.end_array().end_object();
+    return done.take();
+  }
+  /// Writes it to `path`; throws daydream::error if the file can't be written.
+  void save(const std::string& path) const {
+    std::ofstream f(path, std::ios::binary);
+    const auto s = str();
+    f.write(s.data(), std::streamsize(s.size()));
+    if (!f) throw daydream::error("daydream strategy: cannot write timeline to '" + path + "'");
+  }
+
+private:
+  void meta(std::string_view what, int pid, int tid, const std::string& name) {
+    w_.begin_object().field("name", what).field("ph", "M").field("pid", pid).field("tid", tid);
+    w_.key("args").begin_object().field("name", name).end_object().end_object();
+  }
+  daydream::io::json_writer w_;
+  int pid_ = 0;
+};
+
+/// Whether a --strategy names a tree file rather than a spec: it ends in .json or is a file.
+inline bool is_tree_file(const std::string& s) {
+  std::error_code ec;
+  return s.ends_with(".json") || std::filesystem::is_regular_file(s, ec);
+}
+
+/// The model's strategy tree under the trace's module hierarchy.
+inline ds::strategy_tree model_tree(const ds::model_profile& m, const daydream::io::kineto_trace& t) {
+  std::vector<std::string> names;
+  std::vector<std::int32_t> parents;
+  for (auto& n : t.modules) {
+    names.push_back(n.name);
+    parents.push_back(n.parent);
+  }
+  return ds::strategy_tree::build(m, names, parents);
+}
+
+/// Prints `t` (with the plan of each layer when `plans` is not empty) as an indented list.
+inline void print_tree(std::FILE* out, const ds::strategy_tree& t, const ds::model_profile& m,
+                       const std::vector<ds::resolved_layer>& plans) {
+  auto walk = [&](auto&& self, std::uint32_t i, int depth) -> void {
+    const auto& n = t.nodes()[i];
+    std::string line(std::size_t(2 * depth), ' ');
+    line += n.name;
+    if (n.layer >= 0) {
+      const auto& l = m.layers[std::size_t(n.layer)];
+      line += fmt::format("  [layer {}: forward {}, backward {}, parameters {}{}]", n.layer,
+                          format_time(l.forward()), format_time(l.backward()), format_bytes(double(l.param_bytes)),
+                          l.splits() ? "" : ", no tensor-parallel work");
+      if (!plans.empty()) {
+        const auto& p = plans[std::size_t(n.layer)];
+        std::string comm;
+        auto add = [&](bool on, const char* what) { if (on) comm += std::string(comm.empty() ? "" : ", ") + what; };
+        add(p.fwd_all_reduce, "fwd all-reduce");
+        add(p.fwd_all_gather, "fwd all-gather");
+        add(p.bwd_all_reduce, "bwd all-reduce");
+        add(p.bwd_all_gather, "bwd all-gather");
+        line += fmt::format(" -> {}{}{}{}", ds::to_string(p.part), comm.empty() ? "" : " (" + comm + ")",
+                            p.recompute ? ", recompute" : "",
+                            p.stage >= 0 ? ", stage " + std::to_string(p.stage) : "");
+      }
+    }
+    auto& c = n.config;
+    if (c.part) line += fmt::format("  partition={}", ds::to_string(*c.part));
+    if (c.recompute) line += fmt::format("  recompute={}", *c.recompute);
+    if (c.stage) line += fmt::format("  stage={}", *c.stage);
+    fmt::print(out, "{}\n", line);
+    for (auto ch : n.children) self(self, ch, depth + 1);
+  };
+  walk(walk, 0, 0);
+}
+
+/// Writes `t` as JSON: nested nodes with name, path, layer and children.
+inline void write_tree(daydream::io::json_writer& w, const ds::strategy_tree& t, const ds::model_profile& m,
+                       const std::vector<ds::resolved_layer>& plans) {
+  auto walk = [&](auto&& self, std::uint32_t i) -> void {
+    const auto& n = t.nodes()[i];
+    w.begin_object();
+    w.field("name", n.name).field("path", n.path);
+    if (n.layer >= 0) {
+      w.field("layer", n.layer).field("splits", m.layers[std::size_t(n.layer)].splits());
+      if (!plans.empty()) {
+        const auto& p = plans[std::size_t(n.layer)];
+        w.key("plan").begin_object();
+        w.field("partition", ds::to_string(p.part)).field("split", p.split);
+        w.field("fwd_all_reduce", p.fwd_all_reduce).field("fwd_all_gather", p.fwd_all_gather);
+        w.field("bwd_all_reduce", p.bwd_all_reduce).field("bwd_all_gather", p.bwd_all_gather);
+        w.field("recompute", p.recompute).field("stage", p.stage);
+        w.end_object();
+      }
+    }
+    w.key("children").begin_array();
+    for (auto ch : n.children) self(self, ch);
+    w.end_array();
+    w.end_object();
+  };
+  walk(walk, 0);
 }
 
 /// Runs the command: prints the ranking as text or JSON on `out`. Returns the exit status.
 inline int run(const options& o, std::FILE* out) {
-  auto cluster = ds::cluster_spec::parse(o.cluster);
-  if (o.strategies.empty() && !o.grid)
+  if (o.cluster.empty() && !o.show_tree) throw daydream::usage_error("daydream strategy: --cluster is required");
+  auto cluster = ds::cluster_spec::parse(o.cluster.empty() ? "1x1" : o.cluster);
+  if (o.strategies.empty() && !o.grid && !o.show_tree)
     throw daydream::usage_error("daydream strategy: give --strategy SPEC (repeatable) or --grid");
   if (!(o.overlap >= 1)) throw daydream::usage_error("daydream strategy: --overlap must be at least 1");
   if (!(o.batch > 0)) throw daydream::usage_error("daydream strategy: --batch must be positive");
   if (o.global_batch < 0) throw daydream::usage_error("daydream strategy: --global-batch must be positive");
   if (!(o.optimizer_bytes >= 0)) throw daydream::usage_error("daydream strategy: --optimizer-bytes must not be negative");
   std::vector<ds::strategy_spec> specs;
-  for (auto& s : o.strategies) specs.push_back(ds::strategy_spec::parse(s));
+  for (auto& s : o.strategies)
+    if (!is_tree_file(s)) specs.push_back(ds::strategy_spec::parse(s));
   ds::strategy_spec base;
   if (o.grid) {
     base = ds::strategy_spec::parse("zero=" + o.zero + ",recompute=" + o.recompute + ",schedule=" + o.schedule);
@@ -124,6 +279,42 @@ inline int run(const options& o, std::FILE* out) {
   po.model_bytes = model_bytes;
   po.batch = o.batch;
   auto model = ds::profile_model(trace.g, po);
+  // The strategies in command-line order: specs as uniform plans, tree files configured.
+  ds::strategy_tree shown_tree = model_tree(model, trace);
+  std::vector<ds::strategy_plan> plans;
+  for (auto& s : o.strategies) {
+    if (!is_tree_file(s)) {
+      plans.push_back(ds::uniform_plan(ds::strategy_spec::parse(s), model));
+      continue;
+    }
+    auto t = model_tree(model, trace);
+    ds::load_tree_file(t, s);
+    plans.push_back(t.plan(model, t.root_spec.to_string() + "+tree(" +
+                                      std::filesystem::path(s).filename().string() + ")"));
+    shown_tree = t;
+  }
+  if (o.show_tree) {
+    std::vector<ds::resolved_layer> shown_plans;
+    for (std::size_t i = 0; i < plans.size(); ++i)
+      if (is_tree_file(o.strategies[i])) shown_plans = plans[i].layers;
+    if (o.json) {
+      daydream::io::json_writer w(true);
+      w.begin_object();
+      w.field("trace", o.trace).field("iteration", po.iteration).field("layers", model.layers.size());
+      w.field("modules", trace.modules.size()).field("nodes", shown_tree.nodes().size());
+      w.key("tree");
+      write_tree(w, shown_tree, model, shown_plans);
+      w.end_object();
+      std::fputs((w.take() + "\n").c_str(), out);
+      return 0;
+    }
+    fmt::print(out, "daydream strategy: {}, iteration {}: {} layers under {} modules ({})\n", o.trace, po.iteration,
+               model.layers.size(), trace.modules.size(),
+               trace.modules.empty() ? "the trace records no nn.Module events: a flat tree"
+                                     : "nodes named as the trace's nn.Module events");
+    print_tree(out, shown_tree, model, shown_plans);
+    return 0;
+  }
   if (model.param_bytes() == 0)
     throw daydream::error("daydream strategy: " + o.trace +
                           ": the trace carries no gradient sizes (profile with record_shapes=True), so parameter, "
@@ -134,21 +325,21 @@ inline int run(const options& o, std::FILE* out) {
   so.optimizer_bytes_per_param = o.optimizer_bytes;
   if (o.grid)
     for (auto& s : ds::grid(o.devices ? o.devices : cluster.devices(), model, base, so))
-      if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
-  if (specs.empty())
+      if (std::find(specs.begin(), specs.end(), s) == specs.end()) plans.push_back(ds::uniform_plan(s, model));
+  if (plans.empty())
     throw daydream::usage_error(fmt::format("daydream strategy: no valid strategy for {} devices",
                                             o.devices ? o.devices : cluster.devices()));
 
-  for (auto& s : specs) ds::validate(s, cluster, model, so); // on every rank, before any is left waiting
+  for (auto& p : plans) ds::validate(p, cluster, model, so); // on every rank, before any is left waiting
 
   // Under mpirun, rank r simulates strategies r, r + size, ...; rank 0 gathers the figures
   // (written exactly: shortest round-trip decimals) and re-simulates the best to explain it.
   program::mpi_world world;
-  std::vector<ds::evaluation> evals(specs.size());
+  std::vector<ds::evaluation> evals(plans.size());
   std::string mine;
-  for (std::size_t i = 0; i < specs.size(); ++i) {
+  for (std::size_t i = 0; i < plans.size(); ++i) {
     if (int(i % std::size_t(world.size())) != world.rank()) continue;
-    evals[i] = ds::simulate(specs[i], cluster, model, so);
+    evals[i] = ds::simulate(plans[i], cluster, model, so);
     const auto& e = evals[i];
     mine += fmt::format("{} {} {} {} {} {} {} {} {} {}\n", i, e.predicted, e.samples_per_s, e.peak_memory,
                         int(e.oom), e.comm.dp, e.comm.tp, e.comm.pp, e.comm.zero, e.bound);
@@ -167,7 +358,8 @@ inline int run(const options& o, std::FILE* out) {
       f >> i >> e.predicted >> sps >> peak >> oom >> dp >> tp >> pp >> zero;
       std::getline(f >> std::ws, e.bound);
       if (!f.eof() && f.fail()) throw daydream::error("daydream strategy: a rank sent a malformed result: " + line);
-      e.strategy = specs.at(i);
+      e.strategy = plans.at(i).spec;
+      e.name = plans.at(i).name;
       e.samples_per_s = std::strtod(sps.c_str(), nullptr);
       e.peak_memory = std::strtod(peak.c_str(), nullptr);
       e.oom = oom != 0;
@@ -182,23 +374,30 @@ inline int run(const options& o, std::FILE* out) {
   const ds::evaluation* best = nullptr;
   for (auto& e : evals)
     if (!e.oom) { best = &e; break; }
+  auto plan_named = [&](const std::string& name) -> const ds::strategy_plan& {
+    for (auto& p : plans)
+      if (p.name == name) return p;
+    throw daydream::error("daydream strategy: no strategy named " + name);
+  };
   ds::evaluation explained;
   if (best && best->memory.empty()) {
-    explained = ds::simulate(best->strategy, cluster, model, so);
+    explained = ds::simulate(plan_named(best->name), cluster, model, so);
     best = &explained;
   }
   const double single = double(model.iteration);
   if (!o.timeline.empty()) {
-    std::vector<ds::strategy_spec> shown(specs.begin(), specs.begin() + std::ptrdiff_t(o.strategies.size()));
-    if (best && std::find(shown.begin(), shown.end(), best->strategy) == shown.end()) shown.push_back(best->strategy);
-    daydream::io::chrome_trace ct;
+    std::vector<const ds::strategy_plan*> shown;
+    for (std::size_t i = 0; i < o.strategies.size(); ++i) shown.push_back(&plans[i]);
+    if (best && std::none_of(shown.begin(), shown.end(), [&](auto* p) { return p->name == best->name; }))
+      shown.push_back(&plan_named(best->name));
+    strategy_timeline tl;
     daydream::replay_options ro;
     ro.overlap_slowdown = o.overlap;
-    for (auto& s : shown) {
-      auto cs = ds::compile(s, cluster, model, so);
-      ct.add_ranks(s.to_string(), cs.g, daydream::replay(cs.g, daydream::trace_order_policy{}, ro));
+    for (auto* p : shown) {
+      auto cs = ds::compile(*p, cluster, model, so);
+      tl.add(cs, daydream::replay(cs.g, daydream::trace_order_policy{}, ro));
     }
-    ct.save(o.timeline);
+    tl.save(o.timeline);
   }
 
   if (o.json) {
@@ -209,7 +408,7 @@ inline int run(const options& o, std::FILE* out) {
     w.key("strategies").begin_array();
     for (auto& e : evals) {
       w.begin_object();
-      w.field("strategy", e.strategy.to_string()).field("predicted_us", double(e.predicted) / 1e3);
+      w.field("strategy", e.name).field("predicted_us", double(e.predicted) / 1e3);
       w.field("samples_per_s", e.samples_per_s).field("peak_memory_bytes", e.peak_memory).field("oom", e.oom);
       w.key("comm_bytes").begin_object();
       w.field("dp", e.comm.dp).field("tp", e.comm.tp).field("pp", e.comm.pp).field("zero", e.comm.zero);
@@ -218,7 +417,7 @@ inline int run(const options& o, std::FILE* out) {
       w.end_object();
     }
     w.end_array();
-    if (best) w.field("best", best->strategy.to_string());
+    if (best) w.field("best", best->name);
     else w.key("best").null();
     w.key("notes").begin_array();
     for (auto& n : model.notes) w.value(n);
@@ -233,13 +432,13 @@ inline int run(const options& o, std::FILE* out) {
              format_bytes(double(model.param_bytes())), model.gradient_source);
   fmt::print(out, "cluster: {}\n\n", cluster.describe());
   std::size_t width = 40;
-  for (auto& e : evals) width = std::max(width, e.strategy.to_string().size());
+  for (auto& e : evals) width = std::max(width, e.name.size());
   fmt::print(out, "{:>4}  {:<{}} {:>12} {:>12} {:>12} {:>4}  {:>10} {:>10} {:>10} {:>10}\n", "rank", "strategy", width,
              "iteration", "samples/s", "peak memory", "OOM", "dp bytes", "tp bytes", "pp bytes", "zero bytes");
   int rank = 0;
   for (auto& e : evals)
     fmt::print(out, "{:>4}  {:<{}} {:>12} {:>12.1f} {:>12} {:>4}  {:>10} {:>10} {:>10} {:>10}\n", ++rank,
-               e.strategy.to_string(), width, format_time(e.predicted), e.samples_per_s, format_bytes(e.peak_memory),
+               e.name, width, format_time(e.predicted), e.samples_per_s, format_bytes(e.peak_memory),
                e.oom ? "yes" : "no", format_bytes(e.comm.dp), format_bytes(e.comm.tp), format_bytes(e.comm.pp),
                format_bytes(e.comm.zero));
   fmt::print(out, "\n");
@@ -247,13 +446,14 @@ inline int run(const options& o, std::FILE* out) {
     fmt::print(out, "no strategy fits the device memory ({})\n", format_bytes(cluster.memory_bytes));
   } else {
     const auto& e = *best;
-    fmt::print(out, "best that fits: {} on {} devices, {:.1f} samples/s ({:.2f}x one GPU's)\n", e.strategy.to_string(),
+    fmt::print(out, "best that fits: {} on {} devices, {:.1f} samples/s ({:.2f}x one GPU's)\n", e.name,
                e.strategy.devices(), e.samples_per_s,
                e.samples_per_s / (model.batch / (single / 1e9)));
     fmt::print(out, "  bound by: {}\n", e.bound);
-    fmt::print(out, "  busiest stage: compute {}, tensor-parallel all-reduces {}, pipeline bubble {}, "
+    fmt::print(out, "  busiest device {} (stage {}): compute {}, tensor-parallel all-reduces {}, pipeline bubble {}, "
                     "gradient sync not hidden {}, weight update {}, outside the layers {}\n",
-               format_time(e.compute), format_time(e.tp_comm), format_time(e.bubble), format_time(e.dp_exposed),
+               e.busiest_device, e.busiest_device / (e.strategy.dp * e.strategy.tp), format_time(e.compute),
+               format_time(e.tp_comm), format_time(e.bubble), format_time(e.dp_exposed),
                format_time(e.update), format_time(e.other));
     fmt::print(out, "  links: dp {}, tp {}, pp {}\n", e.dp_link.describe(), e.tp_link.describe(),
                e.pp_link.describe());

@@ -14,6 +14,7 @@
 #include <daydream/collective_steps.hpp>
 #include <daydream/config.hpp>
 #include <daydream/dependency.hpp>
+#include <daydream/fine_collective.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/resource.hpp>
@@ -601,31 +602,6 @@ inline link_hierarchy job_link_hierarchy(const job& j, const job_model_options& 
 
 //! @cond DAYDREAM_INTERNAL
 namespace detail {
-// The link resources of the fine level, added to the job graph on first use.
-struct fine_links {
-  std::vector<resource_id> port_out, port_in; // by rank
-  std::map<std::uint32_t, resource_id> nic_out, nic_in; // by machine (or by rank with nic_per_gpu)
-};
-inline resource_id fine_port(graph& g, std::vector<resource_id>& v, std::int32_t rank, const char* what, double bw) {
-  if (v.size() <= std::size_t(rank)) v.resize(std::size_t(rank) + 1, no_resource);
-  auto& r = v[std::size_t(rank)];
-  if (r == no_resource)
-    r = g.add_resource({"rank " + std::to_string(rank) + ": " + what, resource_kind::link, sharing::fair, rank, -1, bw});
-  return r;
-}
-inline resource_id fine_nic(graph& g, std::map<std::uint32_t, resource_id>& v, const link_hierarchy& h,
-                            std::int32_t rank, const char* what, double bw) {
-  const std::uint32_t key = h.nic_per_gpu ? std::uint32_t(rank) : h.machine_of(rank);
-  auto it = v.find(key);
-  if (it != v.end()) return it->second;
-  auto name = h.nic_per_gpu ? "rank " + std::to_string(rank) + ": " + what
-                            : "machine " + std::to_string(key) + ": " + what;
-  // A machine's NIC belongs to no rank (node -1); a GPU's own NIC to its rank.
-  auto r = g.add_resource({std::move(name), resource_kind::link, sharing::fair, h.nic_per_gpu ? rank : -1, -1, bw});
-  v.emplace(key, r);
-  return r;
-}
-
 // The fine level of matched collective `mc` (modelled as `x`, whose barrier exists):
 // its algorithm's transfers among the group's ranks as tasks on link resources. Each
 // transfer is a latency task (no resource) and then, at once, a task on the sender's
@@ -669,65 +645,17 @@ inline void add_fine_collective(job_graph& jg, const job& j, const matched_colle
       step_latency = round_ns(double(calibrated) / double(n));
     }
   }
-  const double bw_scale = o.network_scale > 0 ? o.network_scale : 1.0;
-  const std::string op(to_string(mc.op));
-  const std::string lat_name = op + " step latency", out_name = op + " chunk send", in_name = op + " chunk receive";
-  const time_ns at = g.trace_start(x.barrier);
-  std::vector<std::vector<task_id>> front(p), next(p);
-  std::vector<time_ns> ready(p, 0), ready_next(p, 0);
-  std::vector<std::uint8_t> touched(p, 0);
-  std::vector<task_id> deps;
-  time_ns alone = 0;
-  for (std::size_t a = 0; a < steps.size();) {
-    std::size_t b = a;
-    while (b < steps.size() && steps[b].step == steps[a].step) ++b;
-    std::fill(touched.begin(), touched.end(), std::uint8_t(0));
-    ready_next = ready;
-    for (std::size_t s = a; s < b; ++s) {
-      const auto& tr = steps[s];
-      const auto src = ranks[tr.from], dst = ranks[tr.to];
-      const bool same = h.same_machine(src, dst);
-      const link_spec l = same ? h.intra : h.nic;
-      const time_ns lat = step_latency >= 0 ? step_latency : round_ns(l.latency * factor);
-      const time_ns dur = round_ns(l.transfer_ns(tr.bytes) * factor / bw_scale);
-      deps.assign(front[tr.from].begin(), front[tr.from].end());
-      deps.insert(deps.end(), front[tr.to].begin(), front[tr.to].end());
-      std::sort(deps.begin(), deps.end());
-      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-      if (deps.empty()) deps.push_back(x.barrier);
-      if (lat > 0) {
-        auto lt = g.add(comm_task{.op = mc.op, .bytes = 0, .group_size = p},
-                        {.name = lat_name, .duration = lat, .resource = no_resource, .trace_start = at, .iteration = -1});
-        for (auto d : deps) g.add_dependency(d, lt.id, dep_kind::comm);
-        deps.assign(1, lt.id);
-      }
-      const auto ro = same ? fine_port(g, links.port_out, src, "link out", l.bandwidth)
-                           : fine_nic(g, links.nic_out, h, src, "NIC out", l.bandwidth);
-      const auto ri = same ? fine_port(g, links.port_in, dst, "link in", l.bandwidth)
-                           : fine_nic(g, links.nic_in, h, dst, "NIC in", l.bandwidth);
-      const comm_task chunk{.op = mc.op, .bytes = std::uint64_t(std::llround(tr.bytes)), .group_size = p};
-      auto so = g.add(chunk, {.name = out_name, .duration = dur, .resource = ro, .trace_start = at, .iteration = -1});
-      auto si = g.add(chunk, {.name = in_name, .duration = dur, .resource = ri, .trace_start = at, .iteration = -1});
-      for (auto d : deps) {
-        g.add_dependency(d, so.id, dep_kind::comm);
-        g.add_dependency(d, si.id, dep_kind::comm);
-      }
-      for (auto e : {tr.from, tr.to}) {
-        if (!touched[e]) { next[e].clear(); touched[e] = 1; }
-        next[e].push_back(so.id);
-        next[e].push_back(si.id);
-      }
-      const time_ns end = std::max(ready[tr.from], ready[tr.to]) + lat + dur;
-      ready_next[tr.from] = std::max(ready_next[tr.from], end);
-      ready_next[tr.to] = std::max(ready_next[tr.to], end);
-      alone = std::max(alone, end);
-    }
-    for (std::uint32_t e = 0; e < p; ++e)
-      if (touched[e]) front[e].swap(next[e]);
-    ready.swap(ready_next);
-    x.transfers += b - a;
-    a = b;
-  }
+  fine_transfer_options fo;
+  fo.op = mc.op;
+  fo.time_scale = factor;
+  fo.bandwidth_scale = o.network_scale;
+  fo.step_latency = step_latency;
+  fo.trace_start = g.trace_start(x.barrier);
+  auto built = add_fine_transfers(g, links, h, ranks, steps, std::vector<task_id>(p, x.barrier), fo);
+  x.transfers += built.transfers;
+  const auto alone = built.alone;
+  auto& front = built.last;
+  if (built.transfers == 0) front.assign(p, {}); // nothing to wait for beyond the barrier
   x.transfer = alone;
   for (std::size_t k = 0; k < x.parts.size(); ++k) {
     const auto part = x.parts[k];
@@ -835,7 +763,7 @@ inline job_graph build_job_graph(const job& j, const collective_matching& m, con
   // The collectives.
   const bool fine = o.communication == communication_level::fine;
   link_hierarchy hierarchy;
-  detail::fine_links links;
+  fine_links links;
   job_model_options as_traced; // the fine level scales the transfer as recorded
   if (fine) {
     hierarchy = job_link_hierarchy(j, o);

@@ -120,7 +120,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto& path = scratch_file();
   if (gzip) {
     // Gzip bytes go through load_kineto, the way a user's .json.gz does: file header,
-    // size hint from ISIZE, inflation into the parser's buffer.
+    // size hint from ISIZE, inflation a window at a time.
     write_file(path, bytes);
     (void)outcome([&] { return daydream::io::load_kineto(path); }, path.string());
     return 0;
@@ -129,6 +129,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // DAYDREAM_FUZZ_VERBOSE=1 prints what each input gave, to read a corpus or a reproducer.
   static const bool verbose = std::getenv("DAYDREAM_FUZZ_VERBOSE") != nullptr;
   if (verbose) std::fprintf(stderr, "%s\n", plain.c_str());
+  // The events are decoded a window at a time: a small window (chosen by size, so a
+  // reproducer behaves the same) must load the same trace, or refuse it too (an input
+  // with two faults may be refused for either: the one in the first window read).
+  {
+    daydream::io::ingest_options small;
+    small.window_bytes = 1 + size % 97;
+    const auto windowed =
+        outcome([&] { return daydream::io::parse_kineto(bytes, "fuzz.json", small); }, "fuzz.json");
+    const bool both_refused = windowed.rfind("error", 0) == 0 && plain.rfind("error", 0) == 0;
+    if (windowed != plain && !both_refused) fail("a small window and the default one disagree", plain + " | " + windowed);
+  }
   // For one input in four (chosen by size, so a reproducer behaves the same), the same
   // text compressed must load through the file path with the same result.
   if (size > 0 && size % 4 == 0 && size <= (1u << 16)) {

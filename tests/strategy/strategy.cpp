@@ -6,15 +6,22 @@
 #include <daydream/strategy/simulate.hpp>
 #include <daydream/strategy/strategy_spec.hpp>
 
+#include <daydream/cluster.hpp>
+#include <daydream/collective_steps.hpp>
 #include <daydream/dependency.hpp>
+#include <daydream/fine_collective.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/replay.hpp>
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <set>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace ds = daydream::strategy;
@@ -334,11 +341,14 @@ TEST_CASE("links: a group inside a node uses NVLink, across nodes the NIC shared
   auto across = ds::simulate(ds::strategy_spec::parse("dp=4,tp=8"), c, m);
   CHECK(across.tp_link.name == "NVLink");
   CHECK(across.dp_link.name == "NIC");
-  CHECK(across.dp_link.sharing == 8); // the 8 tp ranks of a node each belong to another dp group
-  CHECK(across.dp_link.link.bandwidth == doctest::Approx(12.5e9 / 8));
+  // The 8 tp ranks of a node each belong to another dp group: their rings cross its NIC at
+  // once, in step, and split it 8 ways (measured in the replay, not assumed).
+  CHECK(across.dp_link.link.bandwidth == doctest::Approx(12.5e9));
+  CHECK(across.dp_link.share == doctest::Approx(1.0 / 8).epsilon(1e-3));
+  CHECK(across.dp_link.resource.find("NIC") != std::string::npos);
   auto pipe = ds::simulate(ds::strategy_spec::parse("tp=8,pp=4,micro=4"), c, m);
   CHECK(pipe.pp_link.name == "NIC");
-  CHECK(pipe.pp_link.sharing == 8);
+  CHECK(pipe.pp_link.share == doctest::Approx(1.0 / 8).epsilon(1e-3));
   // Slower links never make an iteration faster.
   CHECK(across.predicted >= ds::simulate(ds::strategy_spec::parse("dp=4,tp=8"), free_links(4, 8), m).predicted);
 }
@@ -367,4 +377,215 @@ TEST_CASE("the busiest stage's breakdown adds up to the iteration time") {
       CHECK(!e.bound.empty());
     }
   }
+}
+
+namespace {
+
+// Links with given figures: NIC `nic` bytes/s, each GPU's port `intra` bytes/s (NVLink when
+// `nvlink`, else PCIe), `latency` ns on both.
+ds::cluster_spec links(std::uint32_t nodes, std::uint32_t per_node, double nic, double intra, double latency,
+                       bool nvlink = true) {
+  auto c = free_links(nodes, per_node);
+  c.name = "hand";
+  c.links.network = {nic, latency};
+  c.links.nvlink = nvlink ? daydream::link_spec{intra, latency} : daydream::link_spec{0, 0};
+  c.links.pcie = {intra, latency};
+  return c;
+}
+
+// One layer that tensor parallelism leaves whole (no split work): forward f, backward b,
+// `param` bytes of parameters, no update.
+ds::model_profile whole_layer(time_ns f, time_ns b, std::uint64_t param) {
+  ds::model_profile m;
+  ds::layer_profile l;
+  l.name = "whole";
+  l.forward_other = f;
+  l.backward_other = b;
+  l.param_bytes = param;
+  l.output_bytes = 1000;
+  l.stash_bytes = 1000;
+  m.layers.push_back(l);
+  return m;
+}
+
+} // namespace
+
+TEST_CASE("two data-parallel groups crossing one NIC take the max-min fair share of it") {
+  // 1 MB of gradients, a 1 GB/s NIC, 1 us latency. A ring all-reduce of 2 ranks is 2 steps,
+  // each rank sending 0.5 MB to the other: alone 1 us + 0.5 ms per step.
+  auto m = whole_layer(30'000, 70'000, 1'000'000);
+  ds::simulate_options o;
+  o.global_batch = 2; // each replica runs the profiled batch
+  // One group (dp=2, one GPU per machine): nothing shares the NIC.
+  auto one = ds::simulate(ds::strategy_spec::parse("dp=2"), links(2, 1, 1e9, 1e12, 1000), m, o);
+  CHECK(one.predicted == 100'000 + 2 * (1000 + 500'000));
+  CHECK(one.dp_link.name == "NIC");
+  CHECK(one.dp_link.share == doctest::Approx(1.0));
+  // Two groups (dp=2, tp=2, 2 GPUs per machine): ranks {0, 2} and {1, 3} both send through
+  // machine 0's NIC out (and receive through machine 1's), in step: each transfer gets half
+  // of it, 0.5 MB / 0.5 GB/s = 1 ms per step.
+  auto two = ds::simulate(ds::strategy_spec::parse("dp=2,tp=2"), links(2, 2, 1e9, 1e12, 1000), m, o);
+  CHECK(two.predicted == 100'000 + 2 * (1000 + 1'000'000));
+  CHECK(two.dp_link.name == "NIC");
+  CHECK(two.dp_link.share == doctest::Approx(0.5));
+  CHECK(two.dp_link.load == doctest::Approx(2 * 1'000'000.0 / double(two.predicted)));
+  CHECK(two.bound.find("data-parallel gradient sync over NIC 1 GB/s") != std::string::npos);
+  CHECK(two.tp_link.name == "none");
+}
+
+TEST_CASE("a tensor-parallel group inside a node uses its NVLink or PCIe ports, never a NIC") {
+  // One split layer: forward 400 us, backward 800 us over tp=4; its 4 MB output all-reduced
+  // after each in a ring of 4: 6 steps of 1 MB over 1 GB/s ports (1 ms) plus 2 us latency.
+  ds::model_profile m;
+  ds::layer_profile l;
+  l.name = "gemm";
+  l.forward_split = 400'000;
+  l.backward_split = 800'000;
+  l.param_bytes = 4000;
+  l.output_bytes = 4'000'000;
+  l.stash_bytes = 1000;
+  m.layers.push_back(l);
+  ds::simulate_options o;
+  o.global_batch = 1;
+  for (bool nvlink : {true, false}) {
+    CAPTURE(nvlink);
+    auto c = links(2, 4, 1e6, 1e9, 2000, nvlink);
+    auto s = ds::strategy_spec::parse("tp=4");
+    auto cs = ds::compile(s, c, m, o);
+    CHECK(cs.links.nic_out.empty());
+    CHECK(cs.links.nic_in.empty());
+    CHECK(cs.compute.size() == 4);
+    auto e = ds::simulate(s, c, m, o);
+    CHECK(e.predicted == 100'000 + 200'000 + 2 * 6 * (2000 + 1'000'000));
+    CHECK(e.tp_link.name == (nvlink ? "NVLink" : "PCIe"));
+    CHECK(e.tp_link.share == doctest::Approx(1.0));
+    CHECK(e.dp_link.name == "none");
+    CHECK(e.pp_link.name == "none");
+    CHECK(e.tp_comm == 2 * 6 * (2000 + 1'000'000));
+  }
+}
+
+TEST_CASE("symmetric devices of a strategy run identical timelines") {
+  auto m = uniform_model(8, 2'000'000, 1 << 20, 1 << 20);
+  auto c = ds::cluster_spec::parse("2x8:nvlink=150GB/s,nic=25Gbps");
+  for (std::string spec : {"dp=4,tp=2,pp=2,micro=4", "dp=8,tp=2,zero=3", "dp=2,tp=2,pp=4,micro=8,schedule=gpipe"}) {
+    CAPTURE(spec);
+    ds::simulate_options o;
+    o.overlap_slowdown = 1.2;
+    auto s = ds::strategy_spec::parse(spec);
+    auto cs = ds::compile(s, c, m, o);
+    REQUIRE(cs.compute.size() == s.devices());
+    daydream::replay_options ro;
+    ro.overlap_slowdown = o.overlap_slowdown;
+    auto r = daydream::replay(cs.g, daydream::trace_order_policy{}, ro);
+    auto spans = ds::device_spans(cs, r);
+    // By device: its spans (track, start, end), in order.
+    std::vector<std::vector<std::tuple<int, time_ns, time_ns>>> by(s.devices());
+    for (auto& sp : spans) by[sp.device].emplace_back(sp.track, sp.start, sp.end);
+    const std::uint32_t per_stage = s.dp * s.tp;
+    // Tensor-parallel partners are always alike. With the data-parallel rings inside a
+    // machine every device of a stage is; with them across the 2 machines (dp=8), device d
+    // and device d + 8 are (the ring maps onto itself, machine 0 onto machine 1).
+    const bool whole_stage = s.dp * s.tp <= 8 && per_stage * 2 <= 16;
+    for (std::uint32_t d = 0; d < s.devices(); ++d) {
+      CAPTURE(d);
+      CHECK(!by[d].empty());
+      CHECK(cs.stage_of[d] == d / per_stage);
+      CHECK(by[d] == by[d - d % s.tp]);
+      if (whole_stage) CHECK(by[d] == by[cs.stage_of[d] * per_stage]);
+      else CHECK(by[d] == by[(d + 8) % 16]);
+    }
+  }
+}
+
+TEST_CASE("the strategy's graph holds every device: one computation stream and two queues each") {
+  auto m = uniform_model(4, 1'000'000, 1000, 1000);
+  auto c = ds::cluster_spec::parse("2x8:nvlink=150GB/s,nic=25Gbps");
+  auto s = ds::strategy_spec::parse("dp=2,tp=2,pp=2,micro=2,zero=1");
+  auto cs = ds::compile(s, c, m);
+  REQUIRE(cs.compute.size() == 8);
+  REQUIRE(cs.features.size() == 8);
+  REQUIRE(cs.gradients.size() == 8);
+  for (std::uint32_t d = 0; d < 8; ++d) {
+    CHECK(cs.g.resource_at(cs.compute[d]).node == std::int32_t(d));
+    CHECK(cs.g.resource_at(cs.features[d]).node == std::int32_t(d));
+    CHECK(cs.g.resource_at(cs.gradients[d]).node == std::int32_t(d));
+  }
+  // Per device: 4 tp all-reduces (2 layers x 2 micro-batches) and 2 pipeline sends (or
+  // receives) on its feature queue, forward and backward; a reduce-scatter and a ZeRO
+  // all-gather on its gradient queue.
+  std::vector<int> feat(8, 0), grad(8, 0);
+  for (auto& u : cs.queue_uses) ++(u.queue == ds::device_queue::features ? feat : grad)[u.device];
+  for (std::uint32_t d = 0; d < 8; ++d) {
+    CAPTURE(d);
+    CHECK(feat[d] == 2 * 2 * 2 + 2);
+    CHECK(grad[d] == 2);
+  }
+  auto r = daydream::replay(cs.g);
+  std::set<std::pair<std::uint32_t, int>> tracks;
+  for (auto& sp : ds::device_spans(cs, r)) {
+    CHECK(sp.end >= sp.start);
+    tracks.emplace(sp.device, sp.track);
+  }
+  CHECK(tracks.size() == 8 * 3);
+}
+
+TEST_CASE("a pipelined ring alone takes exactly the step-by-step ring's time, on any placement") {
+  // Random rings over 2 machines x 4 GPUs with links whose latencies and per-step transfer
+  // times are whole nanoseconds (so that rounding per step and per hop agree).
+  daydream::cluster c;
+  c.machines = 2;
+  c.workers_per_machine = 4;
+  c.network = {1e9, 3000};
+  c.nvlink = {1e10, 700};
+  const auto h = daydream::link_hierarchy::of(c, 8);
+  std::uint32_t seed = 12345;
+  auto next = [&] { return seed = seed * 1664525u + 1013904223u; };
+  for (int trial = 0; trial < 40; ++trial) {
+    const std::uint32_t p = 2 + next() % 7;
+    std::vector<std::int32_t> ranks;
+    for (std::int32_t r = 0; r < 8; ++r) ranks.push_back(r);
+    for (std::uint32_t i = 7; i > 0; --i) std::swap(ranks[i], ranks[next() % (i + 1)]);
+    ranks.resize(p);
+    std::sort(ranks.begin(), ranks.end());
+    const double bytes = double(p) * 1000.0 * (1 + next() % 50); // chunk: whole microseconds on the NIC
+    for (auto op : {daydream::comm_op::all_reduce, daydream::comm_op::reduce_scatter, daydream::comm_op::all_gather}) {
+      CAPTURE(trial);
+      CAPTURE(p);
+      const auto ring = ds::pipelined_ring(op, bytes, p);
+      CHECK(ring.transfers.size() == p);
+      daydream::graph g;
+      daydream::fine_links links;
+      daydream::fine_transfer_options fo;
+      fo.op = op;
+      fo.latency_count = ring.steps;
+      auto built = daydream::add_fine_transfers(g, links, h, ranks, ring.transfers,
+                                                std::vector<task_id>(p, daydream::no_task), fo);
+      const auto stepwise = daydream::uncontended_time(op, bytes, ranks, h);
+      CHECK(built.alone == stepwise);
+      CHECK(daydream::replay(g).makespan == stepwise); // alone: no hop shares a link
+    }
+  }
+}
+
+TEST_CASE("add_fine_transfers: each participant's first transfer waits for its own start") {
+  daydream::cluster c;
+  c.machines = 1;
+  c.workers_per_machine = 2;
+  c.nvlink = {1e9, 0};
+  const auto h = daydream::link_hierarchy::of(c, 2);
+  daydream::graph g;
+  auto r = g.add_resource({"wait", daydream::resource_kind::other});
+  auto late = g.add(daydream::cpu_task{}, {.name = "late", .duration = 5000, .resource = r}).id;
+  daydream::fine_links links;
+  // A 2-rank ring all-reduce step by step: 2 steps of 500 bytes each way, 500 ns each.
+  auto steps = daydream::collective_transfers(daydream::comm_op::all_reduce, 1000, 2);
+  auto built = daydream::add_fine_transfers(g, links, h, {0, 1}, steps, {daydream::no_task, late});
+  CHECK(built.transfers == 4);
+  CHECK(built.alone == 1000);
+  CHECK(built.last.size() == 2);
+  auto rr = daydream::replay(g);
+  CHECK(rr.makespan == 5000 + 1000); // rank 1 starts late, and the first step needs both ends
+  CHECK(links.port_out.size() == 2);
+  CHECK(links.nic_out.empty());
 }

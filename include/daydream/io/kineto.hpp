@@ -7,6 +7,8 @@
 #include <daydream/graph.hpp>
 #include <daydream/io/detail/kineto_build.hpp>
 #include <daydream/io/detail/kineto_decode.hpp>
+#include <daydream/io/detail/kineto_modules.hpp>
+#include <daydream/io/detail/kineto_stream.hpp>
 #include <daydream/io/detail/trace_file.hpp>
 #include <daydream/remove.hpp>
 #include <daydream/task.hpp>
@@ -66,6 +68,11 @@ struct ingest_options {
   bool infer_event_waits = true;
   /// At most this many warnings are kept in the report (the rest are counted).
   std::size_t max_warnings = 32;
+  /// Bytes of `traceEvents` text decoded at once (0: 4 MiB). The trace is read and
+  /// decoded a window at a time, so memory holds one window and its index, not the
+  /// file; an event larger than the window widens it. The graph is the same whatever
+  /// the size (docs/ingest.md, "Streaming").
+  std::size_t window_bytes = 0;
 };
 
 /// What happened to every event of the trace: `in_graph + sum(ignored) == events`.
@@ -135,6 +142,9 @@ struct kineto_trace {
   ingest_report report;                   ///< what happened to every event
   std::vector<iteration_info> iterations; ///< in trace order
   trace_info info;                        ///< file and job metadata
+  /// The model's module hierarchy from the `nn.Module:` events (io::module_node), parents
+  /// first; empty when the trace records none.
+  std::vector<module_node> modules;
 
   /// The trace's own duration of iteration `iteration`, -1 if there is no such
   /// iteration: ProfilerStep#N's `dur`, or the span of an optimizer-step iteration; for
@@ -222,18 +232,8 @@ inline build_settings settings_of(const ingest_options& o) {
   return s;
 }
 
-inline kineto_trace ingest(const padded_buffer& file, std::string_view source, const ingest_options& opt) {
-  // An array of events left open (Chrome's JSON Array Format allows it) is read closed.
-  padded_buffer closed;
-  if (padded_buffer::lacks_closing_bracket(file.view())) closed = padded_buffer::closed_array(file.view());
-  const padded_buffer& buf = closed.size() ? closed : file;
-  decoded_trace d;
-  {
-    // The parser's structural index and string buffer (about as large as the JSON) go
-    // before the graph is built: the tables point into the file and d.unescaped only.
-    simdjson::ondemand::parser parser;
-    decode_kineto(parser, buf.padded(), source, d, file.size());
-  }
+/// Builds the trace from its decoded tables (whose strings live in d.strings).
+inline kineto_trace ingest(decoded_trace& d, std::string_view source, const ingest_options& opt) {
   build_output b;
   build_graph(d, settings_of(opt), b);
   kineto_trace t;
@@ -260,7 +260,16 @@ inline kineto_trace ingest(const padded_buffer& file, std::string_view source, c
   for (auto& e : d.gpu)
     (e.cat == ecat::kernel ? t.info.kernels : e.cat == ecat::memset ? t.info.memsets : t.info.copies) += 1;
   t.info.cpu_events = d.cpu.size();
+  t.modules = collect_modules(d);
   return t;
+}
+
+/// Decodes the trace `in` window by window (the text is never held whole; an array of
+/// events left open, which Chrome's JSON Array Format allows, is read closed) and builds it.
+inline kineto_trace ingest(trace_reader& in, const ingest_options& opt) {
+  decoded_trace d;
+  stream_kineto(in, d, opt.window_bytes); // the parser and the window go before the graph is built
+  return ingest(d, in.name(), opt);
 }
 } // namespace detail
 //! @endcond
@@ -280,20 +289,20 @@ inline kineto_trace ingest(const padded_buffer& file, std::string_view source, c
 inline kineto_trace parse_kineto(std::string_view json, std::string_view source_name,
                                  const ingest_options& options = {}) {
   if (json.empty()) throw error("daydream: " + std::string(source_name) + ": empty file");
-  auto buf = detail::padded_buffer::copy_of(json);
-  return detail::ingest(buf, source_name, options);
+  auto in = detail::trace_reader::of_memory(json, source_name);
+  return detail::ingest(in, options);
 }
 
 /// Loads a Kineto trace file, plain JSON or gzip (recognised by its magic bytes, not its
-/// name; a `.gz` that is not gzip is refused), decompressed into a single buffer that the
-/// parser reads in place. Throws daydream::error as parse_kineto does, and for files that
+/// name; a `.gz` that is not gzip is refused), read (and inflated) a window at a time:
+/// the text is never held whole, so a trace larger than memory loads. Throws daydream::error as parse_kineto does, and for files that
 /// cannot be read, are empty or hold corrupt or truncated gzip data.
 ///
 ///     auto t = daydream::io::load_kineto("worker0_step_12.pt.trace.json");
 ///     std::cout << t.report.in_graph << " of " << t.report.events << " events in the graph\n";
 inline kineto_trace load_kineto(const std::filesystem::path& file, const ingest_options& options = {}) {
-  auto buf = detail::read_trace_file(file);
-  return detail::ingest(buf, file.string(), options);
+  auto in = detail::trace_reader::open(file);
+  return detail::ingest(in, options);
 }
 
 /// Loads several trace files at once (a job's rank traces), one task per file on

@@ -144,15 +144,72 @@ inline std::string_view type_name(json_type t) noexcept {
   return "?";
 }
 
-/// The decoder: owns nothing but the parse state; results go to `out`.
+/// The decoder: owns nothing but the parse state; results go to `out`. It reads either a
+/// whole document (run) or, when the trace is streamed, the windows of `traceEvents`
+/// (window) and then the rest of the document with that array left empty (run again).
 class kineto_decoder {
 public:
-  kineto_decoder(std::string_view source, const char* base, std::size_t size, decoded_trace& out)
-      : source_(source), base_(base), doc_size_(size), out_(out) {}
+  /// `input_size`: the size of the input as the user has it, named as its end in errors.
+  kineto_decoder(std::string_view source, decoded_trace& out, std::size_t input_size)
+      : source_(source), input_size_(input_size), out_(out) {}
 
-  /// Decodes a whole document. Throws daydream::error naming the source and the byte
-  /// offset (syntax) or the event index (content).
-  void run(simdjson::ondemand::parser& parser, simdjson::padded_string_view json) {
+  /// The text decoded next: `size` bytes at `base`, whose byte k is byte `shift + k` of
+  /// the input, except that the `gap_len` bytes of the input after text byte `gap_at`
+  /// are not in the text (the events of a streamed traceEvents array).
+  void set_text(const char* base, std::size_t size, std::int64_t shift = 0,
+                std::size_t gap_at = std::size_t(-1), std::size_t gap_len = 0) noexcept {
+    base_ = base;
+    doc_size_ = size;
+    shift_ = shift;
+    gap_at_ = gap_at;
+    gap_len_ = gap_len;
+  }
+
+  /// Sets the size of the input, named as its end in errors.
+  void set_input_size(std::size_t n) noexcept { input_size_ = n; }
+
+  /// Reserves the event tables for an input of `bytes` bytes of JSON.
+  void reserve_for(std::size_t bytes) {
+    // Kineto events average 200-300 bytes: reserve for the common categories up front.
+    const std::size_t guess = bytes / 400;
+    out_.cpu.reserve(guess);
+    out_.gpu.reserve(guess / 4);
+    out_.flows.reserve(guess / 2);
+  }
+
+  /// Events decoded so far.
+  std::size_t events_seen() const noexcept { return index_; }
+
+  /// Decodes one window of a streamed traceEvents array: `json` is `[` followed by whole
+  /// events and `]` (set_text names where its bytes are in the input).
+  void window(simdjson::ondemand::parser& parser, simdjson::padded_string_view json) {
+    simdjson::ondemand::document doc;
+    if (auto err = parser.iterate(json).get(doc)) syntax(err, nullptr);
+    simdjson::ondemand::array arr;
+    if (auto err = doc.get_array().get(arr)) syntax(err, &doc);
+    events(arr, doc);
+    out_.events = index_;
+  }
+
+  /// Reports a syntax error `err` found outside simdjson at input byte `at`, in the
+  /// current event when `in_event`.
+  [[noreturn]] void syntax_at(simdjson::error_code err, std::size_t at, bool in_event) {
+    in_event_ = in_event;
+    std::string what = simdjson::error_message(err);
+    if (err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || err == simdjson::UNCLOSED_STRING) {
+      throw error("daydream: " + std::string(source_) + ": byte " + std::to_string(input_size_) +
+                  " (the end of the input): JSON syntax error: " + what + " (is the file truncated?)");
+    }
+    std::string where = "byte " + std::to_string(at);
+    if (in_event_) where += " (in event #" + std::to_string(index_) + ")";
+    throw error("daydream: " + std::string(source_) + ": " + where + ": JSON syntax error: " + what);
+  }
+
+  /// Decodes a whole document; with `streamed`, its traceEvents array (or, for the
+  /// array form, the document) was decoded window by window and is empty here. Throws
+  /// daydream::error naming the source and the byte offset (syntax) or the event index
+  /// (content).
+  void run(simdjson::ondemand::parser& parser, simdjson::padded_string_view json, bool streamed = false) {
     using namespace simdjson;
     ondemand::document doc;
     if (auto err = parser.iterate(json).get(doc)) syntax(err, nullptr);
@@ -163,7 +220,8 @@ public:
       // events themselves, with no metadata around them.
       ondemand::array arr;
       if (auto err = doc.get_array().get(arr)) syntax(err, &doc);
-      events(arr, doc);
+      if (!streamed) events(arr, doc);
+      out_.events = index_;
       return;
     }
     if (top != json_type::object)
@@ -187,7 +245,8 @@ public:
           fail_doc("\"traceEvents\" is " + std::string(type_name(t)) + ", not an array");
         ondemand::array arr;
         if (auto err = v.get_array().get(arr)) syntax(err, &doc);
-        events(arr, doc);
+        if (!streamed) events(arr, doc); // else decoded already, and empty here
+        streamed = false;                // a second one is refused above
       } else if (key == "distributedInfo") {
         json_type t;
         if (!v.type().get(t) && t == json_type::object) distributed(v, doc);
@@ -197,11 +256,17 @@ public:
       }
     }
     if (!seen_events) fail_doc("no \"traceEvents\" array (is this a Kineto / PyTorch profiler trace?)");
+    out_.events = index_;
   }
 
 private:
+  /// The input byte of text byte `k`.
+  std::size_t input_byte(std::size_t k) const noexcept {
+    if (k > gap_at_) k += gap_len_;
+    return static_cast<std::size_t>(static_cast<std::int64_t>(k) + shift_);
+  }
   std::string offset(const char* loc) const {
-    return loc ? std::to_string(loc - base_) : std::string("?");
+    return loc ? std::to_string(input_byte(static_cast<std::size_t>(loc - base_))) : std::string("?");
   }
   [[noreturn]] void syntax(simdjson::error_code err, simdjson::ondemand::document* doc) const {
     const char* loc = nullptr;
@@ -210,9 +275,9 @@ private:
     // These are found before any value is read (no location yet, or the document's
     // start): the place to name is the end of the input, or the first bad byte.
     if (err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || err == simdjson::UNCLOSED_STRING)
-      where = "byte " + std::to_string(doc_size_) + " (the end of the input)";
+      where = "byte " + std::to_string(input_size_) + " (the end of the input)";
     else if (err == simdjson::UTF8_ERROR)
-      where = "byte " + std::to_string(first_invalid_utf8({base_, doc_size_}));
+      where = "byte " + std::to_string(input_byte(first_invalid_utf8({base_, doc_size_})));
     std::string what = simdjson::error_message(err);
     const char first = first_byte({base_, doc_size_});
     if (first != 0 && std::string_view("{[\"-0123456789tfn").find(first) == std::string_view::npos) {
@@ -308,9 +373,9 @@ private:
     return false;
   }
 
-  /// Reads a string value into a view that outlives the parser: the JSON text between
-  /// its quotes when it has no escapes (the common case, no copy), else simdjson's
-  /// unescaped copy kept in the output's `unescaped`.
+  /// Reads a string value into a view valid while the current event is decoded: the
+  /// JSON text between its quotes when it has no escapes (the common case, no copy),
+  /// else simdjson's unescaped copy. What the tables keep goes through keep().
   simdjson::error_code get_text(simdjson::ondemand::value& v, std::string_view& out) {
     const std::string_view tok = trim(v.raw_json_token());
     if (tok.size() >= 2 && tok.front() == '"' && tok.back() == '"' &&
@@ -320,7 +385,7 @@ private:
     }
     std::string_view s;
     if (auto err = v.get_string().get(s)) return err;
-    out = out_.unescaped.emplace_back(s);
+    out = s;
     return simdjson::SUCCESS;
   }
 
@@ -477,11 +542,14 @@ private:
     if (t != json_type::object) fail_event("field 'args' must be an object, not " + std::string(type_name(t)));
   }
 
+  /// The pooled copy of a string the tables keep.
+  std::string_view keep(std::string_view s) { return out_.strings.intern(s); }
+
   std::int64_t string_id(std::string_view s) {
     auto it = string_ids_.find(s);
     if (it != string_ids_.end()) return it->second;
     std::int64_t id = std::numeric_limits<std::int64_t>::min() / 2 + std::int64_t(string_ids_.size());
-    string_ids_.emplace(s, id);
+    string_ids_.emplace(keep(s), id);
     return id;
   }
   std::int64_t id_of(const id_value& v) { return v.is_string ? string_id(v.str) : v.num; }
@@ -492,7 +560,7 @@ private:
     auto [it, fresh] = thread_index_.try_emplace(k, static_cast<std::uint32_t>(out_.threads.size()));
     if (fresh) {
       out_.threads.push_back(k);
-      out_.thread_labels.push_back({e.pid.present ? e.pid.text : "0", e.tid.present ? e.tid.text : "0"});
+      out_.thread_labels.push_back({e.pid.present ? keep(e.pid.text) : "0", e.tid.present ? keep(e.tid.text) : "0"});
     }
     have_last_ = true;
     last_key_ = k;
@@ -519,18 +587,12 @@ private:
     if (e.input_dims.empty() && e.collective.empty() && e.in_nelems < 0 && e.out_nelems < 0 &&
         e.group_size < 0 && e.dtype.empty() && e.pg_name.empty() && e.pg_ranks.empty())
       return no_index;
-    out_.metas.push_back({e.input_dims, e.input_types, e.collective, e.dtype, e.in_nelems,
-                          e.out_nelems, e.group_size, e.pg_name, e.pg_ranks});
+    out_.metas.push_back({keep(e.input_dims), keep(e.input_types), keep(e.collective), keep(e.dtype),
+                          e.in_nelems, e.out_nelems, e.group_size, keep(e.pg_name), keep(e.pg_ranks)});
     return static_cast<std::uint32_t>(out_.metas.size() - 1);
   }
 
   void events(simdjson::ondemand::array& arr, simdjson::ondemand::document& doc) {
-    index_ = 0;
-    // Kineto events average 200-300 bytes: reserve for the common categories up front.
-    const std::size_t guess = doc_size_ / 400;
-    out_.cpu.reserve(guess);
-    out_.gpu.reserve(guess / 4);
-    out_.flows.reserve(guess / 2);
     for (auto el_r : arr) {
       in_event_ = true;
       simdjson::ondemand::value el;
@@ -586,7 +648,6 @@ private:
       ++index_;
       in_event_ = false;
     }
-    out_.events = index_;
   }
 
   void classify(raw_event& e, bool has_ts, bool has_dur) {
@@ -605,12 +666,12 @@ private:
       ecat c = classify_category(e.cat);
       if (is_cpu_category(c)) {
         cpu_event ce;
-        ce.ts = ts; ce.dur = dur; ce.name = e.name; ce.index = idx; ce.thread = thread_of(e);
+        ce.ts = ts; ce.dur = dur; ce.name = keep(e.name); ce.index = idx; ce.thread = thread_of(e);
         ce.correlation = e.correlation; ce.seq = e.seq; ce.meta = meta_of(e); ce.cat = c;
         out_.cpu.push_back(ce);
       } else if (is_gpu_category(c)) {
         gpu_event ge;
-        ge.ts = ts; ge.dur = dur; ge.name = e.name; ge.index = idx; ge.cat = c;
+        ge.ts = ts; ge.dur = dur; ge.name = keep(e.name); ge.index = idx; ge.cat = c;
         std::int64_t dev = e.device;
         if (dev < 0) dev = e.pid.present && !e.pid.is_string ? e.pid.num : 0;
         std::int64_t st = e.stream;
@@ -629,7 +690,7 @@ private:
         se.ts = ts; se.dur = dur; se.index = idx; se.correlation = e.correlation;
         se.stream = e.stream; se.wait_stream = e.wait_stream; se.record_correlation = e.wait_record;
         se.device = static_cast<std::int32_t>(e.device >= 0 ? e.device : 0);
-        se.kind = e.sync_kind.empty() ? e.name : e.sync_kind;
+        se.kind = keep(e.sync_kind.empty() ? e.name : e.sync_kind);
         out_.syncs.push_back(se);
       } else if (c == ecat::gpu_annotation) {
         ignore("gpu_user_annotation (the GPU-side span of a CPU annotation)");
@@ -683,9 +744,12 @@ private:
   }
 
   std::string_view source_;
-  const char* base_;
-  std::size_t doc_size_;
+  std::size_t input_size_;
   decoded_trace& out_;
+  const char* base_ = nullptr;
+  std::size_t doc_size_ = 0;
+  std::int64_t shift_ = 0;
+  std::size_t gap_at_ = std::size_t(-1), gap_len_ = 0;
   std::size_t index_ = 0;
   bool in_event_ = false;
   std::unordered_map<std::string_view, std::int64_t> string_ids_;
@@ -697,15 +761,17 @@ private:
 //! @endcond
 
 /// Decodes the Kineto trace in `json` (padded) into `out`. `source` names it in errors.
-/// The string views in `out` point into `json` and into `out.unescaped`: `json` must
-/// outlive `out`'s use; the parser need not (its memory can go before the graph is built).
+/// The string views in `out` point into `out.strings`: neither `json` nor the parser
+/// need outlive `out` (kineto_stream.hpp decodes a file a window at a time).
 /// `input_size` is the size of the input as the user has it, named as its end in errors
 /// (a JSON array left open is decoded with its `]` appended).
 inline void decode_kineto(simdjson::ondemand::parser& parser, simdjson::padded_string_view json,
                           std::string_view source, decoded_trace& out,
                           std::size_t input_size = std::size_t(-1)) {
   if (json.size() == 0) throw error("daydream: " + std::string(source) + ": empty file");
-  kineto_decoder d(source, json.data(), std::min(json.size(), input_size), out);
+  kineto_decoder d(source, out, std::min(json.size(), input_size));
+  d.set_text(json.data(), std::min(json.size(), input_size));
+  d.reserve_for(json.size());
   d.run(parser, json);
 }
 

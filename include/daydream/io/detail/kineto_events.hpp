@@ -7,10 +7,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -96,6 +97,82 @@ struct pidtid_hash {
 };
 //! @endcond
 
+/// The strings the event tables keep (names, argument texts, thread labels), each
+/// stored once: the decoder reads the JSON a window at a time and reuses the window, so
+/// what outlives an event is copied here. Views returned stay valid as long as the pool
+/// lives, also when it is moved (the text lives in chunks that never move).
+class string_pool {
+public:
+  string_pool() = default;
+  string_pool(string_pool&&) noexcept = default;
+  string_pool& operator=(string_pool&&) noexcept = default;
+  /// A copy shares the text (so views taken from either stay valid while either lives)
+  /// and stores what it interns later in chunks of its own.
+  string_pool(const string_pool& o) : chunks_(o.chunks_), bytes_(o.bytes_), used_(o.used_), slots_(o.slots_) {}
+  string_pool& operator=(const string_pool& o) {
+    if (this != &o) *this = string_pool(o);
+    return *this;
+  }
+
+  /// The pooled copy of `s` (the same view for the same text).
+  std::string_view intern(std::string_view s) {
+    if (s.empty()) return {};
+    const std::size_t h = std::hash<std::string_view>{}(s);
+    if (used_ * 2 >= slots_.size()) grow();
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+      auto& e = slots_[i];
+      if (e.text.data() == nullptr) {
+        e = {store(s), h};
+        ++used_;
+        return e.text;
+      }
+      if (e.hash == h && e.text == s) return e.text;
+    }
+  }
+  /// Distinct strings held.
+  std::size_t size() const noexcept { return used_; }
+  /// Bytes of text held (chunks allocated).
+  std::size_t bytes() const noexcept { return bytes_; }
+
+private:
+  struct slot { std::string_view text; std::size_t hash = 0; };
+  std::string_view store(std::string_view s) {
+    if (s.size() > left_) {
+      const std::size_t n = s.size() > chunk / 4 ? s.size() : chunk;
+      chunks_.push_back(std::shared_ptr<char[]>(new char[n]));
+      bytes_ += n;
+      if (n != chunk) { // a long string gets a chunk of its own; the current one goes on
+        std::memcpy(chunks_.back().get(), s.data(), s.size());
+        return {chunks_.back().get(), s.size()};
+      }
+      cur_ = chunks_.back().get();
+      left_ = n;
+    }
+    std::memcpy(cur_, s.data(), s.size());
+    std::string_view out(cur_, s.size());
+    cur_ += s.size();
+    left_ -= s.size();
+    return out;
+  }
+  void grow() {
+    std::vector<slot> old(slots_.empty() ? 256 : slots_.size() * 2);
+    old.swap(slots_);
+    const std::size_t mask = slots_.size() - 1;
+    for (auto& e : old) {
+      if (e.text.data() == nullptr) continue;
+      std::size_t i = e.hash & mask;
+      while (slots_[i].text.data() != nullptr) i = (i + 1) & mask;
+      slots_[i] = e;
+    }
+  }
+  static constexpr std::size_t chunk = 64 * 1024;
+  std::vector<std::shared_ptr<char[]>> chunks_;
+  char* cur_ = nullptr;
+  std::size_t left_ = 0, bytes_ = 0, used_ = 0;
+  std::vector<slot> slots_;
+};
+
 /// No entry (in op_meta and similar side tables).
 inline constexpr std::uint32_t no_index = std::numeric_limits<std::uint32_t>::max();
 
@@ -177,10 +254,9 @@ struct decoded_trace {
   std::vector<std::string> gpus;        ///< deviceProperties names
   std::int32_t rank = -1, world_size = -1;
   std::string backend;
-  /// The strings of the trace that held escapes, unescaped (the other strings are views
-  /// of the JSON text between their quotes): the tables point here, never into the
-  /// parser, which can go once decoding is done. A deque: its elements never move.
-  std::deque<std::string> unescaped;
+  /// Every string the tables above point to (unescaped): never into the JSON text nor
+  /// the parser, which can both go once decoding is done.
+  string_pool strings;
 };
 
 } // namespace daydream::io::detail

@@ -1,4 +1,4 @@
-// Defines io::detail::padded_buffer and read_trace_file: a trace file (plain or gzip) read into one padded buffer.
+// Defines io::detail::padded_buffer and read_trace_file: a trace file (plain or gzip) read into one padded buffer (load_kineto streams instead: kineto_stream.hpp).
 // SPDX-License-Identifier: MIT
 #ifndef DAYDREAM_IO_DETAIL_TRACE_FILE_HPP
 #define DAYDREAM_IO_DETAIL_TRACE_FILE_HPP
@@ -81,28 +81,6 @@ public:
     return b;
   }
 
-  /// A buffer holding `s` closed as a JSON array: `s` without its trailing whitespace
-  /// and one trailing comma, then `]` (see closes_array).
-  static padded_buffer closed_array(std::string_view s) {
-    while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-    if (!s.empty() && s.back() == ',') s.remove_suffix(1);
-    padded_buffer b;
-    b.reserve(s.size() + 1);
-    if (!s.empty()) std::memcpy(b.p_, s.data(), s.size());
-    b.p_[s.size()] = ']';
-    b.set_size(s.size() + 1);
-    return b;
-  }
-
-  /// Whether `s` is a JSON array whose closing bracket is left out, which Chrome's
-  /// JSON Array Format allows (a tracer killed mid-run leaves `[{...},{...},`): its
-  /// first non-whitespace byte is `[` and its last is neither `]` nor empty.
-  static bool lacks_closing_bracket(std::string_view s) noexcept {
-    while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-    while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-    return s.size() > 0 && s.front() == '[' && s.back() != ']';
-  }
-
 #ifdef DAYDREAM_IO_HAVE_MMAP
   /// Maps `size` bytes of the open file `fd` read-only, followed by zeroed padding
   /// (an anonymous mapping reserves the whole range; the file is mapped over its start).
@@ -128,7 +106,6 @@ public:
 #endif
 
 private:
-  static constexpr bool is_space(char c) noexcept { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
   void release() noexcept {
 #ifdef DAYDREAM_IO_HAVE_MMAP
     if (mapped_) { if (p_) ::munmap(p_, cap_); p_ = nullptr; return; }

@@ -19,6 +19,14 @@
 #include <utility>
 #include <vector>
 
+// The per-task step of the pass is inlined where it is called (twice): as a call it
+// costs a fifth of the pass in saved registers.
+#if defined(__GNUC__) || defined(__clang__)
+#  define DAYDREAM_CHAIN_INLINE __attribute__((always_inline))
+#else
+#  define DAYDREAM_CHAIN_INLINE
+#endif
+
 namespace daydream::detail {
 
 /// The working memory of replay_chained, kept per thread between replays as
@@ -250,7 +258,7 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
     return k != no_edge;
   };
   // Task t ended at `e`: its dependents learn it.
-  auto finish = [&](task_id t, time_ns e) {
+  auto finish = [&](task_id t, time_ns e) DAYDREAM_CHAIN_INLINE {
     std::uint64_t kt = ~std::uint64_t(0); // t's key, computed on a tie
     for (auto k = head_out[t]; k != no_edge; k = edges[k].next_out) {
       const edge_rec& x = edges[k];

@@ -610,10 +610,11 @@ TEST_CASE("property: replay_into a reused result gives exactly the fresh result"
       replay_into(small, reused, trace_order_policy{});
       replay_into(g, reused, priority_policy{}, opt);
       same(reused, fresh);
-      // Garbage in every field, more entries than tasks.
+      // Garbage in every field, more entries than tasks: ends later than any real one
+      // (a dependency must bind whatever `end` held), then earlier.
       const std::size_t m = g.id_bound() + 7;
       reused.start.assign(m, 12345);
-      reused.end.assign(m, -7);
+      reused.end.assign(m, time_ns(1) << 40);
       reused.pred.assign(m, 3);
       reused.why.assign(m, binding::resource);
       reused.edge.assign(m, dep_kind::data);
@@ -621,6 +622,10 @@ TEST_CASE("property: replay_into a reused result gives exactly the fresh result"
       reused.makespan = 1;
       reused.peak_memory = -5;
       reused.tasks = 1000;
+      replay_into(g, reused, priority_policy{}, opt);
+      same(reused, fresh);
+      reused.end.assign(m, -7);
+      reused.pred.assign(m, no_task);
       replay_into(g, reused, priority_policy{}, opt);
       same(reused, fresh);
       // The same graph again (the arrays already have its size).

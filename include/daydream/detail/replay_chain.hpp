@@ -19,8 +19,9 @@
 #include <utility>
 #include <vector>
 
-// The per-task step of the pass is inlined where it is called (twice): as a call it
-// costs a fifth of the pass in saved registers.
+// The per-task step of the pass is inlined where it is called (twice): as a call, its
+// prologue, epilogue and reloaded captures took about 13% of the pass's instructions
+// (docs/performance.md, "Against the traversal floor").
 #if defined(__GNUC__) || defined(__clang__)
 #  define DAYDREAM_CHAIN_INLINE __attribute__((always_inline))
 #else
@@ -472,5 +473,7 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
 }
 
 } // namespace daydream::detail
+
+#undef DAYDREAM_CHAIN_INLINE
 
 #endif

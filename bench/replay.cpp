@@ -114,6 +114,24 @@ BENCHMARK(replay_workers)
     ->ArgNames({"tasks", "workers"})
     ->Unit(benchmark::kMillisecond);
 
+// replay_workers into one result reused between iterations (replay_into), as topo_order
+// keeps its buffers: the result arrays are neither allocated nor cleared again.
+void replay_workers_reuse(benchmark::State& state) {
+  const auto& g = workload(std::size_t(state.range(0)), std::uint32_t(state.range(1)));
+  replay_result r;
+  for (auto _ : state) {
+    daydream::replay_into(g, r);
+    benchmark::DoNotOptimize(r.end.data());
+  }
+  set_counters(state, g, g.size());
+  state.counters["resources"] = double(g.resource_count());
+}
+BENCHMARK(replay_workers_reuse)
+    ->ArgsProduct({{1'000'000}, {1, 16, 128, 1024}})
+    ->Args({10'000'000, 1024})
+    ->ArgNames({"tasks", "workers"})
+    ->Unit(benchmark::kMillisecond);
+
 // The floor any replay stands on: Kahn's topological traversal of the same graphs as
 // replay_workers, every live task and every dependency touched once (a counter per task
 // from the core's in-degrees, the out-lists walked as the replay's records are built

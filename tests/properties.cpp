@@ -553,6 +553,90 @@ TEST_CASE("property: the chained replay gives the kernel's and the reference's r
   CHECK(with_barriers > graphs / 20);
 }
 
+TEST_CASE("property: replay_into a reused result gives exactly the fresh result") {
+  // A result reused from a larger graph, from a smaller one and from garbage must come
+  // out of replay_into exactly as replay() returns it, every field: the chained pass
+  // (even seeds: program order, every task takes time) and the event kernel (with the
+  // overlap slowdown, or a graph the pass refuses) both write it in place.
+  std::size_t chained = 0, kernel = 0;
+  auto same = [](const replay_result& got, const replay_result& fresh) {
+    CHECK(got.start == fresh.start);
+    CHECK(got.end == fresh.end);
+    CHECK(got.busy == fresh.busy);
+    CHECK(got.pred == fresh.pred);
+    CHECK(got.why == fresh.why);
+    CHECK(got.edge == fresh.edge);
+    CHECK(got.makespan == fresh.makespan);
+    CHECK(got.peak_memory == fresh.peak_memory);
+    CHECK(got.tasks == fresh.tasks);
+  };
+  for (std::uint64_t seed = 0; seed < graphs; ++seed) {
+    CAPTURE(seed);
+    auto o = shape(seed);
+    const bool chain = seed % 2 == 0;
+    if (chain) o.program_order = true;
+    auto g = random_dag(seed, o);
+    rng r(seed + 31);
+    g.for_each_task([&](task_id t) {
+      if (chain && g.duration(t) == 0) set_duration(g, t, 1);
+      if (r.chance(0.2)) reschedule(g, t, r.between(-2, 2));
+    });
+    if (seed % 7 == 3) { // removed ids are written too
+      std::vector<task_id> gone;
+      g.for_each_task([&](task_id t) {
+        if (r.chance(0.2)) gone.push_back(t);
+      });
+      for (auto t : gone) remove(g, t);
+    }
+    auto big_shape = shape(seed + 1);
+    big_shape.tasks = 120;
+    big_shape.links = 2;
+    const auto big = random_dag(seed + 5000, big_shape);
+    auto small_shape = shape(seed + 2);
+    small_shape.tasks = 2;
+    const auto small = random_dag(seed + 6000, small_shape);
+
+    replay_result probe;
+    if (detail::replay_chained(g.core(), probe)) ++chained;
+    else ++kernel;
+    const replay_options slow{.overlap_slowdown = 1.5};
+    for (const replay_options& opt : {replay_options{}, slow}) {
+      INFO("overlap_slowdown " << opt.overlap_slowdown);
+      const auto fresh = replay(g, priority_policy{}, opt);
+      replay_result reused;
+      replay_into(big, reused, priority_policy{}, opt);
+      CHECK(&replay_into(g, reused, priority_policy{}, opt) == &reused);
+      same(reused, fresh);
+      replay_into(small, reused, trace_order_policy{});
+      replay_into(g, reused, priority_policy{}, opt);
+      same(reused, fresh);
+      // Garbage in every field, more entries than tasks: ends later than any real one
+      // (a dependency must bind whatever `end` held), then earlier.
+      const std::size_t m = g.id_bound() + 7;
+      reused.start.assign(m, 12345);
+      reused.end.assign(m, time_ns(1) << 40);
+      reused.pred.assign(m, 3);
+      reused.why.assign(m, binding::resource);
+      reused.edge.assign(m, dep_kind::data);
+      reused.busy.assign(3, 99);
+      reused.makespan = 1;
+      reused.peak_memory = -5;
+      reused.tasks = 1000;
+      replay_into(g, reused, priority_policy{}, opt);
+      same(reused, fresh);
+      reused.end.assign(m, -7);
+      reused.pred.assign(m, no_task);
+      replay_into(g, reused, priority_policy{}, opt);
+      same(reused, fresh);
+      // The same graph again (the arrays already have its size).
+      replay_into(g, reused, priority_policy{}, opt);
+      same(reused, fresh);
+    }
+  }
+  CHECK(chained > graphs / 4);
+  CHECK(kernel > graphs / 4);
+}
+
 TEST_CASE("chained replay: hand-computed ties, resource waits and memory") {
   // Thread T: a (dur 10, gap 5) -> b (dur 3); stream S: k (dur 10) -> m (dur 4);
   // a -> m (launch), k -> b (sync); c has no resource (dur 2), after a and k.

@@ -19,6 +19,15 @@
 #include <utility>
 #include <vector>
 
+// The per-task step of the pass is inlined where it is called (twice): as a call, its
+// prologue, epilogue and reloaded captures took about 13% of the pass's instructions
+// (docs/performance.md, "Against the traversal floor").
+#if defined(__GNUC__) || defined(__clang__)
+#  define DAYDREAM_CHAIN_INLINE __attribute__((always_inline))
+#else
+#  define DAYDREAM_CHAIN_INLINE
+#endif
+
 namespace daydream::detail {
 
 /// The working memory of replay_chained, kept per thread between replays as
@@ -49,7 +58,8 @@ struct chain_scratch {
 /// resource runs its tasks in an order the dependencies already impose (each task on it
 /// depends directly on the one before it, as program-order and stream-order edges make
 /// a trace's threads and streams) and every live task takes time (duration > 0).
-/// Returns false, leaving `out` unspecified, when the graph is not chained (or has a
+/// Writes the result into `out`, reusing its arrays' memory (see replay_into). Returns
+/// false, leaving `out` valid but unspecified, when the graph is not chained (or has a
 /// cycle, or names a resource that does not exist): replay_flat then runs the
 /// event-driven kernel.
 ///
@@ -81,7 +91,8 @@ struct chain_scratch {
 ///
 /// Cost: O(V + E) plus O(F log F) for F transfers on fair-share resources and
 /// O(M log K) for M tasks with memory on K resources: no event per task and no working
-/// records (the result arrays are the state, with a dependency counter per task).
+/// records (the result arrays are the state, with a dependency counter per task), and no
+/// clearing of the results (each entry is written once).
 inline bool replay_chained(const graph_core& c, replay_result& out) {
   const task_id n = c.id_bound();
   const auto nres = static_cast<std::uint32_t>(c.resources.size());
@@ -94,22 +105,24 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
     ~releaser() { s.release(); }
   } releaser_{s};
 
-  replay_result r;
+  // The results are written in place, every entry of every task once (a removed id
+  // included), so that a caller's result is reused without clearing it: its arrays are
+  // resized, and reallocated only when they are too small.
+  replay_result& r = out;
   r.busy.assign(nres, 0);
-  // The state of the pass lives in the results, zero-filled (a memset each): `end` is
-  // the latest end among the dependencies seen so far until the task runs. Every task
-  // takes time, so an `end` still 0 when a task runs marks a root, and the first
-  // dependency to end always wins the comparison below (its end is at least 1).
-  reserve_advised(r.start, n);
-  reserve_advised(r.end, n);
-  reserve_advised(r.pred, n);
-  reserve_advised(r.why, n);
-  reserve_advised(r.edge, n);
-  r.start.resize(n);
-  r.end.resize(n);
-  r.pred.resize(n);
-  r.why.resize(n);
-  r.edge.resize(n);
+  r.makespan = 0;
+  r.peak_memory = 0;
+  r.tasks = 0;
+  size_for_overwrite(r.start, n);
+  size_for_overwrite(r.end, n);
+  size_for_overwrite(r.pred, n);
+  size_for_overwrite(r.why, n);
+  size_for_overwrite(r.edge, n);
+  // The state of the pass lives in the results: `end` is the latest end among the
+  // dependencies seen so far until the task runs. `wait` counts the dependencies not yet
+  // ended, with the `unseen` bit set until the first of them ends: that one binds the
+  // start whatever `end` holds (so `end` needs no clearing), and a root's `end` is 0.
+  constexpr std::uint32_t unseen = std::uint32_t(1) << 31;
   if (s.wait.capacity() < n) {
     s.wait = {};
     reserve_advised(s.wait, n);
@@ -118,7 +131,7 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
     s.order = {};
     reserve_advised(s.order, n);
   }
-  s.wait.assign(c.n_in.begin(), c.n_in.end());
+  s.wait.resize(n);
   s.order.resize(n);
 
   time_ns* const start = r.start.data();
@@ -246,13 +259,15 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
     return k != no_edge;
   };
   // Task t ended at `e`: its dependents learn it.
-  auto finish = [&](task_id t, time_ns e) {
+  auto finish = [&](task_id t, time_ns e) DAYDREAM_CHAIN_INLINE {
     std::uint64_t kt = ~std::uint64_t(0); // t's key, computed on a tie
     for (auto k = head_out[t]; k != no_edge; k = edges[k].next_out) {
       const edge_rec& x = edges[k];
       const task_id d = x.dst;
       // The last dependency to end binds the start; ties: the first in completion order.
-      bool wins = e > end[d];
+      std::uint32_t w = wait[d];
+      bool wins = (w & unseen) != 0 || e > end[d];
+      w &= ~unseen;
       if (!wins && e == end[d]) {
         const task_id p = pred[d];
         if (duration[t] == 0 || duration[p] == 0) {
@@ -271,20 +286,31 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
         edge[d] = x.kind;
         end[d] = e;
       }
-      if (--wait[d] == 0) ready(d);
+      wait[d] = --w;
+      if (w == 0) ready(d);
     }
   };
 
+  const std::uint32_t* const n_in = c.n_in.data();
+  std::uint32_t too_many = 0; // in-degrees that reach the `unseen` bit: left to the kernel
   for (task_id t = 0; t < n; ++t) {
+    const std::uint32_t deps = n_in[t];
+    too_many |= deps;
+    wait[t] = deps | unseen;
     if (alive[t]) {
       ++r.tasks;
-      if (wait[t] == 0) ready(t);
+      if (deps == 0) {
+        end[t] = 0;
+        ready(t);
+      }
     } else { // a removed id
       start[t] = end[t] = -1;
       pred[t] = no_task;
+      why[t] = binding::none;
       edge[t] = dep_kind::control;
     }
   }
+  if (too_many & unseen) return false;
 
   struct lane {
     time_ns free_at = 0; // end of the last task plus its gap
@@ -443,10 +469,11 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
       for (auto& [at, t] : a) r.peak_memory = std::max(r.peak_memory, sum += mem_delta[t]);
     }
   }
-  out = std::move(r);
   return true;
 }
 
 } // namespace daydream::detail
+
+#undef DAYDREAM_CHAIN_INLINE
 
 #endif

@@ -42,15 +42,24 @@ namespace daydream::detail {
 /// running tasks of the slowed streams of a node are re-timed when its first transfer
 /// starts or its last one ends. `Overlap` says whether there is a slowdown (replay_flat
 /// picks the instance), so that a replay without one pays nothing for it.
+/// The result is written into `r`, whose arrays' memory is reused where it has room (see
+/// replay_into); if the replay throws, `r` is left valid but unspecified.
 template <bool Overlap>
-replay_result replay_flat_impl(const graph_core& c, key_ref key, const replay_options& opt) {
+void replay_flat_impl(const graph_core& c, key_ref key, const replay_options& opt, replay_result& r) {
   using task_rec = replay_scratch::task_rec;
   const task_id n = c.id_bound();
   const auto nres = static_cast<std::uint32_t>(c.resources.size());
   if (nres >= (std::uint32_t(1) << 31)) throw error("daydream: replay: too many resources");
 
-  replay_result r;
   r.busy.assign(nres, 0);
+  r.start.clear();
+  r.end.clear();
+  r.pred.clear();
+  r.why.clear();
+  r.edge.clear();
+  r.makespan = 0;
+  r.peak_memory = 0;
+  r.tasks = 0;
 
   // Overlap slowdown (replay_options): while a task runs on a link of node k, the tasks
   // on the exclusive GPU streams of node k progress `slowdown` times slower. Roles of
@@ -464,11 +473,11 @@ replay_result replay_flat_impl(const graph_core& c, key_ref key, const replay_op
   // their memory at once (it matters for graphs of 10^8 tasks).
   const bool discard = scratch.too_large();
   if (discard) scratch.adj = {};
-  reserve_advised(r.start, n);
-  reserve_advised(r.end, n);
-  reserve_advised(r.pred, n);
-  reserve_advised(r.why, n);
-  reserve_advised(r.edge, n);
+  clear_for_append(r.start, n);
+  clear_for_append(r.end, n);
+  clear_for_append(r.pred, n);
+  clear_for_append(r.why, n);
+  clear_for_append(r.edge, n);
   // A block of records at a time (it stays in cache while each result array takes its
   // field), appended with one size check per block and array.
   constexpr task_id chunk = task_id(1) << 12;
@@ -498,20 +507,36 @@ replay_result replay_flat_impl(const graph_core& c, key_ref key, const replay_op
   }
   std::int64_t sum = 0;
   for (auto t : mem_order) r.peak_memory = std::max(r.peak_memory, sum += c.mem_delta[t]);
+}
+
+/// replay_flat_impl into a fresh result.
+template <bool Overlap>
+replay_result replay_flat_impl(const graph_core& c, key_ref key, const replay_options& opt) {
+  replay_result r;
+  replay_flat_impl<Overlap>(c, key, opt, r);
   return r;
 }
 
 /// The replay: one topological pass when the graph is chained and there is no overlap
 /// slowdown (replay_chained), else the event-driven kernel (replay_flat_impl), compiled
 /// without the overlap slowdown's bookkeeping when replay_options asks for none. Both
-/// give the same results.
-inline replay_result replay_flat(const graph_core& c, key_ref key, const replay_options& opt = {}) {
+/// give the same results, written into `out` (its arrays' memory reused where it has
+/// room; valid but unspecified if the replay throws).
+inline void replay_flat_into(const graph_core& c, key_ref key, const replay_options& opt,
+                             replay_result& out) {
   const double slowdown = opt.overlap_slowdown;
   if (!(slowdown >= 1.0) || !std::isfinite(slowdown))
     throw error("daydream: replay: overlap_slowdown must be a finite factor >= 1");
-  if (slowdown != 1.0) return replay_flat_impl<true>(c, key, opt);
-  if (replay_result r; replay_chained(c, r)) return r;
-  return replay_flat_impl<false>(c, key, opt);
+  if (slowdown != 1.0) return replay_flat_impl<true>(c, key, opt, out);
+  if (replay_chained(c, out)) return;
+  replay_flat_impl<false>(c, key, opt, out);
+}
+
+/// replay_flat_into a fresh result.
+inline replay_result replay_flat(const graph_core& c, key_ref key, const replay_options& opt = {}) {
+  replay_result r;
+  replay_flat_into(c, key, opt, r);
+  return r;
 }
 
 } // namespace daydream::detail

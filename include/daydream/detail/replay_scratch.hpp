@@ -44,6 +44,27 @@ template <class T> void reserve_advised(std::vector<T>& v, std::size_t n) {
   advise_huge_pages(v.data(), n * sizeof(T));
 }
 
+/// Makes `v` hold `n` elements that the caller will overwrite, every one: its memory is
+/// reused when it has room (no allocation; only elements beyond its old size are
+/// value-initialised, as std::vector must), else replaced by `n` fresh elements.
+template <class T> void size_for_overwrite(std::vector<T>& v, std::size_t n) {
+  if (v.capacity() < n) {
+    v = {};
+    reserve_advised(v, n);
+  }
+  v.resize(n);
+}
+
+/// Empties `v` for `n` elements to be appended: its memory is kept when it has room,
+/// else replaced by room for `n` (on huge pages where the system allows).
+template <class T> void clear_for_append(std::vector<T>& v, std::size_t n) {
+  v.clear();
+  if (v.capacity() < n) {
+    v = {};
+    reserve_advised(v, n);
+  }
+}
+
 /// A random-access iterator over f(0), f(1), ...: what append_generated hands insert().
 template <class T, class F> struct generated_iterator {
   using iterator_category = std::random_access_iterator_tag;

@@ -34,6 +34,9 @@ struct accounting_input {
   const task_map& tasks;
   const memory_charges& memory;
   const sync_result& syncs;
+  /// Per flow event: 1 for a launch flow, 0 for a fwdbwd one; read instead of d.flows
+  /// when the builder released that table early (nullptr: read d.flows).
+  const std::vector<std::uint8_t>* flow_is_launch = nullptr;
 };
 
 /// Stage 19: counts every event of the trace as in the graph or ignored by reason, and
@@ -54,11 +57,11 @@ inline std::size_t account(const decoded_trace& d, const accounting_input& in, s
   }
   n += d.gpu.size();
   // Launch and fwdbwd flows.
-  std::vector<std::uint8_t> in_flow(d.flows.size(), 0);
+  const std::size_t flows = in.flow_is_launch ? in.flow_is_launch->size() : d.flows.size();
+  std::vector<std::uint8_t> in_flow(flows, 0);
   for (auto& p : in.links.flow_pair) if (in.tasks.gpu_task[p.op] != no_task) in_flow[p.s] = in_flow[p.f] = 1;
-  for (std::uint32_t i = 0; i < d.flows.size(); ++i) {
-    auto& f = d.flows[i];
-    if (f.cat == ecat::launch_flow) {
+  for (std::uint32_t i = 0; i < flows; ++i) {
+    if (in.flow_is_launch ? (*in.flow_is_launch)[i] != 0 : d.flows[i].cat == ecat::launch_flow) {
       if (in_flow[i]) ++n;
       else if (in.links.flow_state[i] == 2) ++ig["launch flow whose end points match no event"];
       else if (in.links.flow_state[i] == 3) ++ig["launch flow contradicting the correlation id"];

@@ -48,10 +48,12 @@ template <class T> void release(T& v) { T().swap(v); }
 /// (flattened, cut, labelled, merged, then given tasks and waits).
 ///
 /// Memory: each table goes as soon as the last stage that reads it is done, so that the
-/// peak stays near the finished graph: `d`'s flows after stage 5, every stage's result
-/// after the accounting (which runs before the dependencies are committed), and `d`'s
-/// event tables (cpu, gpu, flows, memory, syncs, metas) with them: on return they are
-/// empty; `d`'s other fields (counts, names, string pool) are kept.
+/// peak stays near the finished graph: `d`'s flows after stage 5; the threads' events
+/// and cuts, the layer names and the backward roots after stage 12; the flattened
+/// attributes but the ends after stage 13; every stage's result after the accounting
+/// (which runs before the dependencies are committed), and `d`'s event tables (cpu, gpu,
+/// memory, syncs, metas) with them. On return those tables are empty; `d`'s other
+/// fields (counts, names, string pool) are kept.
 inline void build_graph(decoded_trace& d, const build_settings& s, build_output& out) {
   out.warnings.max = s.max_warnings;
   auto& g = out.g;
@@ -68,13 +70,26 @@ inline void build_graph(decoded_trace& d, const build_settings& s, build_output&
     std::vector<std::uint8_t> flow_is_launch(d.flows.size());
     for (std::size_t i = 0; i < d.flows.size(); ++i) flow_is_launch[i] = d.flows[i].cat == ecat::launch_flow;
     release(d.flows);
-    layer_namer layers(d, flat, backward, g);
-    auto plan = cut_threads(d, threads, links, flat, iterations, layers, s); // 6-12
-    for (auto& th : threads.threads) release(th.cuts);
+    thread_plan plan;
+    {
+      layer_namer layers(d, flat, backward, g);
+      plan = cut_threads(d, threads, links, flat, iterations, layers, s); // 6-12
+    }
+    // Read by the stages up to the cuts and by the layer names only.
+    for (auto& th : threads.threads) {
+      release(th.cuts);
+      release(th.events);
+    }
+    release(flat.top_ordinal);
+    release(backward.forward_of);
     out.begin = plan.mains.begin;
     out.end = plan.mains.end;
     auto tasks = make_tasks(d, threads, links, flat, plan, iterations, g, out.warnings); // 13
     out.unlinked = tasks.unlinked;
+    // The stages after 13 read the flattened events' ends only; accounting, whether each
+    // was represented.
+    const auto cpu_state = cpu_event_states(d, threads, flat, iterations);
+    flat.keep_ends_only();
     set_work_ends(iterations, d, threads, tasks, plan.mains, g);                      // 13b
     auto edges = add_structural_edges(d, threads, links, flat, plan, tasks, s);       // 14
     auto syncs = add_sync_edges(d, threads, links, flat, plan, tasks, s, edges);      // 15
@@ -84,7 +99,7 @@ inline void build_graph(decoded_trace& d, const build_settings& s, build_output&
     out.memory_peak = memory.peak;
     // 19, before 18: it reads the stages' results only, which can then go before the
     // dependencies are added to the graph.
-    out.in_graph = account(d, {threads, flat, iterations, links, backward, tasks, memory, syncs, &flow_is_launch},
+    out.in_graph = account(d, {threads, flat, iterations, links, backward, tasks, memory, syncs, &flow_is_launch, &cpu_state},
                            out.ignored);
     clamped = flat.clamped;
     backpressure = syncs.backpressure;

@@ -234,9 +234,14 @@ inline build_settings settings_of(const ingest_options& o) {
 
 /// Builds the trace from its decoded tables (whose strings live in d.strings).
 inline kineto_trace ingest(decoded_trace& d, std::string_view source, const ingest_options& opt) {
+  kineto_trace t;
+  // From the event tables, which the builder releases as it goes.
+  for (auto& e : d.gpu)
+    (e.cat == ecat::kernel ? t.info.kernels : e.cat == ecat::memset ? t.info.memsets : t.info.copies) += 1;
+  t.info.cpu_events = d.cpu.size();
+  t.modules = collect_modules(d);
   build_output b;
   build_graph(d, settings_of(opt), b);
-  kineto_trace t;
   t.g = std::move(b.g);
   t.report.events = d.events;
   t.report.in_graph = b.in_graph;
@@ -257,10 +262,6 @@ inline kineto_trace ingest(decoded_trace& d, std::string_view source, const inge
   t.info.memory_peak = b.memory_peak;
   t.info.begin = b.begin;
   t.info.end = b.end;
-  for (auto& e : d.gpu)
-    (e.cat == ecat::kernel ? t.info.kernels : e.cat == ecat::memset ? t.info.memsets : t.info.copies) += 1;
-  t.info.cpu_events = d.cpu.size();
-  t.modules = collect_modules(d);
   return t;
 }
 

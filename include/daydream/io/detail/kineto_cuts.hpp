@@ -95,7 +95,7 @@ inline std::uint32_t blocking_copy_of(const decoded_trace& d, const gpu_links& L
                                       const build_settings& s, std::uint32_t e) {
   auto sem = L.sem[e];
   if (sem != call_semantics::blocking_copy && sem != call_semantics::async_copy) return no_index;
-  const time_ns st = d.cpu[e].ts, end = F.attr[e].end;
+  const time_ns st = d.cpu[e].ts, end = F.end_of(e);
   for (auto k = L.ops_begin[e]; k < L.ops_begin[e + 1]; ++k) {
     auto op = L.ops_list[k];
     auto& g = d.gpu[op];
@@ -130,7 +130,7 @@ inline bool stream_busy_at(const decoded_trace& d, const gpu_links& L, std::uint
 inline time_ns blocking_cut_time(const decoded_trace& d, const gpu_links& L, const flat_events& F,
                                  std::uint32_t o, std::uint32_t r) {
   const time_ns st = d.cpu[r].ts, copy = d.gpu[o].ts;
-  if (copy <= st || copy >= F.attr[r].end || stream_busy_at(d, L, o, r)) return st;
+  if (copy <= st || copy >= F.end_of(r) || stream_busy_at(d, L, o, r)) return st;
   return copy;
 }
 
@@ -146,7 +146,7 @@ inline std::vector<std::uint32_t> find_blocking_copies(const decoded_trace& d, t
     auto copy = blocking_copy_of(d, L, F, s, e);
     if (copy == no_index) continue;
     auto& x = d.cpu[e];
-    if (F.attr[e].end > x.ts) tt.threads[x.thread].cuts.push_back({blocking_cut_time(d, L, F, copy, e), cut_launch, e});
+    if (F.end_of(e) > x.ts) tt.threads[x.thread].cuts.push_back({blocking_cut_time(d, L, F, copy, e), cut_launch, e});
     blocking[e] = copy;
   }
   return blocking;
@@ -165,7 +165,7 @@ inline bool head_needs_anchor(const decoded_trace& d, const gpu_links& L, const 
                               const std::vector<std::uint32_t>& blocking, const build_settings& s, std::uint32_t o) {
   auto r = L.launch_of[o];
   if (r == no_index) return true;
-  const time_ns launched = blocking[r] != no_index ? blocking_cut_time(d, L, F, o, r) : F.attr[r].end;
+  const time_ns launched = blocking[r] != no_index ? blocking_cut_time(d, L, F, o, r) : F.end_of(r);
   return d.gpu[o].ts - launched > s.launch_latency;
 }
 

@@ -28,6 +28,18 @@ struct flat_events {
   std::vector<ev_attr> attr;              ///< per cpu event
   std::vector<std::uint32_t> top_ordinal; ///< per top-level operator: k of "name#k" in its thread and iteration
   std::size_t clamped = 0;                ///< events that ended after their parent, clamped to it
+  std::vector<time_ns> ends;              ///< per cpu event: attr[e].end, once attr was released
+
+  /// The end of CPU event `e` after clamping (from `ends` once attr was released).
+  time_ns end_of(std::uint32_t e) const { return attr.empty() ? ends[e] : attr[e].end; }
+  /// Keeps only the ends of the events (what the stages after the tasks read), giving
+  /// back the memory of the other attributes.
+  void keep_ends_only() {
+    ends.resize(attr.size());
+    for (std::size_t e = 0; e < attr.size(); ++e) ends[e] = attr[e].end;
+    std::vector<ev_attr>().swap(attr);
+    std::vector<std::uint32_t>().swap(top_ordinal);
+  }
 
   /// The innermost event of thread `th` containing `ts` (start <= ts < end, or a
   /// zero-length one at ts), searching the nesting from the last event starting <= ts;

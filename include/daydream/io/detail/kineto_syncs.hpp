@@ -97,7 +97,7 @@ public:
       auto [first, last] = T_.pieces_of(e);
       if (last == no_pos) continue;
       slice& w = th.slices[last];
-      const time_ns s = x.ts, end = F_.attr[e].end;
+      const time_ns s = x.ts, end = F_.end_of(e);
       const time_ns deadline = end + s_.sync_tolerance;
       auto sem = L_.sem[e];
       auto sit = x.correlation >= 0 ? sync_by_corr.find(x.correlation) : sync_by_corr.end();

@@ -222,6 +222,7 @@ inline task_map make_tasks(const decoded_trace& d, thread_table& tt, gpu_links& 
       s.task = h.id;
     }
   }
+  std::vector<std::uint64_t>().swap(tensor_bytes); // read by the CPU slices only
   // GPU operations.
   T.gpu_task.assign(d.gpu.size(), no_task);
   for (auto& s : L.streams) {

@@ -44,18 +44,19 @@ struct warning_log {
 };
 
 /// A slice of a CPU thread's time, attributed to the innermost event running then.
+/// (Members ordered by size: a trace has millions of slices, 48 bytes each.)
 struct slice {
   time_ns start = 0, end = 0;
+  time_ns wait_until = std::numeric_limits<time_ns>::min(); ///< latest trace end of what it waits for
   std::uint32_t ev = no_index;      ///< innermost cpu event; no_index for a marker
+  std::int32_t iteration = -1;
+  name_id layer = no_name;
+  task_id task = no_task;
   std::uint8_t marker = 0;          ///< 0 none, 1 anchor / origin, 2 join, 3 memory
   bool cut_before = false;          ///< starts at a cut: never merged with the slice before
   bool no_merge = false;            ///< a join target
   bool anchored = false;            ///< first slice of a worker session (gap before it is 0)
-  std::int32_t iteration = -1;
   phase ph = phase::other;
-  name_id layer = no_name;
-  time_ns wait_until = std::numeric_limits<time_ns>::min(); ///< latest trace end of what it waits for
-  task_id task = no_task;
 };
 
 enum : std::uint8_t { mk_none = 0, mk_anchor = 1, mk_join = 2, mk_memory = 3 };
@@ -85,7 +86,7 @@ struct ev_attr {
 /// One CPU thread: its events, then its slices as the stages cut and label them.
 struct thread_rec {
   pidtid key;
-  std::vector<std::uint32_t> events; ///< cpu events; in nesting order once flattened
+  std::vector<std::uint32_t> events; ///< cpu events; in nesting order once flattened (build_graph releases them after the cuts)
   std::vector<slice> slices;
   std::vector<cut> cuts;
   bool ignored = false;              ///< python frames only

@@ -136,22 +136,10 @@ void replay_job(benchmark::State& state) {
 
 void traverse_job(benchmark::State& state) {
   const auto& jg = joined(std::int32_t(state.range(0)), std::size_t(state.range(1)));
-  const auto& c = jg.g.core();
-  const task_id n = c.id_bound();
-  std::vector<std::uint32_t> wait;
-  std::vector<task_id> order;
-  wait.reserve(n);
-  order.reserve(n);
+  bench::kahn_traversal k;
   for (auto _ : state) {
-    wait.assign(c.n_in.begin(), c.n_in.end());
-    order.clear();
-    for (task_id t = 0; t < n; ++t)
-      if (c.alive[t] && wait[t] == 0) order.push_back(t);
-    for (std::size_t i = 0; i < order.size(); ++i)
-      for (auto e = c.head_out[order[i]]; e != detail::no_edge; e = c.edges[e].next_out)
-        if (--wait[c.edges[e].dst] == 0) order.push_back(c.edges[e].dst);
-    if (order.size() != jg.g.size()) state.SkipWithError("the graph has a cycle");
-    benchmark::DoNotOptimize(order.data());
+    if (k.run(jg.g) != jg.g.size()) state.SkipWithError("the graph has a cycle");
+    benchmark::DoNotOptimize(k.order().data());
   }
   state.counters["tasks"] = double(jg.g.size());
   state.counters["tasks/s"] = benchmark::Counter(double(jg.g.size()), benchmark::Counter::kIsIterationInvariantRate);

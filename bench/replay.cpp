@@ -139,23 +139,10 @@ BENCHMARK(replay_workers_reuse)
 // the replay keeps its working memory per thread.
 void topo_order(benchmark::State& state) {
   const auto& g = workload(std::size_t(state.range(0)), std::uint32_t(state.range(1)));
-  const auto& c = g.core();
-  const task_id n = c.id_bound();
-  const detail::edge_rec* const edges = c.edges.data();
-  std::vector<std::uint32_t> wait;
-  std::vector<task_id> order;
-  wait.reserve(n);
-  order.reserve(n);
+  db::kahn_traversal k;
   for (auto _ : state) {
-    wait.assign(c.n_in.begin(), c.n_in.end());
-    order.clear();
-    for (task_id t = 0; t < n; ++t)
-      if (c.alive[t] && wait[t] == 0) order.push_back(t);
-    for (std::size_t i = 0; i < order.size(); ++i)
-      for (auto e = c.head_out[order[i]]; e != detail::no_edge; e = edges[e].next_out)
-        if (--wait[edges[e].dst] == 0) order.push_back(edges[e].dst);
-    if (order.size() != g.size()) state.SkipWithError("the graph has a cycle");
-    benchmark::DoNotOptimize(order.data());
+    if (k.run(g) != g.size()) state.SkipWithError("the graph has a cycle");
+    benchmark::DoNotOptimize(k.order().data());
   }
   set_counters(state, g, g.size());
   state.counters["resources"] = double(g.resource_count());
@@ -405,25 +392,14 @@ void replay_huge(benchmark::State& state) {
   auto rss = db::resident_memory();
   // The floor at this size (topo_order's traversal, CPU time), and a second replay, which
   // finds its working memory in place when it is under DAYDREAM_CONFIG_REPLAY_SCRATCH_KEEP.
-  const auto& c = g.core();
-  const task_id n = c.id_bound();
   double traversal = 0;
   {
-    std::vector<std::uint32_t> wait;
-    std::vector<task_id> order;
-    wait.reserve(n);
-    order.reserve(n);
+    db::kahn_traversal k;
     for (int pass = 0; pass < 2; ++pass) { // the second pass finds its buffers in place
       const double c0 = thread_cpu_s();
-      wait.assign(c.n_in.begin(), c.n_in.end());
-      order.clear();
-      for (task_id t = 0; t < n; ++t)
-        if (c.alive[t] && wait[t] == 0) order.push_back(t);
-      for (std::size_t i = 0; i < order.size(); ++i)
-        for (auto e = c.head_out[order[i]]; e != detail::no_edge; e = c.edges[e].next_out)
-          if (--wait[c.edges[e].dst] == 0) order.push_back(c.edges[e].dst);
+      k.run(g);
       traversal = thread_cpu_s() - c0;
-      benchmark::DoNotOptimize(order.data());
+      benchmark::DoNotOptimize(k.order().data());
     }
   }
   double second = 0;

@@ -352,6 +352,35 @@ inline rss_info resident_memory() {
   return r;
 }
 
+/// Kahn's topological traversal of a graph's live tasks, the floor any replay stands on:
+/// a counter per task from the core's in-degrees, every task and every dependency touched
+/// once through the intrusive out-lists the replay reads, no resources, no times. Its
+/// buffers are kept between runs, as the replay keeps its working memory.
+class kahn_traversal {
+public:
+  /// Traverses `g` once; returns how many tasks it reached (fewer than g.size(): a cycle).
+  std::size_t run(const graph& g) {
+    const auto& c = g.core();
+    const task_id n = c.id_bound();
+    const daydream::detail::edge_rec* const edges = c.edges.data();
+    wait_.assign(c.n_in.begin(), c.n_in.end());
+    order_.clear();
+    order_.reserve(n);
+    for (task_id t = 0; t < n; ++t)
+      if (c.alive[t] && wait_[t] == 0) order_.push_back(t);
+    for (std::size_t i = 0; i < order_.size(); ++i)
+      for (auto e = c.head_out[order_[i]]; e != daydream::detail::no_edge; e = edges[e].next_out)
+        if (--wait_[edges[e].dst] == 0) order_.push_back(edges[e].dst);
+    return order_.size();
+  }
+  const std::vector<task_id>& order() const noexcept { return order_; }
+
+private:
+  std::vector<std::uint32_t> wait_;
+  std::vector<task_id> order_;
+};
+
 } // namespace daydream::bench
+
 
 #endif

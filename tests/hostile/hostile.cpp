@@ -7,6 +7,7 @@
 #include <daydream/passes/support/memory.hpp>
 #include <support/compare.hpp>
 #include <support/fixtures.hpp>
+#include <support/temp_dir.hpp>
 
 #include <doctest/doctest.h>
 #include <zlib.h>
@@ -21,7 +22,6 @@
 #include <algorithm>
 #include <vector>
 
-#include <unistd.h> // getpid, for a private temporary directory
 
 using namespace daydream;
 namespace dio = daydream::io;
@@ -91,22 +91,7 @@ std::vector<task_id> launchers(const graph& g, task_id t) {
   return out;
 }
 
-struct temp_dir {
-  fs::path p;
-  temp_dir() {
-    p = fs::temp_directory_path() / ("daydream_hostile_" + std::to_string(::getpid()));
-    fs::create_directories(p);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(p, ec);
-  }
-  fs::path file(std::string_view name, std::string_view bytes) const {
-    auto f = p / std::string(name);
-    std::ofstream(f, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    return f;
-  }
-};
+using temp_dir = daydream::testing::temp_dir;
 
 /// A complete event of a CPU thread, times in microseconds.
 std::string cpu_event(std::string_view cat, std::string_view name, long long ts, long long dur,
@@ -217,7 +202,7 @@ TEST_CASE("hostile: gzip problems name the file and what is wrong with the data"
 }
 
 TEST_CASE("hostile: a directory is not a trace file") {
-  temp_dir d;
+  temp_dir d{"daydream_hostile_"};
   const auto dir = d.p / "looks_like.json";
   fs::create_directories(dir);
   CHECK(load_error(dir) == "daydream: " + dir.string() + ": is a directory, not a trace file");

@@ -12,6 +12,7 @@
 
 #include <support/compare.hpp>
 #include <support/corpus.hpp>
+#include <support/temp_dir.hpp>
 
 #include <doctest/doctest.h>
 #include <zlib.h>
@@ -24,7 +25,6 @@
 #include <string_view>
 #include <vector>
 
-#include <unistd.h> // getpid, for a private temporary directory
 
 using namespace daydream;
 namespace dio = daydream::io;
@@ -64,27 +64,7 @@ std::string error_of(std::string_view json, std::string_view name = "test.json")
   return "";
 }
 
-struct temp_dir {
-  std::filesystem::path p;
-  temp_dir() {
-    p = std::filesystem::temp_directory_path() / ("daydream_io_test_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(p);
-  }
-  ~temp_dir() { std::error_code ec; std::filesystem::remove_all(p, ec); }
-  std::filesystem::path file(std::string_view name, std::string_view bytes) const {
-    auto f = p / std::string(name);
-    std::ofstream(f, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    return f;
-  }
-  std::filesystem::path gz(std::string_view name, std::string_view text) const {
-    auto f = p / std::string(name);
-    gzFile z = gzopen(f.string().c_str(), "wb");
-    REQUIRE(z != nullptr);
-    gzwrite(z, text.data(), static_cast<unsigned>(text.size()));
-    gzclose(z);
-    return f;
-  }
-};
+using temp_dir = daydream::testing::temp_dir;
 
 } // namespace
 
@@ -835,7 +815,7 @@ TEST_CASE("dangling correlation ids and unknown categories are counted, not erro
 }
 
 TEST_CASE("files: gzip is found by its magic bytes; bad files give clear errors") {
-  temp_dir d;
+  temp_dir d{"daydream_io_test_"};
   auto text = two_steps();
   auto plain = d.file("plain.json", text);
   auto zipped = d.gz("zipped.json.gz", text);
@@ -891,7 +871,7 @@ TEST_CASE("strings with escapes are unescaped; the graph does not depend on the 
 }
 
 TEST_CASE("load_kineto_files: every file as load_kineto loads it, in input order, whatever the threads") {
-  temp_dir d;
+  temp_dir d{"daydream_io_test_"};
   const std::vector<std::filesystem::path> files = {
       testing::bundled("hta_sampled_128rank/sampled_rank-1.json.gz"),
       d.file("two_steps.json", two_steps()),
@@ -922,7 +902,7 @@ TEST_CASE("load_kineto_files: every file as load_kineto loads it, in input order
 }
 
 TEST_CASE("load_kineto_files: the error of the first failing file in input order, naming it") {
-  temp_dir d;
+  temp_dir d{"daydream_io_test_"};
   auto good = d.file("good.json", two_steps());
   auto empty = d.file("empty.json", "");
   auto missing = d.p / "missing.json";

@@ -6,6 +6,7 @@
 
 #include <support/compare.hpp>
 #include <support/corpus.hpp>
+#include <support/temp_dir.hpp>
 
 #include <doctest/doctest.h>
 #include <zlib.h>
@@ -18,7 +19,6 @@
 #include <string_view>
 #include <vector>
 
-#include <unistd.h> // getpid
 
 using namespace daydream;
 namespace dio = daydream::io;
@@ -112,27 +112,7 @@ std::string error_of(std::string_view text, std::size_t window) {
   return "";
 }
 
-struct temp_dir {
-  std::filesystem::path p;
-  temp_dir() {
-    p = std::filesystem::temp_directory_path() / ("daydream_stream_test_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(p);
-  }
-  ~temp_dir() { std::error_code ec; std::filesystem::remove_all(p, ec); }
-  std::filesystem::path file(std::string_view name, std::string_view bytes) const {
-    auto f = p / std::string(name);
-    std::ofstream(f, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    return f;
-  }
-  std::filesystem::path gz(std::string_view name, std::string_view text) const {
-    auto f = p / std::string(name);
-    gzFile z = gzopen(f.string().c_str(), "wb");
-    REQUIRE(z != nullptr);
-    gzwrite(z, text.data(), static_cast<unsigned>(text.size()));
-    gzclose(z);
-    return f;
-  }
-};
+using temp_dir = daydream::testing::temp_dir;
 
 } // namespace
 
@@ -178,7 +158,7 @@ TEST_CASE("stream: the graph is the same with any window, and the same as the le
 }
 
 TEST_CASE("stream: gzip is inflated a window at a time, with the same result") {
-  temp_dir dir;
+  temp_dir dir{"daydream_stream_test_"};
   const auto plain = dir.file("t.json", small_trace);
   const auto gz = dir.gz("t.json.gz", small_trace);
   const auto ref = dio::load_kineto(plain);

@@ -6,6 +6,8 @@
 #include <daydream/strategy/simulate.hpp>
 #include <daydream/strategy/strategy_spec.hpp>
 
+#include "fixtures.hpp"
+
 #include <daydream/cluster.hpp>
 #include <daydream/collective_steps.hpp>
 #include <daydream/dependency.hpp>
@@ -73,18 +75,7 @@ struct uniform_trace {
   }
 };
 
-// A cluster whose links cost nothing.
-ds::cluster_spec free_links(std::uint32_t nodes, std::uint32_t per_node) {
-  ds::cluster_spec c;
-  c.name = "free";
-  c.links.machines = nodes;
-  c.links.workers_per_machine = per_node;
-  c.links.network = {1e30, 0};
-  c.links.nvlink = {1e30, 0};
-  c.links.pcie = {1e30, 0};
-  c.memory_bytes = 1e15;
-  return c;
-}
+using daydream::testing::free_links;
 
 // A model of uniform layers with given sizes (no graph needed for volumes and memory).
 ds::model_profile uniform_model(int layers, std::uint64_t param, std::uint64_t output, std::uint64_t stash) {

@@ -9,6 +9,8 @@
 #include <daydream/strategy/strategy_spec.hpp>
 #include <daydream/strategy/tree.hpp>
 #include <daydream/strategy/tree_json.hpp>
+
+#include "fixtures.hpp"
 #include <support/corpus.hpp>
 
 #include <daydream/graph.hpp>
@@ -25,17 +27,7 @@ using daydream::phase;
 
 namespace {
 
-ds::cluster_spec free_links(std::uint32_t nodes, std::uint32_t per_node) {
-  ds::cluster_spec c;
-  c.name = "free";
-  c.links.machines = nodes;
-  c.links.workers_per_machine = per_node;
-  c.links.network = {1e30, 0};
-  c.links.nvlink = {1e30, 0};
-  c.links.pcie = {1e30, 0};
-  c.memory_bytes = 1e15;
-  return c;
-}
+using daydream::testing::free_links;
 
 ds::layer_profile layer(std::string name, daydream::time_ns f_split, daydream::time_ns b_split,
                         std::uint64_t param, std::uint64_t output, std::uint64_t stash,

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <system_error>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -73,6 +74,12 @@ void check_error(const daydream::error& e, std::string_view source) {
 const std::filesystem::path& scratch_file() {
   static const std::filesystem::path p =
       std::filesystem::temp_directory_path() / ("daydream_fuzz_" + std::to_string(::getpid()) + ".json.gz");
+  // The fuzzer ends with exit(): the scratch file goes with the process.
+  static const int removed_at_exit = std::atexit([] {
+    std::error_code ec;
+    std::filesystem::remove(p, ec);
+  });
+  (void)removed_at_exit;
   return p;
 }
 

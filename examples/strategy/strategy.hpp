@@ -66,8 +66,7 @@ inline void add_options(CLI::App& app, options& o) {
   for (auto& p : ds::cluster_spec::presets()) presets += (presets.empty() ? "" : ", ") + std::string(p.name);
   app.add_option("--cluster", o.cluster,
                  "the cluster: a preset (" + presets + ", each with an optional :nodes=N) or "
-                 "NODESxDEVICES[:nvlink=..,pcie=..,nic=..,mem=..] (4x8:nvlink=300GB/s,nic=100Gbps,mem=32GiB)")
-      ;
+                 "NODESxDEVICES[:nvlink=..,pcie=..,nic=..,mem=..] (4x8:nvlink=300GB/s,nic=100Gbps,mem=32GiB)");
   app.add_option("--strategy", o.strategies,
                  "a strategy (repeatable): dp=..,tp=..,pp=..[,micro=..][,zero=0..3][,recompute=none|blocks]"
                  "[,schedule=1f1b|gpipe], or a strategy tree file FILE.json (docs/strategy.md)");

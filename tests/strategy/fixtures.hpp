@@ -3,9 +3,11 @@
 #ifndef DAYDREAM_TESTS_STRATEGY_FIXTURES_HPP
 #define DAYDREAM_TESTS_STRATEGY_FIXTURES_HPP
 
+#include <daydream/config.hpp>
 #include <daydream/strategy/cluster_spec.hpp>
 
 #include <cstdint>
+#include <string>
 
 namespace daydream::testing {
 
@@ -21,6 +23,16 @@ inline strategy::cluster_spec free_links(std::uint32_t nodes, std::uint32_t per_
   c.links.pcie = {1e30, 0};
   c.memory_bytes = 1e15;
   return c;
+}
+
+/// The message of the usage error `f()` throws, or "(no error)".
+template <class F> std::string error_of(F f) {
+  try {
+    f();
+  } catch (const usage_error& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 } // namespace daydream::testing

@@ -94,14 +94,7 @@ ds::model_profile uniform_model(int layers, std::uint64_t param, std::uint64_t o
   return m;
 }
 
-template <class F> std::string error_of(F f) {
-  try {
-    f();
-  } catch (const daydream::usage_error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using daydream::testing::error_of;
 
 } // namespace
 

@@ -71,14 +71,7 @@ ds::node_config with_stage(std::uint32_t k) {
   return c;
 }
 
-template <class F> std::string error_of(F f) {
-  try {
-    f();
-  } catch (const daydream::usage_error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using daydream::testing::error_of;
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 

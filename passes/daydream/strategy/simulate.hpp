@@ -141,6 +141,16 @@ struct compiled_strategy {
   std::vector<queue_use> queue_uses;      ///< every communication on every device, in issue order per queue
   std::vector<transfer_range> transfers;  ///< every communication's transfer tasks
 };
+
+/// Whether the global batch of `o` splits into dp x micro whole micro-batches: always when
+/// it is not given, or when the profiled batch counts batches, not samples (1).
+inline bool splits_global_batch(const simulate_options& o, const model_profile& m, std::uint32_t dp,
+                                std::uint32_t micro) {
+  if (!(o.global_batch > 0 && m.batch > 1)) return true;
+  const double per = o.global_batch / (double(dp) * micro);
+  return per >= 1 && per == std::floor(per);
+}
+
 /// Throws daydream::usage_error when `s` cannot run `m` on `c`: more devices than the
 /// cluster has, a pipeline deeper than the layer count, a tensor-parallel degree that
 /// does not divide a layer's width, a global batch (in samples: the profiled batch is
@@ -166,12 +176,9 @@ inline void validate(const strategy_plan& p, const cluster_spec& c, const model_
                         std::to_string(l.width) + ")" +
                         (p.name == s.to_string() ? std::string() : ", tree node '" + p.layers[i].node + "'"));
   }
-  if (o.global_batch > 0 && m.batch > 1) {
-    const double per = o.global_batch / (double(s.dp) * s.micro);
-    if (per < 1 || per != std::floor(per))
-      throw usage_error(what + "a global batch of " + std::to_string(std::int64_t(o.global_batch)) +
-                        " does not split into dp x micro = " + std::to_string(s.dp * s.micro) + " micro-batches");
-  }
+  if (!splits_global_batch(o, m, s.dp, s.micro))
+    throw usage_error(what + "a global batch of " + std::to_string(std::int64_t(o.global_batch)) +
+                      " does not split into dp x micro = " + std::to_string(s.dp * s.micro) + " micro-batches");
 }
 
 /// validate() of the uniform spec `s` (uniform_plan).
@@ -862,10 +869,7 @@ inline std::vector<strategy_spec> grid(std::uint32_t devices, const model_profil
       std::vector<std::uint32_t> micros = pp == 1 ? std::vector<std::uint32_t>{1}
                                                   : std::vector<std::uint32_t>{pp, 2 * pp, 4 * pp};
       for (auto mb : micros) {
-        if (o.global_batch > 0 && m.batch > 1) {
-          const double per = o.global_batch / (double(dp) * mb);
-          if (per < 1 || per != std::floor(per)) continue;
-        }
+        if (!splits_global_batch(o, m, dp, mb)) continue;
         auto s = base;
         s.dp = dp;
         s.tp = tp;

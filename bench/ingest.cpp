@@ -205,12 +205,12 @@ void memory_counters(benchmark::State& state, double before) {
 
 /// Times load_kineto on the file `p`, whose JSON text is `json_bytes` long; reports MB/s of
 /// JSON, events/s, the graph's size and the peak memory of the process while loading.
-void time_load(benchmark::State& state, const fs::path& p, std::size_t json_bytes) {
+void time_load(benchmark::State& state, const fs::path& p, std::size_t json_bytes, const dio::ingest_options& o = {}) {
   const double before = current_memory();
   reset_peak_memory();
   std::size_t events = 0, tasks = 0, deps = 0;
   for (auto _ : state) {
-    auto t = dio::load_kineto(p);
+    auto t = dio::load_kineto(p, o);
     events = t.report.events;
     tasks = t.g.size();
     deps = t.g.core().live_edges;
@@ -234,14 +234,17 @@ std::size_t json_size(const fs::path& p) {
   return n;
 }
 
-/// load_kineto on a real trace, plain JSON (decompressed once beforehand) or gzip as stored.
+/// load_kineto on a real trace, plain JSON (decompressed once beforehand) or gzip as stored;
+/// range(0): ingest_options::threads (1: the reading thread decodes; 0: one per core).
 void load_real(benchmark::State& state, const char* rel, bool plain) {
   fs::path p = plain ? plain_copy(rel) : traces / rel;
   if (p.empty() || !fs::exists(p)) {
     state.SkipWithError("trace not found");
     return;
   }
-  time_load(state, p, json_size(p));
+  dio::ingest_options o;
+  o.threads = static_cast<unsigned>(state.range(0));
+  time_load(state, p, json_size(p), o);
 }
 
 /// The JSON pass alone (simdjson On-Demand into event tables), on the plain real trace.
@@ -306,7 +309,8 @@ void read_real(benchmark::State& state, const char* rel) {
 }
 
 /// Reading and decoding the plain real trace as load_kineto does (a window at a time,
-/// from the file), without building the graph.
+/// from the file), without building the graph; range(0): the decoding threads (1: the
+/// reading thread decodes; 0: one per core, as load_kineto by default).
 void stream_real(benchmark::State& state, const char* rel) {
   auto p = plain_copy(rel);
   if (p.empty()) {
@@ -316,7 +320,7 @@ void stream_real(benchmark::State& state, const char* rel) {
   for (auto _ : state) {
     auto in = dio::detail::trace_reader::open(p);
     dio::detail::decoded_trace d;
-    dio::detail::stream_kineto(in, d);
+    dio::detail::stream_kineto(in, d, 0, static_cast<unsigned>(state.range(0)));
     benchmark::DoNotOptimize(d.cpu.size());
   }
   state.SetBytesProcessed(std::int64_t(state.iterations()) * std::int64_t(fs::file_size(p)));
@@ -324,11 +328,11 @@ void stream_real(benchmark::State& state, const char* rel) {
 
 BENCHMARK_CAPTURE(read_real, mlp_ddp_54MB_gz, mlp_ddp)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(decode_real, mlp_ddp_54MB, mlp_ddp)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(stream_real, mlp_ddp_54MB, mlp_ddp)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(load_real, mlp_ddp_54MB_json, mlp_ddp, true)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(load_real, mlp_ddp_54MB_gz, mlp_ddp, false)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(load_real, resnet50_15MB_json, resnet50, true)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(load_real, dlrm_rank0_1MB_json, dlrm, true)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(stream_real, mlp_ddp_54MB, mlp_ddp)->ArgName("threads")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(load_real, mlp_ddp_54MB_json, mlp_ddp, true)->ArgName("threads")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(load_real, mlp_ddp_54MB_gz, mlp_ddp, false)->ArgName("threads")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(load_real, resnet50_15MB_json, resnet50, true)->ArgName("threads")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(load_real, dlrm_rank0_1MB_json, dlrm, true)->ArgName("threads")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 
 /// load_kineto on the trace named by DAYDREAM_BENCH_TRACE (any size; run once): how a
@@ -338,7 +342,9 @@ BENCHMARK_CAPTURE(load_real, dlrm_rank0_1MB_json, dlrm, true)->Unit(benchmark::k
 ///     python3 scripts/gen_big_trace.py /tmp/big.json
 ///     DAYDREAM_BENCH_TRACE=/tmp/big.json build-bench/bench/daydream_bench_ingest --benchmark_filter=load_file
 void load_file(benchmark::State& state, const fs::path& p) {
-  time_load(state, p, json_size(p));
+  dio::ingest_options o;
+  o.threads = static_cast<unsigned>(state.range(0));
+  time_load(state, p, json_size(p), o);
 }
 /// The JSON pass alone on the same file (read into memory first, not timed): the
 /// decode speed load_file is compared with.

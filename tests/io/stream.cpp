@@ -73,18 +73,36 @@ std::string table_difference(const dd::decoded_trace& a, const dd::decoded_trace
   for (std::size_t i = 0; i < a.gpu.size(); ++i) {
     auto &x = a.gpu[i], &y = b.gpu[i];
     check(x.ts == y.ts && x.dur == y.dur && x.name == y.name && x.index == y.index && x.device == y.device &&
-              x.stream == y.stream && x.correlation == y.correlation && x.cat == y.cat,
+              x.stream == y.stream && x.correlation == y.correlation && x.cat == y.cat && x.bytes == y.bytes &&
+              x.meta == y.meta,
           "gpu event", i);
   }
   for (std::size_t i = 0; i < a.flows.size(); ++i) {
     auto &x = a.flows[i], &y = b.flows[i];
-    check(x.ts == y.ts && x.id == y.id && x.index == y.index && x.where == y.where && x.ph == y.ph, "flow", i);
+    check(x.ts == y.ts && x.id == y.id && x.index == y.index && x.where == y.where && x.ph == y.ph &&
+              x.stream == y.stream && x.cat == y.cat,
+          "flow", i);
   }
-  for (std::size_t i = 0; i < a.memory.size(); ++i)
-    check(a.memory[i].bytes == b.memory[i].bytes && a.memory[i].total == b.memory[i].total, "memory event", i);
-  for (std::size_t i = 0; i < a.metas.size(); ++i)
-    check(a.metas[i].input_dims == b.metas[i].input_dims && a.metas[i].input_types == b.metas[i].input_types,
+  for (std::size_t i = 0; i < a.memory.size(); ++i) {
+    auto &x = a.memory[i], &y = b.memory[i];
+    check(x.ts == y.ts && x.bytes == y.bytes && x.total == y.total && x.index == y.index && x.thread == y.thread &&
+              x.device_type == y.device_type && x.device_id == y.device_id,
+          "memory event", i);
+  }
+  check(a.syncs.size() == b.syncs.size(), "sync count", 0);
+  for (std::size_t i = 0; i < a.syncs.size() && i < b.syncs.size(); ++i) {
+    auto &x = a.syncs[i], &y = b.syncs[i];
+    check(x.ts == y.ts && x.dur == y.dur && x.index == y.index && x.correlation == y.correlation &&
+              x.stream == y.stream && x.wait_stream == y.wait_stream && x.kind == y.kind,
+          "sync event", i);
+  }
+  for (std::size_t i = 0; i < a.metas.size(); ++i) {
+    auto &x = a.metas[i], &y = b.metas[i];
+    check(x.input_dims == y.input_dims && x.input_types == y.input_types && x.collective == y.collective &&
+              x.dtype == y.dtype && x.in_nelems == y.in_nelems && x.out_nelems == y.out_nelems &&
+              x.group_size == y.group_size && x.pg_name == y.pg_name && x.pg_ranks == y.pg_ranks,
           "meta", i);
+  }
   for (std::size_t i = 0; i < a.threads.size(); ++i)
     check(a.threads[i] == b.threads[i] && a.thread_labels[i].pid == b.thread_labels[i].pid &&
               a.thread_labels[i].tid == b.thread_labels[i].tid,
@@ -96,16 +114,16 @@ std::string table_difference(const dd::decoded_trace& a, const dd::decoded_trace
   return o.str();
 }
 
-dd::decoded_trace stream(std::string_view text, std::size_t window) {
+dd::decoded_trace stream(std::string_view text, std::size_t window, unsigned threads = 1) {
   auto in = dd::trace_reader::of_memory(text, "test.json");
   dd::decoded_trace d;
-  dd::stream_kineto(in, d, window);
+  dd::stream_kineto(in, d, window, threads);
   return d;
 }
 
-std::string error_of(std::string_view text, std::size_t window) {
+std::string error_of(std::string_view text, std::size_t window, unsigned threads = 1) {
   try {
-    stream(text, window);
+    stream(text, window, threads);
   } catch (const daydream::error& e) {
     return e.what();
   }
@@ -127,11 +145,14 @@ TEST_CASE("stream: the decoded tables are the same with the window ending at eve
   CHECK(whole.backend == "nccl");
   // every window size from 1 byte up to the whole trace: the first window of events
   // ends at every byte of it, and so do later ones
-  for (std::size_t w = 1; w <= small_trace.size() + 1; ++w) {
-    CAPTURE(w);
-    const auto d = stream(small_trace, w);
-    CHECK(table_difference(whole, d) == "");
-  }
+  // (and with windows decoded on other threads: the same tables, merged in order)
+  for (unsigned threads : {1u, 2u, 3u})
+    for (std::size_t w = 1; w <= small_trace.size() + 1; ++w) {
+      CAPTURE(threads);
+      CAPTURE(w);
+      const auto d = stream(small_trace, w, threads);
+      CHECK(table_difference(whole, d) == "");
+    }
 }
 
 TEST_CASE("stream: the graph is the same with any window, and the same as the legacy whole-text decode") {
@@ -206,12 +227,14 @@ TEST_CASE("stream: the array form, closed or left open, decodes the same events 
   const std::string open_no_comma = "[" + events + "\n";
   const auto ref = stream("{\"traceEvents\": " + closed + "}", 0);
   REQUIRE(ref.events == 3);
-  for (std::size_t w = 1; w <= closed.size() + 1; ++w) {
-    CAPTURE(w);
-    CHECK(table_difference(ref, stream(closed, w)) == "");
-    CHECK(table_difference(ref, stream(open, w)) == "");
-    CHECK(table_difference(ref, stream(open_no_comma, w)) == "");
-  }
+  for (unsigned threads : {1u, 2u})
+    for (std::size_t w = 1; w <= closed.size() + 1; ++w) {
+      CAPTURE(threads);
+      CAPTURE(w);
+      CHECK(table_difference(ref, stream(closed, w, threads)) == "");
+      CHECK(table_difference(ref, stream(open, w, threads)) == "");
+      CHECK(table_difference(ref, stream(open_no_comma, w, threads)) == "");
+    }
   CHECK(stream("[]", 1).events == 0);
   CHECK(stream("[", 1).events == 0);
   CHECK(stream("{\"traceEvents\": [ ]}", 1).events == 0);
@@ -224,14 +247,17 @@ TEST_CASE("stream: errors name the input byte and the event whatever the window"
   REQUIRE(bad[94] == '\0');
   const auto whole = error_of(bad, 0);
   CHECK(whole.find("daydream: test.json: byte 94 (in event #2): JSON syntax error: ") == 0);
-  for (std::size_t w = 1; w <= bad.size(); w += 3) {
-    CAPTURE(w);
-    CHECK(error_of(bad, w) == whole);
-  }
-  // content errors name the event
+  for (unsigned threads : {1u, 2u, 4u})
+    for (std::size_t w = 1; w <= bad.size(); w += 3) {
+      CAPTURE(threads);
+      CAPTURE(w);
+      CHECK(error_of(bad, w, threads) == whole);
+    }
+  // content errors name the event (also when a worker thread decoded its window)
   const std::string neg = R"({"traceEvents": [{"ph": "M"}, {"ph": "M"}, {"ph": "X", "cat": "cpu_op", "name": "n", "ts": 1, "dur": -2}]})";
-  for (std::size_t w : {1, 10, 40, 1000})
-    CHECK(error_of(neg, w) == "daydream: test.json: event #2: negative duration (dur = -2 us)");
+  for (unsigned threads : {1u, 2u})
+    for (std::size_t w : {1, 10, 40, 1000})
+      CHECK(error_of(neg, w, threads) == "daydream: test.json: event #2: negative duration (dur = -2 us)");
   // cut inside the events: the end of the input, whatever the window
   const std::string cut = R"({"traceEvents": [{"ph": "M"}, {"ph": "X", "name": "ab)";
   for (std::size_t w : {1, 10, 1000})
@@ -249,11 +275,76 @@ TEST_CASE("stream: errors name the input byte and the event whatever the window"
               .find("daydream: test.json: byte 71: JSON syntax error: ") == 0);
   }
   // an empty element between two commas, wherever the window cuts
-  for (std::size_t w : {1, 2, 3, 20, 1000}) {
-    CAPTURE(w);
-    CHECK(error_of(R"({"traceEvents": [{"ph": "M"},,{"ph": "M"}]})", w).find("JSON syntax error") != std::string::npos);
-    CHECK(error_of(R"({"traceEvents": [{"ph": "M"},]})", w).find("JSON syntax error") != std::string::npos);
+  for (unsigned threads : {1u, 2u})
+    for (std::size_t w : {1, 2, 3, 20, 1000}) {
+      CAPTURE(threads);
+      CAPTURE(w);
+      const std::string two_commas = R"({"traceEvents": [{"ph": "M"}, {"ph": "M"},,{"ph": "M"}]})";
+      CHECK(error_of(two_commas, w, threads) == error_of(two_commas, 0));
+      CHECK(error_of(two_commas, w, threads).find("JSON syntax error") != std::string::npos);
+      CHECK(error_of(R"({"traceEvents": [{"ph": "M"},]})", w, threads).find("JSON syntax error") != std::string::npos);
+    }
+}
+
+TEST_CASE("stream: windows decoded on several threads give the tables of one decoder") {
+  // String pids, tids and flow ids first seen in different windows (their ids count up
+  // in the order the strings first appear), threads first seen in later windows, args
+  // records, memory events, ignored events of several kinds, and an error late in the
+  // trace: whatever the window and the threads, the same tables and the same error.
+  std::string t = R"({"traceEvents": [)";
+  std::uint64_t x = 12345;
+  auto next = [&x](std::uint64_t n) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return (x >> 33) % n;
+  };
+  for (int i = 0; i < 400; ++i) {
+    if (i) t += ",\n";
+    const auto tid = "\"w " + std::to_string(next(7)) + "\"";
+    const auto ts = std::to_string(10 * i);
+    switch (next(6)) {
+    case 0:
+      t += R"({"ph": "X", "cat": "cpu_op", "name": "op)" + std::to_string(next(5)) + R"(", "pid": "P", "tid": )" +
+           tid + R"(, "ts": )" + ts + R"(, "dur": 5, "args": {"Input Dims": [[)" + std::to_string(i) + R"(]]}})";
+      break;
+    case 1:
+      t += R"({"ph": "s", "cat": "ac2g", "id": "f)" + std::to_string(next(50)) + R"(", "pid": 1, "tid": )" + tid +
+           R"(, "ts": )" + ts + "}";
+      break;
+    case 2:
+      t += R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": "stream )" + std::to_string(next(4)) +
+           R"(", "ts": )" + ts + R"(, "dur": 3, "args": {"correlation": )" + std::to_string(i) + "}}";
+      break;
+    case 3:
+      t += R"({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": "P", "tid": )" + tid +
+           R"(, "ts": )" + ts + R"(, "args": {"Bytes": 64, "Total Allocated": 128, "Device Id": 0, "Device Type": 1}})";
+      break;
+    case 4: t += R"({"ph": "C", "name": "c", "pid": 1, "ts": )" + ts + "}"; break;
+    default:
+      t += R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": )" +
+           std::to_string(next(3)) + R"(, "ts": )" + ts + R"(, "dur": 2, "args": {"correlation": )" +
+           std::to_string(i) + "}}";
+      break;
+    }
   }
+  const std::string good = t + "]}";
+  const auto ref = stream(good, 0, 1);
+  REQUIRE(ref.events == 400);
+  REQUIRE(ref.threads.size() > 5);
+  for (unsigned threads : {2u, 3u, 8u})
+    for (std::size_t w : {1, 50, 200, 999, 4096, 100'000}) {
+      CAPTURE(threads);
+      CAPTURE(w);
+      CHECK(table_difference(ref, stream(good, w, threads)) == "");
+    }
+  const std::string bad = t + R"(, {"ph": "X", "cat": "cpu_op", "name": "n", "pid": 1, "tid": 1, "ts": 1, "dur": -1}]})";
+  const auto bad_error = error_of(bad, 0, 1);
+  CHECK(bad_error == "daydream: test.json: event #400: negative duration (dur = -1 us)");
+  for (unsigned threads : {2u, 3u})
+    for (std::size_t w : {1, 64, 700, 5000}) {
+      CAPTURE(threads);
+      CAPTURE(w);
+      CHECK(error_of(bad, w, threads) == bad_error);
+    }
 }
 
 TEST_CASE("stream: an event larger than the window widens it") {

@@ -73,6 +73,11 @@ struct ingest_options {
   /// file; an event larger than the window widens it. The graph is the same whatever
   /// the size (docs/ingest.md, "Streaming").
   std::size_t window_bytes = 0;
+  /// Threads that decode windows of events while the file is read on (0: one per core;
+  /// 1: the calling thread decodes). The graph is the same whatever the threads; with
+  /// more than one and the default window, an input under 32 MiB per thread is cut
+  /// into smaller windows (at least 1 MiB) so that every thread has several.
+  unsigned threads = 0;
 };
 
 /// What happened to every event of the trace: `in_graph + sum(ignored) == events`.
@@ -269,7 +274,7 @@ inline kineto_trace ingest(decoded_trace& d, std::string_view source, const inge
 /// events left open, which Chrome's JSON Array Format allows, is read closed) and builds it.
 inline kineto_trace ingest(trace_reader& in, const ingest_options& opt) {
   decoded_trace d;
-  stream_kineto(in, d, opt.window_bytes); // the parser and the window go before the graph is built
+  stream_kineto(in, d, opt.window_bytes, opt.threads); // the parsers and windows go before the graph is built
   return ingest(d, in.name(), opt);
 }
 } // namespace detail
@@ -328,6 +333,11 @@ inline std::vector<kineto_trace> load_kineto_files(std::span<const std::filesyst
   std::vector<std::exception_ptr> failed(n);
   std::atomic<std::size_t> next{0};
   std::atomic<bool> stop{false};
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t workers = std::min<std::size_t>(threads, n);
+  // Files share the cores: with several loading at once, each decodes on its own thread.
+  ingest_options each = options;
+  if (workers > 1 && each.threads == 0) each.threads = 1;
   // Files are claimed in input order, so every file before a failed one was claimed
   // (and is loaded or failed) when loading stops: the first failure in input order is
   // the same whatever the threads.
@@ -337,7 +347,7 @@ inline std::vector<kineto_trace> load_kineto_files(std::span<const std::filesyst
       const std::size_t i = next.fetch_add(1, std::memory_order_relaxed);
       if (i >= n) return;
       try {
-        done[i].emplace(load_kineto(files[i], options));
+        done[i].emplace(load_kineto(files[i], each));
       } catch (const error&) {
         failed[i] = std::current_exception();
         stop.store(true, std::memory_order_relaxed);
@@ -351,8 +361,6 @@ inline std::vector<kineto_trace> load_kineto_files(std::span<const std::filesyst
       }
     }
   };
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t workers = std::min<std::size_t>(threads, n);
   if (workers <= 1) {
     work();
   } else {

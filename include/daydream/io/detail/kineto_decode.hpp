@@ -191,6 +191,85 @@ public:
     out_.events = index_;
   }
 
+  /// The strings given ids so far (string pids and tids, string flow ids), in the order
+  /// they were first seen: id k is the k-th.
+  std::vector<std::string_view> string_ids_in_order() const {
+    std::vector<std::string_view> v(string_ids_.size());
+    for (const auto& [s, id] : string_ids_) v[static_cast<std::size_t>(id - string_id_base)] = s;
+    return v;
+  }
+
+  /// Appends the events of `part`, which another decoder decoded from the window of
+  /// events that follows everything decoded here, as if this decoder had decoded them:
+  /// event numbers, threads, argument records and string ids go on from where they are
+  /// here, in the same order (`part_ids`: that decoder's string_ids_in_order). The
+  /// strings of `part` must live as long as the output (the caller keeps their pool).
+  /// `part` is left empty, its tables' memory kept.
+  void absorb(decoded_trace& part, const std::vector<std::string_view>& part_ids) {
+    // Ids in the order the strings were first seen, as a decoder of the whole text
+    // gives them: those new here follow, in the part's order.
+    std::vector<std::int64_t> id_map(part_ids.size());
+    for (std::size_t k = 0; k < part_ids.size(); ++k) id_map[k] = string_id(part_ids[k]);
+    auto id = [&](std::int64_t v) {
+      const std::uint64_t k = std::uint64_t(v) - std::uint64_t(string_id_base);
+      return k < id_map.size() ? id_map[k] : v;
+    };
+    std::vector<std::uint32_t> thread_map(part.threads.size());
+    for (std::size_t k = 0; k < part.threads.size(); ++k) {
+      const pidtid key{id(part.threads[k].pid), id(part.threads[k].tid)};
+      auto [it, fresh] = thread_index_.try_emplace(key, static_cast<std::uint32_t>(out_.threads.size()));
+      if (fresh) {
+        out_.threads.push_back(key);
+        out_.thread_labels.push_back(part.thread_labels[k]);
+      }
+      thread_map[k] = it->second;
+    }
+    const auto first = static_cast<std::uint32_t>(index_);
+    const auto meta0 = static_cast<std::uint32_t>(out_.metas.size());
+    auto meta = [meta0](std::uint32_t m) { return m == no_index ? m : m + meta0; };
+    for (auto e : part.cpu) {
+      e.index += first;
+      e.thread = thread_map[e.thread];
+      e.meta = meta(e.meta);
+      out_.cpu.push_back(e);
+    }
+    for (auto e : part.gpu) {
+      e.index += first;
+      e.meta = meta(e.meta);
+      out_.gpu.push_back(e);
+    }
+    for (auto e : part.flows) {
+      e.index += first;
+      e.id = id(e.id);
+      e.where = {id(e.where.pid), id(e.where.tid)};
+      e.stream = id(e.stream);
+      out_.flows.push_back(e);
+    }
+    for (auto e : part.memory) {
+      e.index += first;
+      e.thread = thread_map[e.thread];
+      out_.memory.push_back(e);
+    }
+    for (auto e : part.syncs) {
+      e.index += first;
+      out_.syncs.push_back(e);
+    }
+    out_.metas.insert(out_.metas.end(), part.metas.begin(), part.metas.end());
+    for (const auto& [why, n] : part.ignored) out_.ignored[why] += n;
+    index_ += part.events;
+    out_.events = index_;
+    part.cpu.clear();
+    part.gpu.clear();
+    part.flows.clear();
+    part.memory.clear();
+    part.syncs.clear();
+    part.metas.clear();
+    part.threads.clear();
+    part.thread_labels.clear();
+    part.ignored.clear();
+    part.events = 0;
+  }
+
   /// Reports a syntax error `err` found outside simdjson at input byte `at`, in the
   /// current event when `in_event`.
   [[noreturn]] void syntax_at(simdjson::error_code err, std::size_t at, bool in_event) {
@@ -545,10 +624,12 @@ private:
   /// The pooled copy of a string the tables keep.
   std::string_view keep(std::string_view s) { return out_.strings.intern(s); }
 
+  /// String ids count up from here: far from any id a trace writes as a number.
+  static constexpr std::int64_t string_id_base = std::numeric_limits<std::int64_t>::min() / 2;
   std::int64_t string_id(std::string_view s) {
     auto it = string_ids_.find(s);
     if (it != string_ids_.end()) return it->second;
-    std::int64_t id = std::numeric_limits<std::int64_t>::min() / 2 + std::int64_t(string_ids_.size());
+    std::int64_t id = string_id_base + std::int64_t(string_ids_.size());
     string_ids_.emplace(keep(s), id);
     return id;
   }

@@ -9,11 +9,13 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace daydream::io::detail {
@@ -104,8 +106,20 @@ struct pidtid_hash {
 class string_pool {
 public:
   string_pool() = default;
-  string_pool(string_pool&&) noexcept = default;
-  string_pool& operator=(string_pool&&) noexcept = default;
+  /// A moved-from pool is empty (and stores nothing in the chunks it gave away).
+  string_pool(string_pool&& o) noexcept
+      : chunks_(std::move(o.chunks_)), cur_(std::exchange(o.cur_, nullptr)), left_(std::exchange(o.left_, 0)),
+        bytes_(std::exchange(o.bytes_, 0)), used_(std::exchange(o.used_, 0)), slots_(std::move(o.slots_)) {
+    o.chunks_.clear();
+    o.slots_.clear();
+  }
+  string_pool& operator=(string_pool&& o) noexcept {
+    if (this != &o) {
+      string_pool t(std::move(o));
+      swap(t);
+    }
+    return *this;
+  }
   /// A copy shares the text (so views taken from either stay valid while either lives)
   /// and stores what it interns later in chunks of its own.
   string_pool(const string_pool& o) : chunks_(o.chunks_), bytes_(o.bytes_), used_(o.used_), slots_(o.slots_) {}
@@ -135,8 +149,24 @@ public:
   /// Bytes of text held (chunks allocated).
   std::size_t bytes() const noexcept { return bytes_; }
 
+  /// Takes over the memory of `o`: its views stay valid as long as this pool lives. Its
+  /// strings are not indexed here (interning one of them again stores another copy).
+  void adopt(string_pool&& o) {
+    chunks_.insert(chunks_.end(), std::make_move_iterator(o.chunks_.begin()), std::make_move_iterator(o.chunks_.end()));
+    bytes_ += o.bytes_;
+    o = string_pool();
+  }
+
 private:
   struct slot { std::string_view text; std::size_t hash = 0; };
+  void swap(string_pool& o) noexcept {
+    std::swap(chunks_, o.chunks_);
+    std::swap(cur_, o.cur_);
+    std::swap(left_, o.left_);
+    std::swap(bytes_, o.bytes_);
+    std::swap(used_, o.used_);
+    std::swap(slots_, o.slots_);
+  }
   std::string_view store(std::string_view s) {
     if (s.size() > left_) {
       const std::size_t n = s.size() > chunk / 4 ? s.size() : chunk;

@@ -16,6 +16,9 @@
 #endif
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <exception>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -24,9 +27,13 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <thread>
 #include <utility>
+#include <vector>
 
 namespace daydream::io::detail {
 
@@ -215,6 +222,133 @@ inline constexpr json_byte_classes json_classes{};
 //! @endcond
 
 //! @cond DAYDREAM_INTERNAL
+/// Decodes windows of events on worker threads while the reader goes on: each window
+/// into tables of its own, which are appended to the output in window order (the
+/// decoder's absorb), so the output is the one a single decoder gives, whatever the
+/// threads. A window that fails is decoded again by the caller's decoder, in order, so
+/// that the error (the event number in it) is the one the single decoder reports.
+class window_workers {
+public:
+  /// A window: text bytes [0, e] hold '[', whole events and ']'; byte 0 is input byte
+  /// `shift`.
+  struct job {
+    padded_buffer text;
+    std::size_t e = 0;
+    std::int64_t shift = 0;
+    decoded_trace part;
+    std::vector<std::string_view> ids; ///< the part's string ids, in order
+    std::exception_ptr failed;
+    bool done = false;
+  };
+
+  window_workers(std::string_view source, decoded_trace& out, unsigned workers)
+      : source_(source), out_(out), jobs_(2 * std::size_t(workers)), pools_(workers) {
+    threads_.reserve(workers);
+    for (unsigned w = 0; w < workers; ++w) {
+      try {
+        threads_.emplace_back([this, w] { work(w); });
+      } catch (const std::system_error&) {
+        break; // no more threads to be had: the ones started do the work
+      }
+    }
+  }
+  window_workers(const window_workers&) = delete;
+  window_workers& operator=(const window_workers&) = delete;
+  /// Stops the workers after the windows they hold; the output keeps the strings they stored.
+  ~window_workers() {
+    {
+      std::lock_guard lock(m_);
+      stop_ = true;
+    }
+    work_cv_.notify_all();
+    for (auto& t : threads_) t.join();
+    for (auto& p : pools_) out_.strings.adopt(std::move(p));
+  }
+
+  /// Whether any worker started.
+  bool running() const noexcept { return !threads_.empty(); }
+
+  /// The slot of the next window, once one is free; `merge` takes windows done (in
+  /// order) until one is. Fill its `text`, `e` and `shift`, then submit().
+  template <class Merge> job& next(Merge&& merge) {
+    if (submitted_ - merged_ == jobs_.size()) merge_one(merge);
+    return jobs_[submitted_ % jobs_.size()];
+  }
+  /// Hands the slot next() gave to the workers; then merges what is done already.
+  template <class Merge> void submit(Merge&& merge) {
+    {
+      std::lock_guard lock(m_);
+      jobs_[submitted_ % jobs_.size()].done = false;
+      queue_.push_back(submitted_++);
+    }
+    work_cv_.notify_one();
+    for (;;) {
+      {
+        std::lock_guard lock(m_);
+        if (merged_ == submitted_ || !jobs_[merged_ % jobs_.size()].done) return;
+      }
+      merge_one(merge);
+    }
+  }
+  /// Merges every window submitted, in order.
+  template <class Merge> void drain(Merge&& merge) {
+    while (merged_ < submitted_) merge_one(merge);
+  }
+
+private:
+  template <class Merge> void merge_one(Merge& merge) {
+    job& j = jobs_[merged_ % jobs_.size()];
+    {
+      std::unique_lock lock(m_);
+      done_cv_.wait(lock, [&] { return j.done; });
+    }
+    ++merged_; // before merge: a merge that throws leaves nothing to wait for
+    merge(j);
+  }
+  void work(unsigned w) {
+    simdjson::ondemand::parser parser;
+    for (;;) {
+      std::size_t k;
+      {
+        std::unique_lock lock(m_);
+        work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (stop_) return;
+        k = queue_.front();
+        queue_.pop_front();
+      }
+      job& j = jobs_[k % jobs_.size()];
+      j.failed = nullptr;
+      j.part.strings = std::move(pools_[w]); // one pool per worker: its strings stored once
+      try {
+        kineto_decoder dec(source_, j.part, std::size_t(-1));
+        dec.set_text(j.text.data(), j.e + 1, j.shift);
+        dec.window(parser, simdjson::padded_string_view(j.text.data(), j.e + 1,
+                                                        j.text.capacity() + simdjson::SIMDJSON_PADDING));
+        j.ids = dec.string_ids_in_order();
+      } catch (...) {
+        j.failed = std::current_exception();
+      }
+      pools_[w] = std::move(j.part.strings);
+      {
+        std::lock_guard lock(m_);
+        j.done = true;
+      }
+      done_cv_.notify_all();
+    }
+  }
+
+  std::string_view source_;
+  decoded_trace& out_;
+  std::vector<job> jobs_;
+  std::vector<string_pool> pools_;
+  std::deque<std::size_t> queue_;
+  std::size_t submitted_ = 0, merged_ = 0;
+  bool stop_ = false;
+  std::mutex m_;
+  std::condition_variable work_cv_, done_cv_;
+  std::vector<std::thread> threads_;
+};
+
 /// Finds the events of a Kineto trace in its text as it streams past, and decodes them a
 /// window at a time. The events are those of the first `traceEvents` key of the
 /// top-level object whose value is an array (or, in the array form, the top-level array);
@@ -224,16 +358,29 @@ inline constexpr json_byte_classes json_classes{};
 /// and decoded last, as a whole. The decoder checks everything the scanner does not.
 class kineto_streamer {
 public:
-  kineto_streamer(trace_reader& in, decoded_trace& out, std::size_t window)
-      : in_(in), dec_(in.name(), out, std::size_t(-1)), window_(std::max<std::size_t>(window, 1)) {}
+  /// `window`: bytes of events decoded at once (0: default_window_bytes, or less to give
+  /// every thread several windows of a smaller input); `threads`: threads that decode
+  /// windows while this one reads on (0: one per core; 1: none, this one decodes).
+  kineto_streamer(trace_reader& in, decoded_trace& out, std::size_t window, unsigned threads = 1)
+      : in_(in), out_(out), dec_(in.name(), out, std::size_t(-1)), window_(window == 0 ? default_window_bytes : window),
+        threads_(threads == 0 ? std::max(1u, std::thread::hardware_concurrency()) : threads) {
+    if (window == 0 && threads_ > 1 && in_.size_hint() > 0)
+      window_ = std::clamp<std::size_t>(in_.size_hint() / (8 * std::size_t(threads_)), min_parallel_window, window_);
+  }
 
   /// Reads the whole input and decodes it into the output. Throws daydream::error.
   void run() {
     simdjson::ondemand::parser parser;
+    parser_ = &parser;
     dec_.reserve_for(in_.size_hint());
     dec_.set_input_size(in_.size_hint());
     // A file smaller than the window gets a window of its size (plus room for the '[').
     if (in_.size_hint() > 0 && in_.size_hint() < window_ && !in_.gzip()) window_ = in_.size_hint() + 1;
+    // Worth workers when there are several windows to decode.
+    if (threads_ > 1 && (in_.size_hint() == 0 || in_.size_hint() > 2 * window_)) {
+      par_ = std::make_unique<window_workers>(in_.name(), out_, threads_);
+      if (!par_->running()) par_.reset();
+    }
     win_.reserve(window_ + 1);
     // Before the events: read windows and look for the events' opening bracket.
     std::size_t len = 0;
@@ -255,6 +402,7 @@ public:
       }
     }
     if (at_events) events(parser, len);
+    par_.reset(); // every window is merged: the workers go, their strings stay
     win_ = padded_buffer();
     // After the events (or a document with none to stream): the rest, kept whole.
     for (;;) {
@@ -272,6 +420,39 @@ public:
 
 private:
   static constexpr std::size_t npos = std::size_t(-1);
+  /// Windows are not made smaller than this to share an input among threads.
+  static constexpr std::size_t min_parallel_window = std::size_t(1) << 20;
+
+  /// Appends a window a worker decoded to the output, in order. One that failed is
+  /// decoded here instead, which throws the error a single decoder reports.
+  void merge(window_workers::job& j) {
+    if (!j.failed) {
+      dec_.absorb(j.part, j.ids);
+      return;
+    }
+    dec_.set_text(j.text.data(), j.e + 1, j.shift);
+    dec_.window(*parser_, simdjson::padded_string_view(j.text.data(), j.e + 1,
+                                                       j.text.capacity() + simdjson::SIMDJSON_PADDING));
+  }
+  /// Merges every window handed to the workers (before this thread decodes or reports).
+  void flush() {
+    if (par_) par_->drain([this](window_workers::job& j) { merge(j); });
+  }
+  /// The window is full: its whole events, window bytes [0, cut), go to a worker, and
+  /// the bytes after the cut start the next window.
+  void hand_off(std::size_t cut, std::size_t len) {
+    auto merge_fn = [this](window_workers::job& j) { merge(j); };
+    window_workers::job& j = par_->next(merge_fn);
+    const std::size_t cap = win_.capacity();
+    std::swap(j.text, win_);
+    j.e = cut;
+    j.shift = static_cast<std::int64_t>(file_pos_) - 1;
+    j.text.data()[cut] = ']';
+    win_.reserve(cap); // the slot's earlier buffer, or a new one
+    win_.data()[0] = '[';
+    std::memcpy(win_.data() + 1, j.text.data() + cut + 1, len - (cut + 1));
+    par_->submit(merge_fn);
+  }
 
   static void append(padded_buffer& b, const char* p, std::size_t n) {
     if (b.capacity() - b.size() < n) b.reserve(b.size() + std::max(n, b.size() / 2));
@@ -427,19 +608,26 @@ private:
     return npos;
   }
 
+  /// Whether window bytes (0, e) are whitespace only: no event before a comma at e.
+  bool empty_element(std::size_t e) const noexcept {
+    const char* p = win_.data();
+    std::size_t k = 1;
+    while (k < e && is_space(p[k])) ++k;
+    return k == e;
+  }
+
   /// Decodes window bytes [0, e] ('[', whole events, and the ']' at e). `last`: e closes
   /// the events' array.
   void decode(simdjson::ondemand::parser& parser, std::size_t e, bool last) {
+    flush();
     char* p = win_.data();
-    p[e] = ']';
-    std::size_t k = 1;
-    while (k < e && is_space(p[k])) ++k;
-    if (k == e) {
+    if (empty_element(e)) {
       // No event before this bracket: an empty array is fine, an empty element is not
       // (`[{...},]`, `[{...},,{...}]`).
       if (last && !cut_before_) return;
       dec_.syntax_at(simdjson::TAPE_ERROR, file_pos_ + e - 1, true);
     }
+    p[e] = ']';
     dec_.set_text(p, e + 1, static_cast<std::int64_t>(file_pos_) - 1);
     dec_.window(parser, simdjson::padded_string_view(p, e + 1, win_.capacity() + simdjson::SIMDJSON_PADDING));
   }
@@ -462,6 +650,7 @@ private:
         const std::size_t k = in_.read(win_.data() + len, win_.capacity() - len);
         if (k > 0) { len += k; continue; }
         // The input ends inside the events.
+        flush();
         dec_.set_input_size(in_.bytes_read());
         if (e_str_ || e_depth_ > 0 || !top_array_) {
           // Cut short: the whole events before the cut are decoded first, so that the
@@ -484,10 +673,14 @@ private:
       }
       if (cut != npos) {
         // The window is full: decode its whole events, keep the rest for the next one.
-        decode(parser, cut, false);
-        cut_before_ = true;
         const std::size_t rest = len - (cut + 1);
-        std::memmove(win_.data() + 1, win_.data() + cut + 1, rest);
+        if (par_ && !empty_element(cut)) {
+          hand_off(cut, len);
+        } else {
+          decode(parser, cut, false);
+          std::memmove(win_.data() + 1, win_.data() + cut + 1, rest);
+        }
+        cut_before_ = true;
         file_pos_ += cut;
         len = rest + 1;
         scan = len;
@@ -501,8 +694,12 @@ private:
   enum class head_state : std::uint8_t { start, object, none };
 
   trace_reader& in_;
+  decoded_trace& out_;
   kineto_decoder dec_;
   std::size_t window_;
+  unsigned threads_;
+  simdjson::ondemand::parser* parser_ = nullptr;
+  std::unique_ptr<window_workers> par_; ///< when windows are decoded on other threads
   padded_buffer win_, skel_;
   std::size_t gap_at_ = npos, gap_len_ = 0;
   std::size_t file_pos_ = 0; ///< input byte of window byte 1
@@ -521,9 +718,11 @@ private:
   std::int64_t e_depth_ = 0;
 };
 
-/// Decodes the trace `in` into `out`, `window` bytes of events at a time.
-inline void stream_kineto(trace_reader& in, decoded_trace& out, std::size_t window = default_window_bytes) {
-  kineto_streamer s(in, out, window == 0 ? default_window_bytes : window);
+/// Decodes the trace `in` into `out`, `window` bytes of events at a time (0: the
+/// default), on `threads` threads (0: one per core; the output is the same whatever
+/// the window and the threads).
+inline void stream_kineto(trace_reader& in, decoded_trace& out, std::size_t window = 0, unsigned threads = 1) {
+  kineto_streamer s(in, out, window, threads);
   s.run();
 }
 //! @endcond

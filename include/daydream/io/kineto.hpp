@@ -75,7 +75,7 @@ struct ingest_options {
   std::size_t window_bytes = 0;
   /// Threads that decode windows of events while the file is read on (0: one per core;
   /// 1: the calling thread decodes). The graph is the same whatever the threads; with
-  /// more than one and the default window, an input under 32 MiB per thread is cut
+  /// more than one and the default window, an input under 128 MiB per thread is cut
   /// into smaller windows (at least 1 MiB) so that every thread has several.
   unsigned threads = 0;
 };

@@ -225,8 +225,9 @@ inline constexpr json_byte_classes json_classes{};
 /// Decodes windows of events on worker threads while the reader goes on: each window
 /// into tables of its own, which are appended to the output in window order (the
 /// decoder's absorb), so the output is the one a single decoder gives, whatever the
-/// threads. A window that fails is decoded again by the caller's decoder, in order, so
-/// that the error (the event number in it) is the one the single decoder reports.
+/// threads. The reading thread decodes queued windows too whenever it would otherwise
+/// wait for one. A window that fails is decoded again by the caller's decoder, in order,
+/// so that the error (the event number in it) is the one the single decoder reports.
 class window_workers {
 public:
   /// A window: text bytes [0, e] hold '[', whole events and ']'; byte 0 is input byte
@@ -242,7 +243,7 @@ public:
   };
 
   window_workers(std::string_view source, decoded_trace& out, unsigned workers)
-      : source_(source), out_(out), jobs_(2 * std::size_t(workers)), pools_(workers) {
+      : source_(source), out_(out), jobs_(2 * std::size_t(workers) + 2), pools_(workers + 1) {
     threads_.reserve(workers);
     for (unsigned w = 0; w < workers; ++w) {
       try {
@@ -296,11 +297,20 @@ public:
   }
 
 private:
+  /// Waits for the oldest window to be decoded, decoding queued ones on this thread
+  /// meanwhile (rather than leave a core idle), and merges it.
   template <class Merge> void merge_one(Merge& merge) {
     job& j = jobs_[merged_ % jobs_.size()];
-    {
-      std::unique_lock lock(m_);
-      done_cv_.wait(lock, [&] { return j.done; });
+    for (std::unique_lock lock(m_); !j.done;) {
+      if (queue_.empty()) {
+        done_cv_.wait(lock);
+        continue;
+      }
+      const std::size_t k = queue_.front();
+      queue_.pop_front();
+      lock.unlock();
+      decode(jobs_[k % jobs_.size()], parser_, pools_.back());
+      lock.lock();
     }
     ++merged_; // before merge: a merge that throws leaves nothing to wait for
     merge(j);
@@ -316,31 +326,36 @@ private:
         k = queue_.front();
         queue_.pop_front();
       }
-      job& j = jobs_[k % jobs_.size()];
-      j.failed = nullptr;
-      j.part.strings = std::move(pools_[w]); // one pool per worker: its strings stored once
-      try {
-        kineto_decoder dec(source_, j.part, std::size_t(-1));
-        dec.set_text(j.text.data(), j.e + 1, j.shift);
-        dec.window(parser, simdjson::padded_string_view(j.text.data(), j.e + 1,
-                                                        j.text.capacity() + simdjson::SIMDJSON_PADDING));
-        j.ids = dec.string_ids_in_order();
-      } catch (...) {
-        j.failed = std::current_exception();
-      }
-      pools_[w] = std::move(j.part.strings);
-      {
-        std::lock_guard lock(m_);
-        j.done = true;
-      }
-      done_cv_.notify_all();
+      decode(jobs_[k % jobs_.size()], parser, pools_[w]);
     }
+  }
+  /// Decodes window `j` into its tables, storing strings in `pool` (one per thread, so
+  /// that a thread stores each string once), and marks it done.
+  void decode(job& j, simdjson::ondemand::parser& parser, string_pool& pool) {
+    j.failed = nullptr;
+    j.part.strings = std::move(pool);
+    try {
+      kineto_decoder dec(source_, j.part, std::size_t(-1));
+      dec.set_text(j.text.data(), j.e + 1, j.shift);
+      dec.window(parser, simdjson::padded_string_view(j.text.data(), j.e + 1,
+                                                      j.text.capacity() + simdjson::SIMDJSON_PADDING));
+      j.ids = dec.string_ids_in_order();
+    } catch (...) {
+      j.failed = std::current_exception();
+    }
+    pool = std::move(j.part.strings);
+    {
+      std::lock_guard lock(m_);
+      j.done = true;
+    }
+    done_cv_.notify_all();
   }
 
   std::string_view source_;
   decoded_trace& out_;
   std::vector<job> jobs_;
-  std::vector<string_pool> pools_;
+  std::vector<string_pool> pools_; ///< one per worker, and the caller's last
+  simdjson::ondemand::parser parser_; ///< the caller's, when it decodes a window
   std::deque<std::size_t> queue_;
   std::size_t submitted_ = 0, merged_ = 0;
   bool stop_ = false;
@@ -359,13 +374,13 @@ private:
 class kineto_streamer {
 public:
   /// `window`: bytes of events decoded at once (0: default_window_bytes, or less to give
-  /// every thread several windows of a smaller input); `threads`: threads that decode
-  /// windows while this one reads on (0: one per core; 1: none, this one decodes).
+  /// every thread several windows of a smaller input); `threads`: threads that decode,
+  /// this one included (0: one per core; 1: this one alone).
   kineto_streamer(trace_reader& in, decoded_trace& out, std::size_t window, unsigned threads = 1)
       : in_(in), out_(out), dec_(in.name(), out, std::size_t(-1)), window_(window == 0 ? default_window_bytes : window),
         threads_(threads == 0 ? std::max(1u, std::thread::hardware_concurrency()) : threads) {
     if (window == 0 && threads_ > 1 && in_.size_hint() > 0)
-      window_ = std::clamp<std::size_t>(in_.size_hint() / (8 * std::size_t(threads_)), min_parallel_window, window_);
+      window_ = std::clamp<std::size_t>(in_.size_hint() / (32 * std::size_t(threads_)), min_parallel_window, window_);
   }
 
   /// Reads the whole input and decodes it into the output. Throws daydream::error.
@@ -378,7 +393,7 @@ public:
     if (in_.size_hint() > 0 && in_.size_hint() < window_ && !in_.gzip()) window_ = in_.size_hint() + 1;
     // Worth workers when there are several windows to decode.
     if (threads_ > 1 && (in_.size_hint() == 0 || in_.size_hint() > 2 * window_)) {
-      par_ = std::make_unique<window_workers>(in_.name(), out_, threads_);
+      par_ = std::make_unique<window_workers>(in_.name(), out_, threads_ - 1); // and this thread
       if (!par_->running()) par_.reset();
     }
     win_.reserve(window_ + 1);
@@ -546,19 +561,24 @@ private:
         std::uint64_t x = q;
         x ^= x << 1; x ^= x << 2; x ^= x << 4; x ^= x << 8; x ^= x << 16; x ^= x << 32;
         const std::uint64_t inside = in_str ? ~x : x;
-        for (std::uint64_t structural = (o | c | m) & ~inside; structural; structural &= structural - 1) {
-          const int bit = __builtin_ctzll(structural);
+        // Only the brackets are visited (a few per event, where commas are a dozen):
+        // the commas that count are those while the depth is 0, before a bracket or
+        // after the last one, and of those only the last.
+        const std::uint64_t commas = m & ~inside;
+        std::uint64_t seen = 0; // the bits up to the bracket visited last
+        for (std::uint64_t brackets = (o | c) & ~inside; brackets; brackets &= brackets - 1) {
+          const int bit = __builtin_ctzll(brackets);
           const std::uint64_t one = std::uint64_t(1) << bit;
-          const std::size_t at = i + static_cast<std::size_t>(bit);
-          if (o & one) {
-            ++depth;
-          } else if (c & one) {
-            if (depth == 0) { e_str_ = (x >> bit & 1) != in_str; e_depth_ = depth; return at; }
-            --depth;
-          } else if (depth == 0) {
-            cut = at;
+          if (depth == 0) {
+            if (const std::uint64_t before = commas & (one - 1) & ~seen)
+              cut = i + static_cast<std::size_t>(63 - __builtin_clzll(before));
+            if (c & one) { e_str_ = (x >> bit & 1) != in_str; e_depth_ = depth; return i + static_cast<std::size_t>(bit); }
           }
+          depth += (o & one) ? 1 : -1;
+          seen = one | (one - 1);
         }
+        if (depth == 0)
+          if (const std::uint64_t after = commas & ~seen) cut = i + static_cast<std::size_t>(63 - __builtin_clzll(after));
         if (__builtin_popcountll(q) & 1) in_str = !in_str;
         continue;
       }

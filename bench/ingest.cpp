@@ -381,6 +381,9 @@ void stream_file(benchmark::State& state, const fs::path& p) {
         ->Unit(benchmark::kSecond)
         ->UseRealTime();
     benchmark::RegisterBenchmark("load_file", load_file, fs::path(p))
+        ->ArgName("threads")
+        ->Arg(1)
+        ->Arg(0)
         ->Iterations(1)
         ->Unit(benchmark::kSecond)
         ->UseRealTime();

@@ -52,7 +52,7 @@ TEST_CASE("flattening: nested events become slices of the innermost event runnin
                          {0, 10}, {10, 30}, {30, 50}, {50, 60}, {60, 70}, {70, 80}, {80, 80}, {80, 90}, {90, 100}});
   CHECK(F.clamped == 1);
   const auto linear = cpu_named(d, "aten::linear"), relu = cpu_named(d, "aten::relu");
-  CHECK(F.attr[relu].end == 100'000);
+  CHECK(F.end_of(relu) == 100'000);
   CHECK(F.attr[relu].parent == linear);
   CHECK(F.attr[cpu_named(d, "aten::t")].top_op == linear);
   CHECK(F.attr[cpu_named(d, "aten::t")].op == cpu_named(d, "aten::t"));

@@ -54,7 +54,7 @@ inline std::vector<std::uint8_t> cpu_event_states(const decoded_trace& d, const 
   for (std::uint32_t e = 0; e < d.cpu.size(); ++e) {
     auto& x = d.cpu[e];
     if (threads.threads[x.thread].ignored) state[e] = cpu_on_python_thread;
-    else if (flat.attr[e].end > x.ts || flat.attr[e].sliced) state[e] = cpu_in_graph;
+    else if (flat.ends[e] > x.ts || flat.attr[e].sliced) state[e] = cpu_in_graph;
   }
   return state;
 }

@@ -28,15 +28,16 @@ struct flat_events {
   std::vector<ev_attr> attr;              ///< per cpu event
   std::vector<std::uint32_t> top_ordinal; ///< per top-level operator: k of "name#k" in its thread and iteration
   std::size_t clamped = 0;                ///< events that ended after their parent, clamped to it
-  std::vector<time_ns> ends;              ///< per cpu event: attr[e].end, once attr was released
+  /// Per cpu event: its end after clamping into its parent. A table of its own, not an
+  /// attribute: the stages after the tasks read the ends only, and the other attributes
+  /// go before them without a copy of the ends made when memory peaks.
+  std::vector<time_ns> ends;
 
-  /// The end of CPU event `e` after clamping (from `ends` once attr was released).
-  time_ns end_of(std::uint32_t e) const { return attr.empty() ? ends[e] : attr[e].end; }
+  /// The end of CPU event `e` after clamping.
+  time_ns end_of(std::uint32_t e) const { return ends[e]; }
   /// Keeps only the ends of the events (what the stages after the tasks read), giving
   /// back the memory of the other attributes.
   void keep_ends_only() {
-    ends.resize(attr.size());
-    for (std::size_t e = 0; e < attr.size(); ++e) ends[e] = attr[e].end;
     std::vector<ev_attr>().swap(attr);
     std::vector<std::uint32_t>().swap(top_ordinal);
   }
@@ -51,7 +52,7 @@ struct flat_events {
     std::uint32_t e = *(it - 1);
     if (starting_exactly) return d.cpu[e].ts == ts ? e : no_index;
     for (std::uint32_t c = e; c != no_index; c = attr[c].parent)
-      if (ts < attr[c].end || (attr[c].end == d.cpu[c].ts && ts == d.cpu[c].ts)) return c;
+      if (ts < ends[c] || (ends[c] == d.cpu[c].ts && ts == d.cpu[c].ts)) return c;
     return no_index;
   }
 };
@@ -97,6 +98,7 @@ inline flat_events flatten_threads(const decoded_trace& d, thread_table& tt, con
   using namespace flatten_detail;
   flat_events F;
   F.attr.resize(d.cpu.size());
+  F.ends.resize(d.cpu.size());
   F.top_ordinal.assign(d.cpu.size(), 0);
   std::unordered_map<top_key, std::uint32_t, top_key_hash> top_count;
   auto inherit = [&](std::uint32_t e) {
@@ -166,7 +168,7 @@ inline flat_events flatten_threads(const decoded_trace& d, thread_table& tt, con
         a.parent = stack.back().ev;
         if (end > stack.back().end) { end = stack.back().end; ++F.clamped; }
       }
-      a.end = end;
+      F.ends[e] = end;
       inherit(e);
       if (end == x.ts) {
         if (needed_zero(d, L, e)) emit(x.ts, x.ts, e);

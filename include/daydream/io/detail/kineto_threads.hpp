@@ -78,7 +78,6 @@ struct ev_attr {
   std::uint32_t module = no_index;  ///< innermost `nn.Module:` python_function
   std::uint32_t bwd = no_index;     ///< outermost backward root (evaluate_function / *Backward*)
   std::uint32_t accgrad = no_index; ///< innermost torch::autograd::AccumulateGrad
-  time_ns end = 0;                  ///< end after clamping into the parent
   std::uint8_t mark = 0;            ///< phase marker (1 + phase), innermost wins
   bool sliced = false;              ///< covered by at least one slice
 };

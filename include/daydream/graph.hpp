@@ -322,6 +322,17 @@ public:
 
   /// Reserves room for `tasks` tasks in the flat arrays. Invalidates nothing.
   void reserve(std::size_t tasks) { core_.reserve(tasks); }
+  /// Reserves room for `tasks` tasks of kind `K` beyond those there (their payloads and
+  /// ids; growing by doubling both copies and touches fresh memory). Invalidates
+  /// payload references when it reallocates, as add() does.
+  template <class K> void reserve(std::size_t tasks) {
+    static_assert(has_kind<K>, "daydream::basic_graph::reserve: this graph was not "
+                               "instantiated with this task kind.");
+    if constexpr (has_kind<K>) {
+      payloads<K>().reserve(payloads<K>().size() + tasks);
+      owners_[kind_index<K>].reserve(owners_[kind_index<K>].size() + tasks);
+    }
+  }
 
   /// Marks a task dead and unlinks its edges, without bridging: the order through it is
   /// lost. Prefer daydream::remove. Invalidates the handles of `t`.

@@ -173,9 +173,13 @@ inline task_map make_tasks(const decoded_trace& d, thread_table& tt, gpu_links& 
       if (T.piece_first[e] == no_index) T.piece_first[e] = static_cast<std::uint32_t>(k);
       T.piece_last[e] = static_cast<std::uint32_t>(k);
     }
-  std::size_t n = d.gpu.size();
-  for (auto& th : tt.threads) n += th.slices.size();
-  g.reserve(n);
+  std::size_t slices = 0, kernels = 0;
+  for (auto& th : tt.threads) slices += th.slices.size();
+  for (auto& e : d.gpu) kernels += e.cat == ecat::kernel;
+  g.reserve(slices + d.gpu.size());
+  g.reserve<cpu_task>(slices);
+  g.reserve<gpu_kernel>(kernels); // with the collectives: at most that many
+  g.reserve<memcpy_task>(d.gpu.size() - kernels);
   const std::int32_t node = d.rank >= 0 ? d.rank : 0;
   for (std::uint32_t t = 0; t < tt.threads.size(); ++t) {
     auto& th = tt.threads[t];

@@ -125,6 +125,21 @@ TEST_CASE("a graph stores typed tasks with dense ids and interned names") {
   }
 }
 
+TEST_CASE("reserve<K> makes room for a kind's payloads: adding that many keeps payload references") {
+  graph g;
+  auto st = g.add_resource({"stream 7", resource_kind::gpu_stream, sharing::exclusive, 0, 0});
+  auto first = g.add(gpu_kernel{.device = 0, .stream = 7}, {.name = "k0", .duration = 1, .resource = st});
+  g.reserve(1000);
+  g.reserve<gpu_kernel>(1000);
+  const gpu_kernel* p = &g.payload(first);
+  for (int i = 1; i <= 1000; ++i) g.add(gpu_kernel{.device = 0, .stream = i}, {.name = "k", .duration = 1, .resource = st});
+  CHECK(&g.payload(first) == p); // no reallocation: the room was there
+  CHECK(g.ids_of<gpu_kernel>().size() == 1001);
+  CHECK(g.payload(g.as<gpu_kernel>(1000)).stream == 1000);
+  g.reserve<cpu_task>(0); // nothing to do, and fine
+  CHECK(g.ids_of<cpu_task>().empty());
+}
+
 TEST_CASE("dependencies are typed, deduplicated and filterable") {
   graph g;
   auto a = g.add(cpu_task{}, {.name = "a"});

@@ -275,7 +275,6 @@ inline kineto_trace ingest(decoded_trace& d, std::string_view source, const inge
 inline kineto_trace ingest(trace_reader& in, const ingest_options& opt) {
   decoded_trace d;
   stream_kineto(in, d, opt.window_bytes, opt.threads); // the parsers and windows go before the graph is built
-  return_free_memory();
   return ingest(d, in.name(), opt);
 }
 } // namespace detail

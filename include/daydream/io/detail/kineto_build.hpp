@@ -20,9 +20,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#if defined(__GLIBC__)
-#  include <malloc.h> // malloc_trim
-#endif
 #include <string>
 #include <vector>
 
@@ -44,16 +41,6 @@ struct build_output {
 
 /// Empties `v` and gives its memory back.
 template <class T> void release(T& v) { T().swap(v); }
-
-/// Returns the free memory of the heap to the system. The allocator keeps what a
-/// released table leaves inside its heap (or a worker thread's) for later allocations,
-/// but the stages after a release allocate differently sized tables, so without this
-/// the process would hold both (docs/ingest.md, "Memory"). glibc only; elsewhere a no-op.
-inline void return_free_memory() noexcept {
-#if defined(__GLIBC__)
-  ::malloc_trim(0);
-#endif
-}
 
 /// Builds the task graph of a decoded Kineto trace (see io::load_kineto and
 /// docs/ingest.md). Each stage takes what earlier ones produced and returns its own
@@ -95,7 +82,6 @@ inline void build_graph(decoded_trace& d, const build_settings& s, build_output&
     }
     release(flat.top_ordinal);
     release(backward.forward_of);
-    return_free_memory();
     out.begin = plan.mains.begin;
     out.end = plan.mains.end;
     auto tasks = make_tasks(d, threads, links, flat, plan, iterations, g, out.warnings); // 13
@@ -125,7 +111,6 @@ inline void build_graph(decoded_trace& d, const build_settings& s, build_output&
   release(d.memory);
   release(d.syncs);
   release(d.metas);
-  return_free_memory();
   g.core().edges.reserve(deps.size()); // at most one record each: no growth by doubling
   commit_edges(edge_list{std::move(deps), {}}, g, out.warnings);                       // 18
   if (clamped)

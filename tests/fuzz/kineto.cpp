@@ -146,6 +146,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         outcome([&] { return daydream::io::parse_kineto(bytes, "fuzz.json", small); }, "fuzz.json");
     const bool both_refused = windowed.rfind("error", 0) == 0 && plain.rfind("error", 0) == 0;
     if (windowed != plain && !both_refused) fail("a small window and the default one disagree", plain + " | " + windowed);
+    // Windows decoded on worker threads and merged in order: exactly what the reading
+    // thread alone gives at the same window, errors included.
+    small.threads = 1;
+    const auto alone = outcome([&] { return daydream::io::parse_kineto(bytes, "fuzz.json", small); }, "fuzz.json");
+    small.threads = 3;
+    const auto shared = outcome([&] { return daydream::io::parse_kineto(bytes, "fuzz.json", small); }, "fuzz.json");
+    if (alone != shared) fail("one thread and three disagree", alone + " | " + shared);
   }
   // For one input in four (chosen by size, so a reproducer behaves the same), the same
   // text compressed must load through the file path with the same result.

@@ -227,7 +227,14 @@ inline task_map make_tasks(const decoded_trace& d, thread_table& tt, gpu_links& 
     }
   }
   std::vector<std::uint64_t>().swap(tensor_bytes); // read by the CPU slices only
-  // GPU operations.
+  // GPU operations. Whether a kernel is a collective is decided once per distinct name
+  // (a case-blind search of names of a hundred characters, for every kernel otherwise).
+  std::vector<std::int8_t> comm_name; // by name id: -1 not decided yet
+  auto is_comm = [&](name_id n, std::string_view text) {
+    if (n >= comm_name.size()) comm_name.resize(std::size_t(n) + 1, -1);
+    if (comm_name[n] < 0) comm_name[n] = is_comm_kernel(text) ? 1 : 0;
+    return comm_name[n] == 1;
+  };
   T.gpu_task.assign(d.gpu.size(), no_task);
   for (auto& s : L.streams) {
     for (auto o : s.ops) {
@@ -247,7 +254,8 @@ inline task_map make_tasks(const decoded_trace& d, thread_table& tt, gpu_links& 
                     .trace_start = e.ts, .layer = {}, .phase = ph, .iteration = it};
       const std::uint64_t corr = e.correlation >= 0 ? static_cast<std::uint64_t>(e.correlation) : 0;
       task_id id;
-      if (e.cat == ecat::kernel && is_comm_kernel(e.name)) {
+      const name_id nid = names(e.name);
+      if (e.cat == ecat::kernel && is_comm(nid, e.name)) {
         comm_task c;
         c.device = e.device; c.stream = e.stream; c.correlation = corr;
         size_collective(d, L, F, o, c);
@@ -262,7 +270,7 @@ inline task_map make_tasks(const decoded_trace& d, thread_table& tt, gpu_links& 
         m.bytes = e.bytes; m.device = e.device; m.stream = e.stream; m.correlation = corr;
         id = g.add(m, f).id;
       }
-      g.core().name[id] = names(e.name);
+      g.core().name[id] = nid;
       g.core().layer[id] = layer;
       T.gpu_task[o] = id;
     }

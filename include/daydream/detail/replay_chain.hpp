@@ -174,12 +174,6 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
   // in that order (only compared between equal ends): a transfer's step number is kept
   // in its dependency counter, which is not needed once the task has started.
   std::uint32_t steps = 0;
-  auto key_of = [&](task_id t) -> std::uint64_t {
-    const resource_id rr = res[t];
-    return rr < nres && link_of[rr] != no_link
-               ? (std::uint64_t(1) << 63) | (std::uint64_t(wait[t]) << 32) | t
-               : std::uint64_t(t);
-  };
 
   // The queue of the fair-share resources: (time, step, who). Steps of one time: 0,
   // transfers made ready by the completions of other tasks (who: the task); 1 + k,
@@ -193,7 +187,7 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
     }
   };
   std::vector<event> queue;
-  auto push = [&](const event& ev) {
+  auto push = [&queue](const event& ev) {
     queue.push_back(ev);
     std::push_heap(queue.begin(), queue.end(), std::greater<>{});
   };
@@ -204,27 +198,29 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
     if (!l.active.empty()) l.vclock += double(now - l.updated) / double(l.active.size());
     l.updated = now;
   };
-  auto arm = [&](link_state& l, std::uint32_t k, time_ns now) {
+  auto arm = [&push](link_state& l, std::uint32_t k, time_ns now) {
     ++l.version;
     if (l.active.empty()) return;
     const double left = std::max(0.0, l.active.front().first - l.vclock) * double(l.active.size());
     push({now + static_cast<time_ns>(std::llround(left)), 1 + std::uint64_t(k), l.version});
   };
 
-  std::size_t queued = 0;    // tasks in `order`, a stack: the pass takes the last first
-  std::size_t taken = 0;     // tasks the pass took
+  // The rare steps (a transfer's start, a tie between equal ends) are lambdas that copy
+  // the array pointers they need rather than refer to the pass's variables: a variable
+  // whose address reaches a call that is not inlined lives in memory, and every store
+  // to a result array would then reload it. The pass's own state (the stack, the
+  // counters) stays in registers.
   std::size_t transfers = 0; // tasks on fair-share resources started
   std::vector<std::vector<mem_entry>> mem_on; // by resource, in start order
   if (with_memory) mem_on.resize(nres);
-  // Transfer t starts at `now` on its resource.
-  // Set when the pass meets what it does not model (a transfer that takes no time; a
-  // tie with a task that takes none, whose place in the order of one time depends on
-  // when it became ready): it gives up and the kernel replays the graph.
-  bool zero = false;
-  auto start_transfer = [&](task_id t, time_ns now) {
-    zero |= duration[t] <= 0;
+  const std::uint32_t* const link_at = link_of.data();
+  // Transfer t starts at `now` on its resource. False when it takes no time, which the
+  // pass does not model (its place in the order of one time depends on when it became
+  // ready): the kernel replays the graph.
+  auto start_transfer = [&, start, why, pred, edge, duration, res, link_at,
+                         with_memory](task_id t, time_ns now) {
     const resource_id rr = res[t];
-    const auto k = link_of[rr];
+    const auto k = link_at[rr];
     auto& l = links[k];
     ++transfers;
     start[t] = now;
@@ -239,26 +235,43 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
     l.active.push_back({l.vclock + double(duration[t]), t});
     std::push_heap(l.active.begin(), l.active.end(), by_vtime);
     arm(l, k, now);
+    return duration[t] > 0;
   };
-  // While the transfers that finished at `batch_at` are handled: a transfer they make
-  // ready at that time starts at once, as the event loop starts it while handling their
-  // completions (before any other step of that time). Any other transfer made ready
-  // starts through the queue, before the fair-share steps of its time.
-  bool in_batch = false;
-  time_ns batch_at = 0;
-  // Task d's dependencies have all ended (`end[d]` is the latest).
-  auto ready = [&](task_id d) {
-    const resource_id rr = res[d];
-    if (rr >= nres || link_of[rr] == no_link) order[queued++] = d;
-    else if (in_batch && end[d] == batch_at) start_transfer(d, batch_at);
-    else push({end[d], 0, d});
-  };
-  auto has_edge = [&](task_id a, task_id b) {
+  auto has_edge = [head_out, edges](task_id a, task_id b) {
     auto k = head_out[a];
     while (k != no_edge && edges[k].dst != b) k = edges[k].next_out;
     return k != no_edge;
   };
-  // Task t ended at `e`: its dependents learn it.
+  // A dependency t of d ends at the same time as d's binding dependency so far, pred[d]:
+  // 1 when t comes later in the order of completions at that time (and binds instead),
+  // 0 when it comes first, -1 when the pass does not model the tie. `kt` caches t's key.
+  auto tie_wins = [duration, pred, res, wait, link_at, nres, has_edge](
+                      task_id t, task_id d, std::uint64_t& kt) -> int {
+    const task_id p = pred[d];
+    if (duration[t] == 0 || duration[p] == 0) {
+      // A task that takes no time is handled once all its dependencies were, so a
+      // dependency of it ending at the same time comes first (a rank's collective
+      // before the barrier that waits for it). Anything else is not modelled.
+      if (duration[p] == 0 && duration[t] != 0 && has_edge(t, p)) return 1;
+      return duration[t] == 0 && duration[p] != 0 && has_edge(p, t) ? 0 : -1;
+    }
+    auto key_of = [&](task_id x) -> std::uint64_t {
+      const resource_id rr = res[x];
+      return rr < nres && link_at[rr] != no_link
+                 ? (std::uint64_t(1) << 63) | (std::uint64_t(wait[x]) << 32) | x
+                 : std::uint64_t(x);
+    };
+    if (kt == ~std::uint64_t(0)) kt = key_of(t);
+    return kt < key_of(p) ? 1 : 0;
+  };
+
+  // Ready tasks wait on `order`, a stack (the pass takes the last first), transfers
+  // included: a transfer taken from it starts through the queue at its ready time, or at
+  // once when that is the time of the queue's last step (see the loop below).
+  std::size_t queued = 0;
+  bool zero = false; // a tie the pass does not model: it gives up
+  // Task t ended at `e`: its dependents learn it; those left with nothing to wait for
+  // are ready.
   auto finish = [&](task_id t, time_ns e) DAYDREAM_CHAIN_INLINE {
     std::uint64_t kt = ~std::uint64_t(0); // t's key, computed on a tie
     for (auto k = head_out[t]; k != no_edge; k = edges[k].next_out) {
@@ -266,43 +279,36 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
       const task_id d = x.dst;
       // The last dependency to end binds the start; ties: the first in completion order.
       std::uint32_t w = wait[d];
-      bool wins = (w & unseen) != 0 || e > end[d];
-      w &= ~unseen;
-      if (!wins && e == end[d]) {
-        const task_id p = pred[d];
-        if (duration[t] == 0 || duration[p] == 0) {
-          // A task that takes no time is handled once all its dependencies were, so a
-          // dependency of it ending at the same time comes first (a rank's collective
-          // before the barrier that waits for it). Anything else is not modelled.
-          if (duration[p] == 0 && duration[t] != 0 && has_edge(t, p)) wins = true;
-          else if (!(duration[t] == 0 && duration[p] != 0 && has_edge(p, t))) zero = true;
-        } else {
-          if (kt == ~std::uint64_t(0)) kt = key_of(t);
-          wins = kt < key_of(p);
-        }
+      const time_ns seen = end[d];
+      bool wins = (w & unseen) != 0 || e > seen;
+      if (!wins && e == seen) [[unlikely]] {
+        const int o = tie_wins(t, d, kt);
+        zero |= o < 0;
+        wins = o > 0;
       }
       if (wins) {
         pred[d] = t;
         edge[d] = x.kind;
         end[d] = e;
       }
-      wait[d] = --w;
-      if (w == 0) ready(d);
+      w = (w & ~unseen) - 1;
+      wait[d] = w;
+      if (w == 0) order[queued++] = d;
     }
   };
 
+  // The dependency counters, and the roots (ready at 0). Removed ids have no edges left,
+  // so only ids without dependencies are looked at twice.
   const std::uint32_t* const n_in = c.n_in.data();
   std::uint32_t too_many = 0; // in-degrees that reach the `unseen` bit: left to the kernel
   for (task_id t = 0; t < n; ++t) {
     const std::uint32_t deps = n_in[t];
     too_many |= deps;
     wait[t] = deps | unseen;
+    if (deps != 0) continue;
     if (alive[t]) {
-      ++r.tasks;
-      if (deps == 0) {
-        end[t] = 0;
-        ready(t);
-      }
+      end[t] = 0;
+      order[queued++] = t;
     } else { // a removed id
       start[t] = end[t] = -1;
       pred[t] = no_task;
@@ -311,54 +317,75 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
     }
   }
   if (too_many & unseen) return false;
+  r.tasks = c.live_tasks;
 
+  // The state of an exclusive resource; a fair-share one has its `link` number.
   struct lane {
     time_ns free_at = 0; // end of the last task plus its gap
-    time_ns end = 0;     // end of the last task (they increase along the chain)
+    time_ns busy = 0;    // the durations of its tasks so far
     task_id last = no_task;
+    std::uint32_t link = no_link;
   };
   std::vector<lane> lanes(nres);
+  for (std::uint32_t k = 0; k < links.size(); ++k) lanes[links[k].id].link = k;
+  lane* const lane_of = lanes.data();
   std::vector<mem_entry> mem_loose; // tasks without a resource
   time_ns loose_end = 0;
+  std::size_t taken = 0;   // tasks the pass ran, transfers aside
+  time_ns step_at = -1;    // the time of the queue's last step (none yet)
   std::vector<task_id> finished;
 
   for (;;) {
     while (queued > 0) {
       const task_id t = order[--queued];
-      ++taken;
       const time_ns dur = duration[t];
       const resource_id rr = res[t];
-      // A task without a resource may take no time (a barrier), if it ends after 0.
-      if (dur < 0 || (dur == 0 && (rr != no_resource || end[t] == 0))) return false;
       time_ns at = end[t]; // ready (0 for a root)
       binding w = binding::dependency;
-      if (at == 0) {
-        pred[t] = no_task;
-        edge[t] = dep_kind::control;
-        w = binding::none;
-      }
       time_ns e;
       if (rr < nres) {
-        lane& l = lanes[rr];
-        // Chained: the task started last here is a dependency (at once when it binds).
-        if (l.last != no_task && pred[t] != l.last) {
-          auto k = head_out[l.last];
-          while (k != no_edge && edges[k].dst != t) k = edges[k].next_out;
-          if (k == no_edge) return false;
+        lane& l = lane_of[rr];
+        if (l.link != no_link) [[unlikely]] {
+          // A transfer is ready no earlier than the queue's last step (the stack was
+          // empty then, and what was computed since ends later). Ready at that time, it
+          // starts at once, as the event loop starts it while handling the step's
+          // completions (or, with a step 0 of the queue, before any other step of that
+          // time); later, through the queue, before the fair-share steps of its time.
+          if (at == step_at) {
+            if (!start_transfer(t, at)) return false;
+          } else
+            push({at, 0, t});
+          continue;
         }
+        if (dur <= 0) return false;
+        ++taken;
+        if (at == 0) {
+          pred[t] = no_task;
+          edge[t] = dep_kind::control;
+          w = binding::none;
+        }
+        // Chained: the task started last here is a dependency (at once when it binds).
+        if (pred[t] != l.last && l.last != no_task && !has_edge(l.last, t)) return false;
         if (l.free_at > at) {
           at = l.free_at;
           pred[t] = l.last;
           w = binding::resource;
         }
-        r.busy[rr] += dur;
+        l.busy += dur;
         l.last = t;
         e = at + dur;
-        l.end = e;
         l.free_at = e + gap[t];
         if (with_memory && mem_delta[t] != 0) mem_on[rr].push_back({at, t});
       } else {
         if (rr != no_resource) return false; // names no resource: the kernel says so
+        // A task without a resource may take no time (a barrier), if it ends after 0.
+        if (dur < 0 || (dur == 0 && at == 0)) return false;
+        ++taken;
+        if (at == 0) {
+          pred[t] = no_task;
+          edge[t] = dep_kind::control;
+          w = binding::none;
+        }
         e = at + dur;
         loose_end = std::max(loose_end, e);
         if (with_memory && mem_delta[t] != 0) mem_loose.push_back({at, t});
@@ -367,16 +394,16 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
       end[t] = e;
       why[t] = w;
       finish(t, e);
-      if (zero) return false;
     }
+    if (zero) return false;
     if (queue.empty()) break;
     const event ev = queue.front();
     std::pop_heap(queue.begin(), queue.end(), std::greater<>{});
     queue.pop_back();
     const time_ns now = ev.time;
+    step_at = now;
     if (ev.step == 0) { // a transfer starts
-      start_transfer(static_cast<task_id>(ev.who), now);
-      if (zero) return false;
+      if (!start_transfer(static_cast<task_id>(ev.who), now)) return false;
     } else { // transfers of resource k may have finished
       const auto k = static_cast<std::uint32_t>(ev.step - 1);
       auto& l = links[k];
@@ -392,8 +419,6 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
       }
       if (l.active.empty()) r.busy[l.id] += now - l.busy_since;
       arm(l, k, now);
-      in_batch = true;
-      batch_at = now;
       ++steps;
       for (auto t : finished) wait[t] = steps;
       for (auto t : finished) {
@@ -401,14 +426,18 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
         loose_end = std::max(loose_end, now);
         finish(t, now);
       }
-      in_batch = false;
-      if (zero) return false;
     }
   }
   if (taken + transfers != r.tasks) return false; // a cycle: the kernel names it
 
+  // A lane's busy time and last end (its ends increase along the chain).
   r.makespan = loose_end;
-  for (auto& l : lanes) r.makespan = std::max(r.makespan, l.end);
+  for (std::uint32_t rr = 0; rr < nres; ++rr) {
+    const lane& l = lanes[rr];
+    if (l.link != no_link || l.last == no_task) continue;
+    r.busy[rr] = l.busy;
+    r.makespan = std::max(r.makespan, end[l.last]);
+  }
   if (with_memory) {
     std::sort(mem_loose.begin(), mem_loose.end());
     // Transfers of one time start in queue order: sort them by (start, id).

@@ -31,10 +31,14 @@
 namespace daydream::detail {
 
 /// The working memory of replay_chained, kept per thread between replays as
-/// replay_scratch is: a dependency counter per task and the traversal order.
+/// replay_scratch is: a dependency counter per task, the traversal order, and the
+/// (start, task) entries of the tasks with memory, with their buckets.
 struct chain_scratch {
+  using mem_entry = std::pair<time_ns, task_id>;
   std::vector<std::uint32_t> wait;
   std::vector<task_id> order;
+  std::vector<mem_entry> mem, sorted;
+  std::vector<std::uint32_t> bucket;
   bool busy = false;
 
   static chain_scratch& acquire(chain_scratch& spare) {
@@ -45,10 +49,14 @@ struct chain_scratch {
   }
   void release() noexcept {
     busy = false;
-    if ((wait.capacity() + order.capacity()) * sizeof(std::uint32_t) >
+    if ((wait.capacity() + order.capacity() + bucket.capacity()) * sizeof(std::uint32_t) +
+            (mem.capacity() + sorted.capacity()) * sizeof(mem_entry) >
         std::size_t(DAYDREAM_CONFIG_REPLAY_SCRATCH_KEEP)) {
       wait = {};
       order = {};
+      mem = {};
+      sorted = {};
+      bucket = {};
     }
   }
 };
@@ -153,7 +161,6 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
   // Fair-share resources ("links"): processor sharing with a virtual clock, exactly as
   // in the kernel. `link_of` numbers them; exclusive resources are `no_link`.
   constexpr std::uint32_t no_link = ~std::uint32_t(0);
-  using mem_entry = std::pair<time_ns, task_id>;
   struct link_state {
     double vclock = 0;
     time_ns updated = 0;
@@ -211,8 +218,8 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
   // to a result array would then reload it. The pass's own state (the stack, the
   // counters) stays in registers.
   std::size_t transfers = 0; // tasks on fair-share resources started
-  std::vector<std::vector<mem_entry>> mem_on; // by resource, in start order
-  if (with_memory) mem_on.resize(nres);
+  auto& mem = s.mem; // (start, task) of the tasks that allocate or free memory
+  mem.clear();
   const std::uint32_t* const link_at = link_of.data();
   // Transfer t starts at `now` on its resource. False when it takes no time, which the
   // pass does not model (its place in the order of one time depends on when it became
@@ -229,7 +236,7 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
       pred[t] = no_task;
       edge[t] = dep_kind::control;
     }
-    if (with_memory && mem_delta[t] != 0) mem_on[rr].push_back({now, t});
+    if (with_memory && mem_delta[t] != 0) mem.push_back({now, t});
     advance(l, now);
     if (l.active.empty()) l.busy_since = now;
     l.active.push_back({l.vclock + double(duration[t]), t});
@@ -244,9 +251,8 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
   };
   // A dependency t of d ends at the same time as d's binding dependency so far, pred[d]:
   // 1 when t comes later in the order of completions at that time (and binds instead),
-  // 0 when it comes first, -1 when the pass does not model the tie. `kt` caches t's key.
-  auto tie_wins = [duration, pred, res, wait, link_at, nres, has_edge](
-                      task_id t, task_id d, std::uint64_t& kt) -> int {
+  // 0 when it comes first, -1 when the pass does not model the tie.
+  auto tie_wins = [duration, pred, res, wait, link_at, nres, has_edge](task_id t, task_id d) -> int {
     const task_id p = pred[d];
     if (duration[t] == 0 || duration[p] == 0) {
       // A task that takes no time is handled once all its dependencies were, so a
@@ -261,8 +267,7 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
                  ? (std::uint64_t(1) << 63) | (std::uint64_t(wait[x]) << 32) | x
                  : std::uint64_t(x);
     };
-    if (kt == ~std::uint64_t(0)) kt = key_of(t);
-    return kt < key_of(p) ? 1 : 0;
+    return key_of(t) < key_of(p) ? 1 : 0;
   };
 
   // Ready tasks wait on `order`, a stack (the pass takes the last first), transfers
@@ -273,16 +278,17 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
   // Task t ended at `e`: its dependents learn it; those left with nothing to wait for
   // are ready.
   auto finish = [&](task_id t, time_ns e) DAYDREAM_CHAIN_INLINE {
-    std::uint64_t kt = ~std::uint64_t(0); // t's key, computed on a tie
     for (auto k = head_out[t]; k != no_edge; k = edges[k].next_out) {
       const edge_rec& x = edges[k];
       const task_id d = x.dst;
       // The last dependency to end binds the start; ties: the first in completion order.
+      // The latest end seen so far, -1 while none was (times are never negative): one
+      // comparison then says whether t binds, and whether it ties.
       std::uint32_t w = wait[d];
-      const time_ns seen = end[d];
-      bool wins = (w & unseen) != 0 || e > seen;
-      if (!wins && e == seen) [[unlikely]] {
-        const int o = tie_wins(t, d, kt);
+      const time_ns seen = end[d] | -static_cast<time_ns>(w >> 31);
+      bool wins = e > seen;
+      if (e == seen) [[unlikely]] {
+        const int o = tie_wins(t, d);
         zero |= o < 0;
         wins = o > 0;
       }
@@ -329,7 +335,6 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
   std::vector<lane> lanes(nres);
   for (std::uint32_t k = 0; k < links.size(); ++k) lanes[links[k].id].link = k;
   lane* const lane_of = lanes.data();
-  std::vector<mem_entry> mem_loose; // tasks without a resource
   time_ns loose_end = 0;
   std::size_t taken = 0;   // tasks the pass ran, transfers aside
   time_ns step_at = -1;    // the time of the queue's last step (none yet)
@@ -375,7 +380,7 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
         l.last = t;
         e = at + dur;
         l.free_at = e + gap[t];
-        if (with_memory && mem_delta[t] != 0) mem_on[rr].push_back({at, t});
+        if (with_memory && mem_delta[t] != 0) mem.push_back({at, t});
       } else {
         if (rr != no_resource) return false; // names no resource: the kernel says so
         // A task without a resource may take no time (a barrier), if it ends after 0.
@@ -388,7 +393,7 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
         }
         e = at + dur;
         loose_end = std::max(loose_end, e);
-        if (with_memory && mem_delta[t] != 0) mem_loose.push_back({at, t});
+        if (with_memory && mem_delta[t] != 0) mem.push_back({at, t});
       }
       start[t] = at;
       end[t] = e;
@@ -438,65 +443,32 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
     r.busy[rr] = l.busy;
     r.makespan = std::max(r.makespan, end[l.last]);
   }
-  if (with_memory) {
-    std::sort(mem_loose.begin(), mem_loose.end());
-    // Transfers of one time start in queue order: sort them by (start, id).
-    for (std::uint32_t rr = 0; rr < nres; ++rr)
-      if (link_of[rr] != no_link) std::sort(mem_on[rr].begin(), mem_on[rr].end());
-    // The lists, each in (start, id) order, merged smallest first: by a scan of the
-    // heads when they are few, else two runs at a time.
-    struct cursor {
-      const mem_entry* at;
-      const mem_entry* end;
-    };
-    std::vector<cursor> lists;
-    std::size_t entries = mem_loose.size();
-    for (auto& v : mem_on)
-      if (!v.empty()) {
-        lists.push_back({v.data(), v.data() + v.size()});
-        entries += v.size();
-      }
-    if (!mem_loose.empty()) lists.push_back({mem_loose.data(), mem_loose.data() + mem_loose.size()});
-    std::int64_t sum = 0;
-    if (lists.size() <= 8) {
-      while (!lists.empty()) {
-        std::size_t best = 0;
-        for (std::size_t j = 1; j < lists.size(); ++j)
-          if (*lists[j].at < *lists[best].at) best = j;
-        r.peak_memory = std::max(r.peak_memory, sum += mem_delta[lists[best].at->second]);
-        if (++lists[best].at == lists[best].end) {
-          lists[best] = lists.back();
-          lists.pop_back();
-        }
-      }
-    } else { // merged two runs at a time, ping-pong between two buffers
-      std::vector<mem_entry> a, b;
-      a.reserve(entries);
-      b.resize(entries);
-      std::vector<std::size_t> runs{0}; // run i is [runs[i], runs[i + 1])
-      for (auto& l : lists) {
-        a.insert(a.end(), l.at, l.end);
-        runs.push_back(a.size());
-      }
-      while (runs.size() > 2) {
-        std::vector<std::size_t> merged{0};
-        std::size_t i = 0;
-        for (; i + 2 < runs.size(); i += 2) {
-          std::merge(a.begin() + std::ptrdiff_t(runs[i]), a.begin() + std::ptrdiff_t(runs[i + 1]),
-                     a.begin() + std::ptrdiff_t(runs[i + 1]), a.begin() + std::ptrdiff_t(runs[i + 2]),
-                     b.begin() + std::ptrdiff_t(runs[i]));
-          merged.push_back(runs[i + 2]);
-        }
-        if (i + 1 < runs.size()) { // an odd run left
-          std::copy(a.begin() + std::ptrdiff_t(runs[i]), a.begin() + std::ptrdiff_t(runs[i + 1]),
-                    b.begin() + std::ptrdiff_t(runs[i]));
-          merged.push_back(runs[i + 1]);
-        }
-        a.swap(b);
-        runs.swap(merged);
-      }
-      for (auto& [at, t] : a) r.peak_memory = std::max(r.peak_memory, sum += mem_delta[t]);
+  // Peak memory: the allocations summed in (start, id) order. The starts lie in
+  // [0, makespan]: the entries are spread over about half as many buckets of equal width,
+  // each bucket sorted (most hold a few entries), so the cost does not grow with the
+  // number of resources as a merge of per-resource lists does (log2 R passes).
+  if (!mem.empty()) {
+    const std::size_t m = mem.size();
+    const std::size_t about = std::max<std::size_t>(1, m / 2); // buckets
+    unsigned shift = 0;
+    while (static_cast<std::uint64_t>(r.makespan >> shift) >= about) ++shift;
+    const auto buckets = static_cast<std::size_t>(r.makespan >> shift) + 1;
+    auto& at = s.bucket; // bucket b: [at[b], at[b + 1])
+    at.assign(buckets + 1, 0);
+    for (const auto& x : mem) ++at[static_cast<std::size_t>(x.first >> shift) + 1];
+    for (std::size_t b = 0; b < buckets; ++b) at[b + 1] += at[b];
+    auto& sorted = s.sorted;
+    size_for_overwrite(sorted, m);
+    for (const auto& x : mem) sorted[at[static_cast<std::size_t>(x.first >> shift)]++] = x;
+    // at[b] is now the end of bucket b, the start of bucket b + 1.
+    std::uint32_t from = 0;
+    for (std::size_t b = 0; b < buckets; ++b) {
+      const std::uint32_t to = at[b];
+      if (to - from > 1) std::sort(sorted.begin() + from, sorted.begin() + to);
+      from = to;
     }
+    std::int64_t sum = 0;
+    for (const auto& x : sorted) r.peak_memory = std::max(r.peak_memory, sum += mem_delta[x.second]);
   }
   return true;
 }

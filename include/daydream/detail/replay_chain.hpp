@@ -104,7 +104,9 @@ struct chain_scratch {
 inline bool replay_chained(const graph_core& c, replay_result& out) {
   const task_id n = c.id_bound();
   const auto nres = static_cast<std::uint32_t>(c.resources.size());
-  if (nres >= (std::uint32_t(1) << 30)) return false;
+  // A fair-share resource's mark in place of its last task (see `lane`): no task has it.
+  constexpr task_id on_link = no_task - 1;
+  if (nres >= (std::uint32_t(1) << 30) || n >= on_link) return false;
 
   chain_scratch spare;
   auto& s = chain_scratch::acquire(spare);
@@ -325,15 +327,16 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
   if (too_many & unseen) return false;
   r.tasks = c.live_tasks;
 
-  // The state of an exclusive resource; a fair-share one has its `link` number.
+  // The state of an exclusive resource. A fair-share resource's `last` is `on_link`,
+  // which no task's binding dependency is: its transfers leave the common path where
+  // the chain check does, and cost the other tasks no test of their own.
   struct lane {
     time_ns free_at = 0; // end of the last task plus its gap
     time_ns busy = 0;    // the durations of its tasks so far
     task_id last = no_task;
-    std::uint32_t link = no_link;
   };
   std::vector<lane> lanes(nres);
-  for (std::uint32_t k = 0; k < links.size(); ++k) lanes[links[k].id].link = k;
+  for (const auto& l : links) lanes[l.id].last = on_link;
   lane* const lane_of = lanes.data();
   time_ns loose_end = 0;
   std::size_t taken = 0;   // tasks the pass ran, transfers aside
@@ -350,32 +353,37 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
       time_ns e;
       if (rr < nres) {
         lane& l = lane_of[rr];
-        if (l.link != no_link) [[unlikely]] {
-          // A transfer is ready no earlier than the queue's last step (the stack was
-          // empty then, and what was computed since ends later). Ready at that time, it
-          // starts at once, as the event loop starts it while handling the step's
-          // completions (or, with a step 0 of the queue, before any other step of that
-          // time); later, through the queue, before the fair-share steps of its time.
-          if (at == step_at) {
-            if (!start_transfer(t, at)) return false;
-          } else
-            push({at, 0, t});
-          continue;
-        }
-        if (dur <= 0) return false;
-        ++taken;
+        task_id p = pred[t];
         if (at == 0) {
-          pred[t] = no_task;
+          p = no_task;
           edge[t] = dep_kind::control;
           w = binding::none;
         }
         // Chained: the task started last here is a dependency (at once when it binds).
-        if (pred[t] != l.last && l.last != no_task && !has_edge(l.last, t)) return false;
+        const task_id last = l.last;
+        if (p != last && last != no_task) [[unlikely]] {
+          if (last == on_link) {
+            // A transfer is ready no earlier than the queue's last step (the stack was
+            // empty then, and what was computed since ends later). Ready at that time, it
+            // starts at once, as the event loop starts it while handling the step's
+            // completions (or, with a step 0 of the queue, before any other step of that
+            // time); later, through the queue, before the fair-share steps of its time.
+            if (at == step_at) {
+              if (!start_transfer(t, at)) return false;
+            } else
+              push({at, 0, t});
+            continue;
+          }
+          if (!has_edge(last, t)) return false;
+        }
+        if (dur <= 0) return false;
+        ++taken;
         if (l.free_at > at) {
           at = l.free_at;
-          pred[t] = l.last;
+          p = last;
           w = binding::resource;
         }
+        pred[t] = p;
         l.busy += dur;
         l.last = t;
         e = at + dur;
@@ -439,7 +447,7 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
   r.makespan = loose_end;
   for (std::uint32_t rr = 0; rr < nres; ++rr) {
     const lane& l = lanes[rr];
-    if (l.link != no_link || l.last == no_task) continue;
+    if (l.last == on_link || l.last == no_task) continue;
     r.busy[rr] = l.busy;
     r.makespan = std::max(r.makespan, end[l.last]);
   }

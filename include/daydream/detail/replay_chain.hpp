@@ -90,17 +90,18 @@ struct chain_scratch {
 ///   in that order, through its first edge in the out-list; a transfer made ready at T starts before the first
 ///   fair-share step at T, or, when the last of its dependencies in that order is a
 ///   transfer, right after the step that finished it.
-/// - Peak memory sums allocations in (start, id) order: on a chained resource starts
-///   increase along the chain, so the per-resource lists are merged.
+/// - Peak memory sums allocations in (start, id) order, the entries sorted by buckets of
+///   start time.
 /// Whether a resource is chained is checked as the pass reaches its tasks: the last task
 /// started on the resource must have an edge to the next one (a walk of its out-list).
 /// A resource ordered only through longer paths (as removals can leave one) is not
 /// accepted.
 ///
-/// Cost: O(V + E) plus O(F log F) for F transfers on fair-share resources and
-/// O(M log K) for M tasks with memory on K resources: no event per task and no working
-/// records (the result arrays are the state, with a dependency counter per task), and no
-/// clearing of the results (each entry is written once).
+/// Cost: O(V + E) plus O(F log F) for F transfers on fair-share resources and O(M) for
+/// M tasks with memory spread over the makespan (O(M log M) at worst, all at one time):
+/// no event per task and no working records (the result arrays are the state, with a
+/// dependency counter per task), and no clearing of the results (each entry is written
+/// once).
 inline bool replay_chained(const graph_core& c, replay_result& out) {
   const task_id n = c.id_bound();
   const auto nres = static_cast<std::uint32_t>(c.resources.size());
@@ -284,8 +285,9 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
       const edge_rec& x = edges[k];
       const task_id d = x.dst;
       // The last dependency to end binds the start; ties: the first in completion order.
-      // The latest end seen so far, -1 while none was (times are never negative): one
-      // comparison then says whether t binds, and whether it ties.
+      // The latest end seen so far, -1 while none was (`unseen` is the top bit; times
+      // are never negative): one comparison then says whether t binds, and whether it
+      // ties.
       std::uint32_t w = wait[d];
       const time_ns seen = end[d] | -static_cast<time_ns>(w >> 31);
       bool wins = e > seen;
@@ -305,8 +307,8 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
     }
   };
 
-  // The dependency counters, and the roots (ready at 0). Removed ids have no edges left,
-  // so only ids without dependencies are looked at twice.
+  // The dependency counters, and the roots (ready at 0). Removed ids have no edges left
+  // (removal unlinks them), so only ids without dependencies need the `alive` check.
   const std::uint32_t* const n_in = c.n_in.data();
   std::uint32_t too_many = 0; // in-degrees that reach the `unseen` bit: left to the kernel
   for (task_id t = 0; t < n; ++t) {

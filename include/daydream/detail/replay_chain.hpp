@@ -31,10 +31,14 @@
 namespace daydream::detail {
 
 /// The working memory of replay_chained, kept per thread between replays as
-/// replay_scratch is: a dependency counter per task and the traversal order.
+/// replay_scratch is: a dependency counter per task, the traversal order, and the
+/// (start, task) entries of the tasks with memory, with their buckets.
 struct chain_scratch {
+  using mem_entry = std::pair<time_ns, task_id>;
   std::vector<std::uint32_t> wait;
   std::vector<task_id> order;
+  std::vector<mem_entry> mem, sorted;
+  std::vector<std::uint32_t> bucket;
   bool busy = false;
 
   static chain_scratch& acquire(chain_scratch& spare) {
@@ -45,10 +49,14 @@ struct chain_scratch {
   }
   void release() noexcept {
     busy = false;
-    if ((wait.capacity() + order.capacity()) * sizeof(std::uint32_t) >
+    if ((wait.capacity() + order.capacity() + bucket.capacity()) * sizeof(std::uint32_t) +
+            (mem.capacity() + sorted.capacity()) * sizeof(mem_entry) >
         std::size_t(DAYDREAM_CONFIG_REPLAY_SCRATCH_KEEP)) {
       wait = {};
       order = {};
+      mem = {};
+      sorted = {};
+      bucket = {};
     }
   }
 };
@@ -82,21 +90,24 @@ struct chain_scratch {
 ///   in that order, through its first edge in the out-list; a transfer made ready at T starts before the first
 ///   fair-share step at T, or, when the last of its dependencies in that order is a
 ///   transfer, right after the step that finished it.
-/// - Peak memory sums allocations in (start, id) order: on a chained resource starts
-///   increase along the chain, so the per-resource lists are merged.
+/// - Peak memory sums allocations in (start, id) order, the entries sorted by buckets of
+///   start time.
 /// Whether a resource is chained is checked as the pass reaches its tasks: the last task
 /// started on the resource must have an edge to the next one (a walk of its out-list).
 /// A resource ordered only through longer paths (as removals can leave one) is not
 /// accepted.
 ///
-/// Cost: O(V + E) plus O(F log F) for F transfers on fair-share resources and
-/// O(M log K) for M tasks with memory on K resources: no event per task and no working
-/// records (the result arrays are the state, with a dependency counter per task), and no
-/// clearing of the results (each entry is written once).
+/// Cost: O(V + E) plus O(F log F) for F transfers on fair-share resources and O(M) for
+/// M tasks with memory spread over the makespan (O(M log M) at worst, all at one time):
+/// no event per task and no working records (the result arrays are the state, with a
+/// dependency counter per task), and no clearing of the results (each entry is written
+/// once).
 inline bool replay_chained(const graph_core& c, replay_result& out) {
   const task_id n = c.id_bound();
   const auto nres = static_cast<std::uint32_t>(c.resources.size());
-  if (nres >= (std::uint32_t(1) << 30)) return false;
+  // A fair-share resource's mark in place of its last task (see `lane`): no task has it.
+  constexpr task_id on_link = no_task - 1;
+  if (nres >= (std::uint32_t(1) << 30) || n >= on_link) return false;
 
   chain_scratch spare;
   auto& s = chain_scratch::acquire(spare);
@@ -153,7 +164,6 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
   // Fair-share resources ("links"): processor sharing with a virtual clock, exactly as
   // in the kernel. `link_of` numbers them; exclusive resources are `no_link`.
   constexpr std::uint32_t no_link = ~std::uint32_t(0);
-  using mem_entry = std::pair<time_ns, task_id>;
   struct link_state {
     double vclock = 0;
     time_ns updated = 0;
@@ -174,12 +184,6 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
   // in that order (only compared between equal ends): a transfer's step number is kept
   // in its dependency counter, which is not needed once the task has started.
   std::uint32_t steps = 0;
-  auto key_of = [&](task_id t) -> std::uint64_t {
-    const resource_id rr = res[t];
-    return rr < nres && link_of[rr] != no_link
-               ? (std::uint64_t(1) << 63) | (std::uint64_t(wait[t]) << 32) | t
-               : std::uint64_t(t);
-  };
 
   // The queue of the fair-share resources: (time, step, who). Steps of one time: 0,
   // transfers made ready by the completions of other tasks (who: the task); 1 + k,
@@ -193,7 +197,7 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
     }
   };
   std::vector<event> queue;
-  auto push = [&](const event& ev) {
+  auto push = [&queue](const event& ev) {
     queue.push_back(ev);
     std::push_heap(queue.begin(), queue.end(), std::greater<>{});
   };
@@ -204,27 +208,29 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
     if (!l.active.empty()) l.vclock += double(now - l.updated) / double(l.active.size());
     l.updated = now;
   };
-  auto arm = [&](link_state& l, std::uint32_t k, time_ns now) {
+  auto arm = [&push](link_state& l, std::uint32_t k, time_ns now) {
     ++l.version;
     if (l.active.empty()) return;
     const double left = std::max(0.0, l.active.front().first - l.vclock) * double(l.active.size());
     push({now + static_cast<time_ns>(std::llround(left)), 1 + std::uint64_t(k), l.version});
   };
 
-  std::size_t queued = 0;    // tasks in `order`, a stack: the pass takes the last first
-  std::size_t taken = 0;     // tasks the pass took
+  // The rare steps (a transfer's start, a tie between equal ends) are lambdas that copy
+  // the array pointers they need rather than refer to the pass's variables: a variable
+  // whose address reaches a call that is not inlined lives in memory, and every store
+  // to a result array would then reload it. The pass's own state (the stack, the
+  // counters) stays in registers.
   std::size_t transfers = 0; // tasks on fair-share resources started
-  std::vector<std::vector<mem_entry>> mem_on; // by resource, in start order
-  if (with_memory) mem_on.resize(nres);
-  // Transfer t starts at `now` on its resource.
-  // Set when the pass meets what it does not model (a transfer that takes no time; a
-  // tie with a task that takes none, whose place in the order of one time depends on
-  // when it became ready): it gives up and the kernel replays the graph.
-  bool zero = false;
-  auto start_transfer = [&](task_id t, time_ns now) {
-    zero |= duration[t] <= 0;
+  auto& mem = s.mem; // (start, task) of the tasks that allocate or free memory
+  mem.clear();
+  const std::uint32_t* const link_at = link_of.data();
+  // Transfer t starts at `now` on its resource. False when it takes no time, which the
+  // pass does not model (its place in the order of one time depends on when it became
+  // ready): the kernel replays the graph.
+  auto start_transfer = [&, start, why, pred, edge, duration, res, link_at,
+                         with_memory](task_id t, time_ns now) {
     const resource_id rr = res[t];
-    const auto k = link_of[rr];
+    const auto k = link_at[rr];
     auto& l = links[k];
     ++transfers;
     start[t] = now;
@@ -233,76 +239,86 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
       pred[t] = no_task;
       edge[t] = dep_kind::control;
     }
-    if (with_memory && mem_delta[t] != 0) mem_on[rr].push_back({now, t});
+    if (with_memory && mem_delta[t] != 0) mem.push_back({now, t});
     advance(l, now);
     if (l.active.empty()) l.busy_since = now;
     l.active.push_back({l.vclock + double(duration[t]), t});
     std::push_heap(l.active.begin(), l.active.end(), by_vtime);
     arm(l, k, now);
+    return duration[t] > 0;
   };
-  // While the transfers that finished at `batch_at` are handled: a transfer they make
-  // ready at that time starts at once, as the event loop starts it while handling their
-  // completions (before any other step of that time). Any other transfer made ready
-  // starts through the queue, before the fair-share steps of its time.
-  bool in_batch = false;
-  time_ns batch_at = 0;
-  // Task d's dependencies have all ended (`end[d]` is the latest).
-  auto ready = [&](task_id d) {
-    const resource_id rr = res[d];
-    if (rr >= nres || link_of[rr] == no_link) order[queued++] = d;
-    else if (in_batch && end[d] == batch_at) start_transfer(d, batch_at);
-    else push({end[d], 0, d});
-  };
-  auto has_edge = [&](task_id a, task_id b) {
+  auto has_edge = [head_out, edges](task_id a, task_id b) {
     auto k = head_out[a];
     while (k != no_edge && edges[k].dst != b) k = edges[k].next_out;
     return k != no_edge;
   };
-  // Task t ended at `e`: its dependents learn it.
+  // A dependency t of d ends at the same time as d's binding dependency so far, pred[d]:
+  // 1 when t comes later in the order of completions at that time (and binds instead),
+  // 0 when it comes first, -1 when the pass does not model the tie.
+  auto tie_wins = [duration, pred, res, wait, link_at, nres, has_edge](task_id t, task_id d) -> int {
+    const task_id p = pred[d];
+    if (duration[t] == 0 || duration[p] == 0) {
+      // A task that takes no time is handled once all its dependencies were, so a
+      // dependency of it ending at the same time comes first (a rank's collective
+      // before the barrier that waits for it). Anything else is not modelled.
+      if (duration[p] == 0 && duration[t] != 0 && has_edge(t, p)) return 1;
+      return duration[t] == 0 && duration[p] != 0 && has_edge(p, t) ? 0 : -1;
+    }
+    auto key_of = [&](task_id x) -> std::uint64_t {
+      const resource_id rr = res[x];
+      return rr < nres && link_at[rr] != no_link
+                 ? (std::uint64_t(1) << 63) | (std::uint64_t(wait[x]) << 32) | x
+                 : std::uint64_t(x);
+    };
+    return key_of(t) < key_of(p) ? 1 : 0;
+  };
+
+  // Ready tasks wait on `order`, a stack (the pass takes the last first), transfers
+  // included: a transfer taken from it starts through the queue at its ready time, or at
+  // once when that is the time of the queue's last step (see the loop below).
+  std::size_t queued = 0;
+  bool zero = false; // a tie the pass does not model: it gives up
+  // Task t ended at `e`: its dependents learn it; those left with nothing to wait for
+  // are ready.
   auto finish = [&](task_id t, time_ns e) DAYDREAM_CHAIN_INLINE {
-    std::uint64_t kt = ~std::uint64_t(0); // t's key, computed on a tie
     for (auto k = head_out[t]; k != no_edge; k = edges[k].next_out) {
       const edge_rec& x = edges[k];
       const task_id d = x.dst;
       // The last dependency to end binds the start; ties: the first in completion order.
+      // The latest end seen so far, -1 while none was (`unseen` is the top bit; times
+      // are never negative): one comparison then says whether t binds, and whether it
+      // ties.
       std::uint32_t w = wait[d];
-      bool wins = (w & unseen) != 0 || e > end[d];
-      w &= ~unseen;
-      if (!wins && e == end[d]) {
-        const task_id p = pred[d];
-        if (duration[t] == 0 || duration[p] == 0) {
-          // A task that takes no time is handled once all its dependencies were, so a
-          // dependency of it ending at the same time comes first (a rank's collective
-          // before the barrier that waits for it). Anything else is not modelled.
-          if (duration[p] == 0 && duration[t] != 0 && has_edge(t, p)) wins = true;
-          else if (!(duration[t] == 0 && duration[p] != 0 && has_edge(p, t))) zero = true;
-        } else {
-          if (kt == ~std::uint64_t(0)) kt = key_of(t);
-          wins = kt < key_of(p);
-        }
+      const time_ns seen = end[d] | -static_cast<time_ns>(w >> 31);
+      bool wins = e > seen;
+      if (e == seen) [[unlikely]] {
+        const int o = tie_wins(t, d);
+        zero |= o < 0;
+        wins = o > 0;
       }
       if (wins) {
         pred[d] = t;
         edge[d] = x.kind;
         end[d] = e;
       }
-      wait[d] = --w;
-      if (w == 0) ready(d);
+      w = (w & ~unseen) - 1;
+      wait[d] = w;
+      if (w == 0) order[queued++] = d;
     }
   };
 
+  // The dependency counters, and the roots (ready at 0). Removed ids have no edges left
+  // (removal unlinks them), so only ids without dependencies need the `alive` check.
   const std::uint32_t* const n_in = c.n_in.data();
   std::uint32_t too_many = 0; // in-degrees that reach the `unseen` bit: left to the kernel
   for (task_id t = 0; t < n; ++t) {
     const std::uint32_t deps = n_in[t];
     too_many |= deps;
     wait[t] = deps | unseen;
+    if (deps != 0) continue;
     if (alive[t]) {
-      ++r.tasks;
-      if (deps == 0) {
-        end[t] = 0;
-        ready(t);
-      }
+      end[t] = 0;
+      order[queued++] = t;
     } else { // a removed id
       start[t] = end[t] = -1;
       pred[t] = no_task;
@@ -311,72 +327,113 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
     }
   }
   if (too_many & unseen) return false;
+  r.tasks = c.live_tasks;
 
+  // The state of an exclusive resource. A fair-share resource's `last` is `on_link`,
+  // which no task's binding dependency is: its transfers leave the common path where
+  // the chain check does, and cost the other tasks no test of their own.
   struct lane {
     time_ns free_at = 0; // end of the last task plus its gap
-    time_ns end = 0;     // end of the last task (they increase along the chain)
+    time_ns busy = 0;    // the durations of its tasks so far
     task_id last = no_task;
   };
   std::vector<lane> lanes(nres);
-  std::vector<mem_entry> mem_loose; // tasks without a resource
+  for (const auto& l : links) lanes[l.id].last = on_link;
+  lane* const lane_of = lanes.data();
   time_ns loose_end = 0;
+  std::size_t taken = 0;   // tasks the pass ran, transfers aside
+  time_ns step_at = -1;    // the time of the queue's last step (none yet)
   std::vector<task_id> finished;
 
   for (;;) {
     while (queued > 0) {
       const task_id t = order[--queued];
-      ++taken;
+      if ((t & 3) == 0) {
+        // A resource's next tasks, and those of the other resources of its worker, come
+        // a few ids later (ids follow the order of a trace's records). Their columns are
+        // fetched ahead: a replay over many workers moves through hundreds of places in
+        // memory at once, more than the hardware prefetchers follow. Every fourth task
+        // is enough (a cache line holds 8 or 16 of a column's entries) and costs a
+        // quarter of the instructions (8 ids ahead measured best of 8, 16, 32).
+        const task_id f = std::min(t + 8, n);
+        __builtin_prefetch(duration + f);
+        __builtin_prefetch(gap + f);
+        __builtin_prefetch(res + f);
+        __builtin_prefetch(head_out + f);
+        __builtin_prefetch(start + f, 1);
+        __builtin_prefetch(why + f, 1);
+      }
       const time_ns dur = duration[t];
       const resource_id rr = res[t];
-      // A task without a resource may take no time (a barrier), if it ends after 0.
-      if (dur < 0 || (dur == 0 && (rr != no_resource || end[t] == 0))) return false;
       time_ns at = end[t]; // ready (0 for a root)
       binding w = binding::dependency;
-      if (at == 0) {
-        pred[t] = no_task;
-        edge[t] = dep_kind::control;
-        w = binding::none;
-      }
       time_ns e;
       if (rr < nres) {
-        lane& l = lanes[rr];
-        // Chained: the task started last here is a dependency (at once when it binds).
-        if (l.last != no_task && pred[t] != l.last) {
-          auto k = head_out[l.last];
-          while (k != no_edge && edges[k].dst != t) k = edges[k].next_out;
-          if (k == no_edge) return false;
+        lane& l = lane_of[rr];
+        task_id p = pred[t];
+        if (at == 0) {
+          p = no_task;
+          edge[t] = dep_kind::control;
+          w = binding::none;
         }
+        // Chained: the task started last here is a dependency (at once when it binds).
+        const task_id last = l.last;
+        if (p != last && last != no_task) [[unlikely]] {
+          if (last == on_link) {
+            // A transfer is ready no earlier than the queue's last step (the stack was
+            // empty then, and what was computed since ends later). Ready at that time, it
+            // starts at once, as the event loop starts it while handling the step's
+            // completions (or, with a step 0 of the queue, before any other step of that
+            // time); later, through the queue, before the fair-share steps of its time.
+            if (at == step_at) {
+              if (!start_transfer(t, at)) return false;
+            } else
+              push({at, 0, t});
+            continue;
+          }
+          if (!has_edge(last, t)) return false;
+        }
+        if (dur <= 0) return false;
+        ++taken;
         if (l.free_at > at) {
           at = l.free_at;
-          pred[t] = l.last;
+          p = last;
           w = binding::resource;
         }
-        r.busy[rr] += dur;
+        pred[t] = p;
+        l.busy += dur;
         l.last = t;
         e = at + dur;
-        l.end = e;
         l.free_at = e + gap[t];
-        if (with_memory && mem_delta[t] != 0) mem_on[rr].push_back({at, t});
+        if (with_memory && mem_delta[t] != 0) mem.push_back({at, t});
       } else {
         if (rr != no_resource) return false; // names no resource: the kernel says so
+        // A task without a resource may take no time (a barrier), if it ends after 0.
+        if (dur < 0 || (dur == 0 && at == 0)) return false;
+        ++taken;
+        if (at == 0) {
+          pred[t] = no_task;
+          edge[t] = dep_kind::control;
+          w = binding::none;
+        }
         e = at + dur;
         loose_end = std::max(loose_end, e);
-        if (with_memory && mem_delta[t] != 0) mem_loose.push_back({at, t});
+        if (with_memory && mem_delta[t] != 0) mem.push_back({at, t});
       }
       start[t] = at;
       end[t] = e;
       why[t] = w;
       finish(t, e);
-      if (zero) return false;
     }
+    if (zero) return false;
     if (queue.empty()) break;
     const event ev = queue.front();
     std::pop_heap(queue.begin(), queue.end(), std::greater<>{});
     queue.pop_back();
     const time_ns now = ev.time;
+    step_at = now;
     if (ev.step == 0) { // a transfer starts
-      start_transfer(static_cast<task_id>(ev.who), now);
-      if (zero) return false;
+      if (!start_transfer(static_cast<task_id>(ev.who), now)) return false;
     } else { // transfers of resource k may have finished
       const auto k = static_cast<std::uint32_t>(ev.step - 1);
       auto& l = links[k];
@@ -392,8 +449,6 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
       }
       if (l.active.empty()) r.busy[l.id] += now - l.busy_since;
       arm(l, k, now);
-      in_batch = true;
-      batch_at = now;
       ++steps;
       for (auto t : finished) wait[t] = steps;
       for (auto t : finished) {
@@ -401,73 +456,44 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
         loose_end = std::max(loose_end, now);
         finish(t, now);
       }
-      in_batch = false;
-      if (zero) return false;
     }
   }
   if (taken + transfers != r.tasks) return false; // a cycle: the kernel names it
 
+  // A lane's busy time and last end (its ends increase along the chain).
   r.makespan = loose_end;
-  for (auto& l : lanes) r.makespan = std::max(r.makespan, l.end);
-  if (with_memory) {
-    std::sort(mem_loose.begin(), mem_loose.end());
-    // Transfers of one time start in queue order: sort them by (start, id).
-    for (std::uint32_t rr = 0; rr < nres; ++rr)
-      if (link_of[rr] != no_link) std::sort(mem_on[rr].begin(), mem_on[rr].end());
-    // The lists, each in (start, id) order, merged smallest first: by a scan of the
-    // heads when they are few, else two runs at a time.
-    struct cursor {
-      const mem_entry* at;
-      const mem_entry* end;
-    };
-    std::vector<cursor> lists;
-    std::size_t entries = mem_loose.size();
-    for (auto& v : mem_on)
-      if (!v.empty()) {
-        lists.push_back({v.data(), v.data() + v.size()});
-        entries += v.size();
-      }
-    if (!mem_loose.empty()) lists.push_back({mem_loose.data(), mem_loose.data() + mem_loose.size()});
-    std::int64_t sum = 0;
-    if (lists.size() <= 8) {
-      while (!lists.empty()) {
-        std::size_t best = 0;
-        for (std::size_t j = 1; j < lists.size(); ++j)
-          if (*lists[j].at < *lists[best].at) best = j;
-        r.peak_memory = std::max(r.peak_memory, sum += mem_delta[lists[best].at->second]);
-        if (++lists[best].at == lists[best].end) {
-          lists[best] = lists.back();
-          lists.pop_back();
-        }
-      }
-    } else { // merged two runs at a time, ping-pong between two buffers
-      std::vector<mem_entry> a, b;
-      a.reserve(entries);
-      b.resize(entries);
-      std::vector<std::size_t> runs{0}; // run i is [runs[i], runs[i + 1])
-      for (auto& l : lists) {
-        a.insert(a.end(), l.at, l.end);
-        runs.push_back(a.size());
-      }
-      while (runs.size() > 2) {
-        std::vector<std::size_t> merged{0};
-        std::size_t i = 0;
-        for (; i + 2 < runs.size(); i += 2) {
-          std::merge(a.begin() + std::ptrdiff_t(runs[i]), a.begin() + std::ptrdiff_t(runs[i + 1]),
-                     a.begin() + std::ptrdiff_t(runs[i + 1]), a.begin() + std::ptrdiff_t(runs[i + 2]),
-                     b.begin() + std::ptrdiff_t(runs[i]));
-          merged.push_back(runs[i + 2]);
-        }
-        if (i + 1 < runs.size()) { // an odd run left
-          std::copy(a.begin() + std::ptrdiff_t(runs[i]), a.begin() + std::ptrdiff_t(runs[i + 1]),
-                    b.begin() + std::ptrdiff_t(runs[i]));
-          merged.push_back(runs[i + 1]);
-        }
-        a.swap(b);
-        runs.swap(merged);
-      }
-      for (auto& [at, t] : a) r.peak_memory = std::max(r.peak_memory, sum += mem_delta[t]);
+  for (std::uint32_t rr = 0; rr < nres; ++rr) {
+    const lane& l = lanes[rr];
+    if (l.last == on_link || l.last == no_task) continue;
+    r.busy[rr] = l.busy;
+    r.makespan = std::max(r.makespan, end[l.last]);
+  }
+  // Peak memory: the allocations summed in (start, id) order. The starts lie in
+  // [0, makespan]: the entries are spread over about half as many buckets of equal width,
+  // each bucket sorted (most hold a few entries), so the cost does not grow with the
+  // number of resources as a merge of per-resource lists does (log2 R passes).
+  if (!mem.empty()) {
+    const std::size_t m = mem.size();
+    const std::size_t about = std::max<std::size_t>(1, m / 2); // buckets
+    unsigned shift = 0;
+    while (static_cast<std::uint64_t>(r.makespan >> shift) >= about) ++shift;
+    const auto buckets = static_cast<std::size_t>(r.makespan >> shift) + 1;
+    auto& at = s.bucket; // bucket b: [at[b], at[b + 1])
+    at.assign(buckets + 1, 0);
+    for (const auto& x : mem) ++at[static_cast<std::size_t>(x.first >> shift) + 1];
+    for (std::size_t b = 0; b < buckets; ++b) at[b + 1] += at[b];
+    auto& sorted = s.sorted;
+    size_for_overwrite(sorted, m);
+    for (const auto& x : mem) sorted[at[static_cast<std::size_t>(x.first >> shift)]++] = x;
+    // at[b] is now the end of bucket b, the start of bucket b + 1.
+    std::uint32_t from = 0;
+    for (std::size_t b = 0; b < buckets; ++b) {
+      const std::uint32_t to = at[b];
+      if (to - from > 1) std::sort(sorted.begin() + from, sorted.begin() + to);
+      from = to;
     }
+    std::int64_t sum = 0;
+    for (const auto& x : sorted) r.peak_memory = std::max(r.peak_memory, sum += mem_delta[x.second]);
   }
   return true;
 }

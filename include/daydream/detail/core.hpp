@@ -138,6 +138,8 @@ public:
   std::size_t capacity() const noexcept { return v_.capacity(); }
   /// Value `i` (zero while nothing is stored).
   T operator[](std::size_t i) const noexcept { return v_.empty() ? T{} : v_[i]; }
+  /// The stored values, or nullptr while nothing is stored (for loops that test once).
+  const T* data() const noexcept { return v_.empty() ? nullptr : v_.data(); }
   /// Value `i`, for writing: stores the column first.
   T& operator[](std::size_t i) {
     allocate();

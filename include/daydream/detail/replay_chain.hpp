@@ -158,8 +158,9 @@ inline bool replay_chained(const graph_core& c, replay_result& out) {
   const time_ns* const gap = c.gap.data();
   const resource_id* const res = c.res.data();
   const std::uint8_t* const alive = c.alive.data();
-  const bool with_memory = c.mem_delta.allocated();
-  const auto& mem_delta = c.mem_delta;
+  // The memory column, read through its array (nullptr when no task allocates).
+  const auto* const mem_delta = c.mem_delta.data();
+  const bool with_memory = mem_delta != nullptr;
 
   // Fair-share resources ("links"): processor sharing with a virtual clock, exactly as
   // in the kernel. `link_of` numbers them; exclusive resources are `no_link`.

@@ -333,8 +333,7 @@ inline std::vector<kineto_trace> load_kineto_files(std::span<const std::filesyst
   std::vector<std::exception_ptr> failed(n);
   std::atomic<std::size_t> next{0};
   std::atomic<bool> stop{false};
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t workers = std::min<std::size_t>(threads, n);
+  const std::size_t workers = std::min<std::size_t>(detail::thread_count(threads), n);
   // Files share the cores: with several loading at once, each decodes on its own thread.
   ingest_options each = options;
   if (workers > 1 && each.threads == 0) each.threads = 1;

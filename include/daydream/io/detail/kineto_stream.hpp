@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -222,6 +223,19 @@ inline constexpr json_byte_classes json_classes{};
 //! @endcond
 
 //! @cond DAYDREAM_INTERNAL
+/// Threads to use for a count of `threads` where 0 means one per core.
+inline unsigned thread_count(unsigned threads) noexcept {
+  return threads != 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+}
+
+/// Decodes bytes [0, e] of a window held in `text` ('[', whole events and the ']' at
+/// e), whose byte 0 is input byte `shift`, with `dec`.
+inline void decode_window(kineto_decoder& dec, simdjson::ondemand::parser& parser, const padded_buffer& text,
+                          std::size_t e, std::int64_t shift) {
+  dec.set_text(text.data(), e + 1, shift);
+  dec.window(parser, text.padded_prefix(e + 1));
+}
+
 /// Decodes windows of events on worker threads while the reader goes on: each window
 /// into tables of its own, which are appended to the output in window order (the
 /// decoder's absorb), so the output is the one a single decoder gives, whatever the
@@ -242,8 +256,10 @@ public:
     bool done = false;
   };
 
-  window_workers(std::string_view source, decoded_trace& out, unsigned workers)
-      : source_(source), out_(out), jobs_(2 * std::size_t(workers) + 2), pools_(workers + 1) {
+  /// `merge` appends a decoded window to the output; it is called on the caller's
+  /// thread, in window order.
+  window_workers(std::string_view source, decoded_trace& out, unsigned workers, std::function<void(job&)> merge)
+      : source_(source), out_(out), merge_(std::move(merge)), jobs_(2 * std::size_t(workers) + 2), pools_(workers + 1) {
     threads_.reserve(workers);
     for (unsigned w = 0; w < workers; ++w) {
       try {
@@ -269,14 +285,14 @@ public:
   /// Whether any worker started.
   bool running() const noexcept { return !threads_.empty(); }
 
-  /// The slot of the next window, once one is free; `merge` takes windows done (in
-  /// order) until one is. Fill its `text`, `e` and `shift`, then submit().
-  template <class Merge> job& next(Merge&& merge) {
-    if (submitted_ - merged_ == jobs_.size()) merge_one(merge);
+  /// The slot of the next window, once one is free (windows done are merged, in order,
+  /// until one is). Fill its `text`, `e` and `shift`, then submit().
+  job& next() {
+    if (submitted_ - merged_ == jobs_.size()) merge_one();
     return jobs_[submitted_ % jobs_.size()];
   }
   /// Hands the slot next() gave to the workers; then merges what is done already.
-  template <class Merge> void submit(Merge&& merge) {
+  void submit() {
     {
       std::lock_guard lock(m_);
       jobs_[submitted_ % jobs_.size()].done = false;
@@ -288,18 +304,18 @@ public:
         std::lock_guard lock(m_);
         if (merged_ == submitted_ || !jobs_[merged_ % jobs_.size()].done) return;
       }
-      merge_one(merge);
+      merge_one();
     }
   }
   /// Merges every window submitted, in order.
-  template <class Merge> void drain(Merge&& merge) {
-    while (merged_ < submitted_) merge_one(merge);
+  void drain() {
+    while (merged_ < submitted_) merge_one();
   }
 
 private:
   /// Waits for the oldest window to be decoded, decoding queued ones on this thread
   /// meanwhile (rather than leave a core idle), and merges it.
-  template <class Merge> void merge_one(Merge& merge) {
+  void merge_one() {
     job& j = jobs_[merged_ % jobs_.size()];
     for (std::unique_lock lock(m_); !j.done;) {
       if (queue_.empty()) {
@@ -313,7 +329,7 @@ private:
       lock.lock();
     }
     ++merged_; // before merge: a merge that throws leaves nothing to wait for
-    merge(j);
+    merge_(j);
   }
   void work(unsigned w) {
     simdjson::ondemand::parser parser;
@@ -336,9 +352,7 @@ private:
     j.part.strings = std::move(pool);
     try {
       kineto_decoder dec(source_, j.part, std::size_t(-1));
-      dec.set_text(j.text.data(), j.e + 1, j.shift);
-      dec.window(parser, simdjson::padded_string_view(j.text.data(), j.e + 1,
-                                                      j.text.capacity() + simdjson::SIMDJSON_PADDING));
+      decode_window(dec, parser, j.text, j.e, j.shift);
       j.ids = dec.string_ids_in_order();
     } catch (...) {
       j.failed = std::current_exception();
@@ -353,6 +367,7 @@ private:
 
   std::string_view source_;
   decoded_trace& out_;
+  std::function<void(job&)> merge_;
   std::vector<job> jobs_;
   std::vector<string_pool> pools_; ///< one per worker, and the caller's last
   simdjson::ondemand::parser parser_; ///< the caller's, when it decodes a window
@@ -378,7 +393,7 @@ public:
   /// this one included (0: one per core; 1: this one alone).
   kineto_streamer(trace_reader& in, decoded_trace& out, std::size_t window, unsigned threads = 1)
       : in_(in), out_(out), dec_(in.name(), out, std::size_t(-1)), window_(window == 0 ? default_window_bytes : window),
-        threads_(threads == 0 ? std::max(1u, std::thread::hardware_concurrency()) : threads) {
+        threads_(thread_count(threads)) {
     if (window == 0 && threads_ > 1 && in_.size_hint() > 0)
       window_ = std::clamp<std::size_t>(in_.size_hint() / (32 * std::size_t(threads_)), min_parallel_window, window_);
   }
@@ -393,7 +408,8 @@ public:
     if (in_.size_hint() > 0 && in_.size_hint() < window_ && !in_.gzip()) window_ = in_.size_hint() + 1;
     // Worth workers when there are several windows to decode.
     if (threads_ > 1 && (in_.size_hint() == 0 || in_.size_hint() > 2 * window_)) {
-      par_ = std::make_unique<window_workers>(in_.name(), out_, threads_ - 1); // and this thread
+      par_ = std::make_unique<window_workers>(in_.name(), out_, threads_ - 1, // and this thread
+                                              [this](window_workers::job& j) { merge(j); });
       if (!par_->running()) par_.reset();
     }
     win_.reserve(window_ + 1);
@@ -445,19 +461,16 @@ private:
       dec_.absorb(j.part, j.ids);
       return;
     }
-    dec_.set_text(j.text.data(), j.e + 1, j.shift);
-    dec_.window(*parser_, simdjson::padded_string_view(j.text.data(), j.e + 1,
-                                                       j.text.capacity() + simdjson::SIMDJSON_PADDING));
+    decode_window(dec_, *parser_, j.text, j.e, j.shift);
   }
   /// Merges every window handed to the workers (before this thread decodes or reports).
   void flush() {
-    if (par_) par_->drain([this](window_workers::job& j) { merge(j); });
+    if (par_) par_->drain();
   }
   /// The window is full: its whole events, window bytes [0, cut), go to a worker, and
   /// the bytes after the cut start the next window.
   void hand_off(std::size_t cut, std::size_t len) {
-    auto merge_fn = [this](window_workers::job& j) { merge(j); };
-    window_workers::job& j = par_->next(merge_fn);
+    window_workers::job& j = par_->next();
     const std::size_t cap = win_.capacity();
     std::swap(j.text, win_);
     j.e = cut;
@@ -466,7 +479,7 @@ private:
     win_.reserve(cap); // the slot's earlier buffer, or a new one
     win_.data()[0] = '[';
     std::memcpy(win_.data() + 1, j.text.data() + cut + 1, len - (cut + 1));
-    par_->submit(merge_fn);
+    par_->submit();
   }
 
   static void append(padded_buffer& b, const char* p, std::size_t n) {
@@ -648,8 +661,7 @@ private:
       dec_.syntax_at(simdjson::TAPE_ERROR, file_pos_ + e - 1, true);
     }
     p[e] = ']';
-    dec_.set_text(p, e + 1, static_cast<std::int64_t>(file_pos_) - 1);
-    dec_.window(parser, simdjson::padded_string_view(p, e + 1, win_.capacity() + simdjson::SIMDJSON_PADDING));
+    decode_window(dec_, parser, win_, e, static_cast<std::int64_t>(file_pos_) - 1);
   }
 
   /// Decodes the events: window bytes [0, len) hold '[' and the first bytes read.

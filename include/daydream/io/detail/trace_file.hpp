@@ -71,6 +71,11 @@ public:
   std::string_view view() const noexcept { return {p_ ? p_ : "", size_}; }
   /// The contents as simdjson input (padding included).
   simdjson::padded_string_view padded() const noexcept { return simdjson::padded_string_view(p_, size_, cap_); }
+  /// The first `n` bytes of the room (n <= capacity()) as simdjson input: the bytes
+  /// after them, up to the end of the room, are the padding.
+  simdjson::padded_string_view padded_prefix(std::size_t n) const noexcept {
+    return simdjson::padded_string_view(p_, n, cap_);
+  }
 
   /// A buffer holding a copy of `s` (tests and parse_kineto on a string).
   static padded_buffer copy_of(std::string_view s) {

@@ -97,6 +97,15 @@ void replay_priority(benchmark::State& state) { replay_with<priority_policy>(sta
 BENCHMARK(replay_trace_order)->RangeMultiplier(10)->Range(1'000, 10'000'000)->Unit(benchmark::kMillisecond);
 BENCHMARK(replay_priority)->RangeMultiplier(10)->Range(10'000, 1'000'000)->Unit(benchmark::kMillisecond);
 
+// The worker graphs the replay and the traversal are timed on: 10^6 tasks as 1, 16, 128
+// or 1024 workers, and 10^7 as 1024.
+void worker_graphs(benchmark::internal::Benchmark* b) {
+  b->ArgsProduct({{1'000'000}, {1, 16, 128, 1024}})
+      ->Args({10'000'000, 1024})
+      ->ArgNames({"tasks", "workers"})
+      ->Unit(benchmark::kMillisecond);
+}
+
 // One million tasks as 1, 16, 128 or 1024 workers: the cost per task grows with the
 // number of resources busy at once (the event queue has one entry per resource).
 void replay_workers(benchmark::State& state) {
@@ -108,11 +117,7 @@ void replay_workers(benchmark::State& state) {
   set_counters(state, g, g.size());
   state.counters["resources"] = double(g.resource_count());
 }
-BENCHMARK(replay_workers)
-    ->ArgsProduct({{1'000'000}, {1, 16, 128, 1024}})
-    ->Args({10'000'000, 1024})
-    ->ArgNames({"tasks", "workers"})
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(replay_workers)->Apply(worker_graphs);
 
 // replay_workers into one result reused between iterations (replay_into), as topo_order
 // keeps its buffers: the result arrays are neither allocated nor cleared again.
@@ -126,11 +131,7 @@ void replay_workers_reuse(benchmark::State& state) {
   set_counters(state, g, g.size());
   state.counters["resources"] = double(g.resource_count());
 }
-BENCHMARK(replay_workers_reuse)
-    ->ArgsProduct({{1'000'000}, {1, 16, 128, 1024}})
-    ->Args({10'000'000, 1024})
-    ->ArgNames({"tasks", "workers"})
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(replay_workers_reuse)->Apply(worker_graphs);
 
 // The floor any replay stands on: Kahn's topological traversal of the same graphs as
 // replay_workers, every live task and every dependency touched once (a counter per task
@@ -147,11 +148,7 @@ void topo_order(benchmark::State& state) {
   set_counters(state, g, g.size());
   state.counters["resources"] = double(g.resource_count());
 }
-BENCHMARK(topo_order)
-    ->ArgsProduct({{1'000'000}, {1, 16, 128, 1024}})
-    ->Args({10'000'000, 1024})
-    ->ArgNames({"tasks", "workers"})
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(topo_order)->Apply(worker_graphs);
 
 // The reference event loop (tests/support/reference_replay.hpp: one heap event per
 // dispatch and per completion), the oracle of the property tests; same results.

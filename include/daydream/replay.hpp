@@ -12,39 +12,6 @@
 
 namespace daydream {
 
-/// Replays `g` and predicts when every task runs.
-///
-/// Daydream's Algorithm 1 as a discrete-event simulation: a task becomes ready when all
-/// its dependencies have finished; an exclusive resource (thread, stream) runs one ready
-/// task at a time, chosen by `policy`, and stays idle for the task's `gap` after it, so
-/// CPU gaps of the trace are preserved; a fair-share resource (a link) runs all of its
-/// ready tasks at once, splitting its capacity evenly. Deterministic: equal inputs give
-/// equal results. Throws daydream::error naming the tasks of a cycle if there is one.
-/// `options` adds effects beyond the graph (replay_options; by default none).
-/// Complexity: O(V + E + F log F) when every exclusive resource is a chain of
-/// dependencies (as a trace's threads and streams are) and there is no overlap slowdown,
-/// F being the transfers on fair-share resources (one topological pass: no policy ever
-/// chooses); else O(V log R + E) for R resources (with an overlap slowdown, plus the
-/// re-timing of the running kernels of a node when its transfers start and end). The
-/// policy's key is computed only for tasks that compete for a busy resource. Both paths
-/// give the same result.
-///
-///     auto r = daydream::replay(g);                          // trace order
-///     auto p = daydream::replay(g, daydream::priority_policy{});
-///     auto s = daydream::replay(g, daydream::trace_order_policy{}, {.overlap_slowdown = 1.2});
-template <class Graph, class Policy = trace_order_policy>
-replay_result replay(const Graph& g, const Policy& policy = {}, const replay_options& options = {}) {
-  static_assert(selection_policy<Policy, Graph>,
-                "daydream::replay(g, policy): the policy must have a member "
-                "`priority_key key(const Graph&, task_id, time_ns ready) const`.");
-  if constexpr (selection_policy<Policy, Graph>) {
-    auto policy_key = [&](task_id t, time_ns ready) { return policy.key(g, t, ready); };
-    const detail::key_ref key(policy_key);
-    return detail::replay_flat(g.core(), key, options);
-  } else
-    return replay_result{}; // not reached: the assertion above fails first
-}
-
 /// replay() into a result the caller owns and reuses: `out` gets exactly what
 /// replay(g, policy, options) returns, every field, and its arrays keep their memory
 /// when they have room for `g`'s tasks (no allocation, no page faults, no clearing of
@@ -71,6 +38,36 @@ replay_result& replay_into(const Graph& g, replay_result& out, const Policy& pol
     detail::replay_flat_into(g.core(), key, options, out);
   }
   return out;
+}
+
+/// Replays `g` and predicts when every task runs.
+///
+/// Daydream's Algorithm 1 as a discrete-event simulation: a task becomes ready when all
+/// its dependencies have finished; an exclusive resource (thread, stream) runs one ready
+/// task at a time, chosen by `policy`, and stays idle for the task's `gap` after it, so
+/// CPU gaps of the trace are preserved; a fair-share resource (a link) runs all of its
+/// ready tasks at once, splitting its capacity evenly. Deterministic: equal inputs give
+/// equal results. Throws daydream::error naming the tasks of a cycle if there is one.
+/// `options` adds effects beyond the graph (replay_options; by default none).
+/// Complexity: O(V + E + F log F) when every exclusive resource is a chain of
+/// dependencies (as a trace's threads and streams are) and there is no overlap slowdown,
+/// F being the transfers on fair-share resources (one topological pass: no policy ever
+/// chooses); else O(V log R + E) for R resources (with an overlap slowdown, plus the
+/// re-timing of the running kernels of a node when its transfers start and end). The
+/// policy's key is computed only for tasks that compete for a busy resource. Both paths
+/// give the same result.
+///
+///     auto r = daydream::replay(g);                          // trace order
+///     auto p = daydream::replay(g, daydream::priority_policy{});
+///     auto s = daydream::replay(g, daydream::trace_order_policy{}, {.overlap_slowdown = 1.2});
+template <class Graph, class Policy = trace_order_policy>
+replay_result replay(const Graph& g, const Policy& policy = {}, const replay_options& options = {}) {
+  static_assert(selection_policy<Policy, Graph>,
+                "daydream::replay(g, policy): the policy must have a member "
+                "`priority_key key(const Graph&, task_id, time_ns ready) const`.");
+  replay_result r;
+  if constexpr (selection_policy<Policy, Graph>) replay_into(g, r, policy, options);
+  return r; // (without a key the assertion above fails first)
 }
 
 } // namespace daydream

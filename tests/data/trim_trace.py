@@ -36,6 +36,7 @@ import re
 import sys
 
 RAW = "\u0001raw:"
+RAW_IN_JSON = json.dumps(RAW)[1:-1]  # the marker as json.dumps writes it: \u0001raw:
 
 
 def load(path):
@@ -139,7 +140,8 @@ def trim(doc, k):
 
 def dump(doc, path):
     def enc(x):
-        return re.sub('"' + RAW + r'([-0-9.eE+]+)"', r"\1", json.dumps(x, ensure_ascii=False, separators=(",", ":")))
+        return re.sub('"' + re.escape(RAW_IN_JSON) + r'([-0-9.eE+]+)"', r"\1",
+                      json.dumps(x, ensure_ascii=False, separators=(",", ":")))
     buf = io.StringIO()
     if isinstance(doc, dict):
         buf.write("{")

@@ -6,7 +6,9 @@
 //   daydream strategy TRACE --cluster C --strategy S ... [--grid]  which dp x tp x pp strategy is best?
 //   daydream dlc analyze|replay|export ...    SketchDLC communication traces
 //   daydream ps TRACE [--workers 1-16]       asynchronous parameter-server throughput for W workers
+//   daydream compare BEFORE AFTER [--pass S]  a prediction of AFTER from BEFORE next to AFTER as measured
 #include "../program.hpp"
+#include "../compare/compare_cmd.hpp"
 #include "../dlc/dlc.hpp"
 #include "../optimize/optimize.hpp"
 #include "../strategy/strategy.hpp"
@@ -53,6 +55,11 @@ int main(int argc, char** argv) {
       "ps", "predict asynchronous parameter-server training throughput for any number of workers from one "
             "worker's trace (Li et al., ICPE'20), beside the queueing and Cynthia models");
   ps_cmd::add_options(*ps_sub, po);
+  compare_cmd::options co;
+  auto* compare_sub = app.add_subcommand(
+      "compare", "put a prediction of AFTER (from BEFORE under --pass) next to AFTER as measured, or diff two "
+                 "traces; with --manifest, the validation table of before/after pairs (docs/validation.md)");
+  compare_cmd::add_options(*compare_sub, co);
 
   return program::run_program(app, argc, argv, [&] {
     if (whatif_cmd->parsed()) {
@@ -66,6 +73,7 @@ int main(int argc, char** argv) {
     if (strategy_sub->parsed()) return strategy_cmd::run(so, stdout);
     if (dlc_cmds.dlc->parsed()) return dlc_cmd::run(dlc_cmds, dlco, stdout);
     if (ps_sub->parsed()) return ps_cmd::run(po, stdout);
+    if (compare_sub->parsed()) return compare_cmd::run(co, stdout);
     return int(program::usage);
   });
 }

@@ -67,7 +67,8 @@ inline std::optional<std::filesystem::path> extra_root() {
 
 /// The Kineto traces under `root` (recursively), sorted: every `.json` / `.json.gz`
 /// except PyTorch Execution Traces (the `et/` folders and `*_et.json*` files), which
-/// are a different format.
+/// are a different format, and the manifests of before/after pairs (`pairs.json`,
+/// docs/validation.md).
 inline std::vector<std::filesystem::path> kineto_traces(const std::filesystem::path& root) {
   std::vector<std::filesystem::path> out;
   if (!std::filesystem::exists(root)) return out;
@@ -78,6 +79,7 @@ inline std::vector<std::filesystem::path> kineto_traces(const std::filesystem::p
     bool json = name.size() > 5 && (name.ends_with(".json") || name.ends_with(".json.gz"));
     if (!json) continue;
     if (p.parent_path().filename() == "et" || name.find("_et.") != std::string::npos) continue;
+    if (name == "pairs.json") continue;
     out.push_back(p);
   }
   std::sort(out.begin(), out.end());

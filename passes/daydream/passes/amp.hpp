@@ -10,64 +10,109 @@
 #include <daydream/pass.hpp>
 #include <daydream/select.hpp>
 #include <daydream/update.hpp>
+#include <daydream/insert.hpp>
+#include <daydream/trace_order.hpp>
+#include <daydream/passes/support/edit.hpp>
+#include <daydream/passes/support/estimate.hpp>
 #include <daydream/passes/support/format.hpp>
 #include <daydream/passes/support/kernel_classifier.hpp>
+#include <daydream/passes/support/kernel_family.hpp>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <regex>
+#include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace daydream::passes {
 
-/// Automatic mixed precision (Daydream, Zhu et al., ATC'20, §6): training in FP16 with
-/// FP32 master weights.
+/// Automatic mixed precision (Daydream, Zhu et al., ATC'20, §6), as PyTorch's autocast
+/// runs it: training in FP16 or BF16 with FP32 master weights.
 ///
-/// Cost model: every GPU kernel is classified by name (kernel_classifier). Compute-bound
-/// kernels (GEMM, convolution) run on tensor cores and take 1/`compute` of their time;
-/// memory-bound kernels (elementwise, normalization, activation, reduction, softmax,
-/// device copies and memsets) move half the bytes and take 1/`memory` of their time.
-/// Communication and unknown kernels, host<->device copies (the input batch stays FP32)
-/// and every CPU task are unchanged. The loss-scaling kernels AMP adds are not modeled
-/// (one small elementwise kernel per step). Memory: what the forward and backward
-/// allocate and free (their tasks' mem_delta: activations and their gradients, now
-/// FP16) is scaled by `activations`. Everything else keeps its size: weight gradients
-/// (autocast keeps the parameters FP32, so the memory an `AccumulateGrad` operator
-/// allocates, found by the name of the task, of its operator or of the call that
-/// launched it, is not scaled), the optimizer step's allocations, and the memory
-/// allocated before the trace begins (weights, optimizer state), which is not in any
-/// task's mem_delta.
+/// Cost model, in four parts.
 ///
-/// A CPU-bound model gains nothing: shorter kernels only make the GPU wait longer for
-/// the launches. The report gives kernels and time per class, before and after, and
-/// the names it could not classify, so a user can tell where the model is blind.
+/// 1. **What the run already has.** Every GPU kernel is classified by name
+///    (kernel_classifier) and its precision read from its name (precision_of_kernel:
+///    `sgemm`, `h884gemm`, `bf16`, `__nv_bfloat16`, `e4m3`, ...). When at least `already`
+///    (half) of the compute-bound kernel time is in FP16, BF16 or FP8, the run is
+///    already in reduced precision: the pass changes nothing and says so. Otherwise
+///    kernels already in reduced precision are left as they are.
+/// 2. **Kernels.** Compute-bound kernels (GEMM, convolution) run on tensor cores and
+///    take 1/`compute` of their time; memory-bound kernels (elementwise, normalization,
+///    activation, reduction, softmax, device copies and memsets) move half the bytes
+///    and take 1/`memory`. Communication and unknown kernels, host<->device copies and
+///    the CPU work of the traced operators are unchanged.
+/// 3. **The casts autocast adds** (`casts`, on by default). Before each forward GEMM or
+///    convolution operator (the operator that launches a compute-bound kernel) autocast
+///    casts its FP32 inputs: the weight (one cast per use; `aten::addmm`, a linear
+///    layer with a bias, casts the bias too) and the input activation when it is FP32
+///    (the first GEMM of the step, and one after an operator autocast runs in FP32:
+///    layer/group norm, softmax, losses). Each cast is an operator (`aten::to` around
+///    `aten::_to_copy` and `aten::copy_`) with one elementwise kernel; in the backward
+///    each cast of a tensor that needs a gradient (all but the step's input) casts the
+///    gradient back, after the layer's last backward GEMM. A cast's CPU cost is twice
+///    the median CPU time of the trace's own one-kernel elementwise operators (the cast
+///    nests two dispatches around an allocation and a copy); its kernel takes the
+///    trace's elementwise time per byte over the reads and writes of half the
+///    operator's recorded input bytes (the median elementwise kernel when the trace has
+///    no shapes). So a CPU-bound loop gets *slower*: more operators to dispatch, no
+///    shorter CPU work.
+/// 4. **GradScaler** (`scaler`, with dtype=fp16): before each optimizer step the
+///    gradients are unscaled and checked (`_amp_foreach_non_finite_check_and_unscale_`:
+///    one operator and a kernel reading every gradient once, a fifth of the step's
+///    weight-update GPU time) and the CPU waits for the result (`found_inf.item()`):
+///    a sync that makes the optimizer's launches wait for the backward to finish.
+///    BF16 needs no loss scaling.
 ///
-///     daydream::apply(g, daydream::passes::amp{});             // 3x / 2x
-///     daydream::apply(g, daydream::passes::amp{.compute = 2}); // an older GPU
+/// Memory: what the forward and backward allocate and free (their tasks' mem_delta:
+/// activations and their gradients, now 16-bit) is scaled by `activations`. Weight
+/// gradients (`AccumulateGrad`), the optimizer step's allocations and the memory
+/// allocated before the trace keep their size.
+///
+/// Not modelled: the autocast dispatch key's own overhead on every operator, the
+/// weight-cast cache across several uses of one weight in a step (each use is cast),
+/// the loss scaling multiply and the scale update (two small operators a step).
+///
+///     daydream::apply(g, daydream::passes::amp{});                  // fp16: 3x / 2x, casts, GradScaler
+///     daydream::apply(g, daydream::passes::amp{.dtype = "bf16"});   // no GradScaler
+///     daydream::apply(g, daydream::passes::amp{.compute = 2});      // an older GPU
 struct amp {
   static constexpr std::string_view name = "amp"; ///< the --pass name
   /// One line for daydream-whatif --help.
   static constexpr std::string_view help =
-      "mixed precision: compute-bound kernels /compute, memory-bound /memory, CPU unchanged, "
-      "activation memory x activations. params: compute=3, memory=2, activations=0.5";
+      "mixed precision (autocast): compute-bound kernels /compute, memory-bound /memory, the casts autocast adds "
+      "and GradScaler's sync (fp16); leaves a run already in bf16/fp16/fp8 alone. params: dtype=fp16|bf16, "
+      "compute=3, memory=2, activations=0.5, casts=true, scaler=true (fp16 only)";
   double compute = 3;       ///< speedup of compute-bound kernels
   double memory = 2;        ///< speedup of memory-bound kernels
   double activations = 0.5; ///< scale of the memory the forward and backward allocate
+  std::string dtype = "fp16"; ///< the reduced precision: "fp16" or "bf16"
+  bool casts = true;        ///< model the cast operators autocast adds
+  bool scaler = true;       ///< model GradScaler's unscale and sync (dtype fp16 only)
+  /// Share of compute-bound kernel time already in reduced precision from which the run
+  /// counts as already mixed precision (nothing to gain).
+  double already = 0.5;
   kernel_classifier classifier = kernel_classifier::defaults(); ///< decides the class of a kernel
   std::size_t list_unclassified = 20; ///< at most this many unclassified names in the report
 
-  /// Reads `compute`, `memory` and `activations`.
+  /// Reads `dtype`, `compute`, `memory`, `activations`, `casts` and `scaler`.
   static amp from_params(const pass_params& p) {
     amp a;
+    a.dtype = p.get_string("dtype", a.dtype);
     a.compute = p.get_double("compute", a.compute);
     a.memory = p.get_double("memory", a.memory);
     a.activations = p.get_double("activations", a.activations);
+    a.casts = p.get_bool("casts", a.casts);
+    a.scaler = p.get_bool("scaler", a.scaler);
     p.finish();
     if (!(a.compute > 0) || !(a.memory > 0))
       throw error("daydream: pass 'amp': compute and memory must be positive speedups");
+    a.check_dtype();
     return a;
   }
 
@@ -77,25 +122,54 @@ struct amp {
     return kernels.begin() != kernels.end();
   }
 
-  /// Scales every classified kernel and the forward/backward memory; returns the counts
-  /// and times per class and the unclassified kernel names. Invalidates nothing.
+  /// Scales every classified kernel not yet in reduced precision and the
+  /// forward/backward memory, inserts the casts and GradScaler's work; returns the
+  /// counts and times per class, the precision found and what was inserted.
+  /// Invalidates nothing.
   pass_report operator()(graph& g) const {
+    check_dtype();
     pass_report rep;
     rep.pass = std::string(name);
     classified classes(g, classifier);
+    kernel_families fam(g);
+    // 1. The precision the run already has.
+    time_ns compute_time = 0, reduced_time = 0;
+    std::map<std::string, std::size_t> reduced_names;
+    for (auto k : tasks<gpu_kernel>(g)) {
+      if (classes(k) != kernel_class::compute_bound) continue;
+      compute_time += g.duration(k);
+      if (reduced_precision(fam.precision(k))) {
+        reduced_time += g.duration(k);
+        ++reduced_names[std::string(to_string(fam.precision(k)))];
+      }
+    }
+    if (compute_time > 0 && double(reduced_time) >= already * double(compute_time)) {
+      std::string which;
+      for (auto& [n, c] : reduced_names) which += (which.empty() ? "" : ", ") + n + " (" + std::to_string(c) + ")";
+      rep.add("compute-bound time already in reduced precision",
+              fmt_share(reduced_time, compute_time) + " (" + which + " kernels)");
+      rep.not_applied("already reduced precision: " + fmt_share(reduced_time, compute_time) +
+                      " of the GEMM/convolution time runs in " + which +
+                      " kernels (by their names): nothing to gain from AMP");
+      return rep;
+    }
     std::array<std::size_t, kernel_class_count> count{};
     std::array<time_ns, kernel_class_count> before{}, after{};
     std::map<std::string, std::size_t> unknown;
+    std::size_t kept_reduced = 0;
     auto scale = [&](task_id t) {
       auto c = classes(t);
       auto i = static_cast<std::size_t>(c);
       ++count[i];
       before[i] += g.duration(t);
-      if (c == kernel_class::compute_bound) scale_duration(g, t, 1.0 / compute);
+      if (reduced_precision(fam.precision(t))) ++kept_reduced;
+      else if (c == kernel_class::compute_bound) scale_duration(g, t, 1.0 / compute);
       else if (c == kernel_class::memory_bound) scale_duration(g, t, 1.0 / memory);
       else if (c == kernel_class::unknown) ++unknown[std::string(g.name(t))];
       after[i] += g.duration(t);
     };
+    // The casts go next to the original kernels: find them before anything is inserted.
+    const auto plan = casts ? plan_casts(g, classes, fam) : cast_plan{};
     for (auto k : tasks<gpu_kernel>(g)) scale(k);
     std::size_t host_copies = 0;
     const auto on_device = pred([](const auto& m) {
@@ -123,10 +197,14 @@ struct amp {
       rep.add("forward/backward allocations", format_bytes(double(mem_before)) + " -> " +
                                                   format_bytes(double(mem_after)));
     if (grad_mem > 0) rep.add("weight-gradient allocations (FP32, unchanged)", format_bytes(double(grad_mem)));
+    if (kept_reduced > 0)
+      rep.add("kernels already in reduced precision (unchanged)", std::to_string(kept_reduced));
     std::size_t changed = 0;
     for (int i = 0; i < kernel_class_count; ++i)
       if (before[i] != after[i]) ++changed;
-    if (changed == 0 && mem_before == mem_after)
+    const std::size_t inserted = casts ? insert_casts(g, plan, rep) : 0;
+    const std::size_t scaled = dtype == "fp16" && scaler ? insert_scaler(g, plan, rep) : 0;
+    if (changed == 0 && mem_before == mem_after && inserted + scaled == 0)
       rep.not_applied(count[int(kernel_class::compute_bound)] + count[int(kernel_class::memory_bound)] == 0
                           ? "no kernel of the graph is compute- or memory-bound (by name), and no activation "
                             "memory is recorded: nothing runs in half precision"
@@ -147,6 +225,208 @@ struct amp {
   }
 
 private:
+  void check_dtype() const {
+    if (dtype != "fp16" && dtype != "bf16")
+      throw usage_error("daydream: pass 'amp': dtype must be fp16 or bf16 (got '" + dtype +
+                        "'); the reverse question, a reduced-precision run in FP32, is not modelled");
+  }
+  static std::string fmt_share(time_ns part, time_ns whole) {
+    return std::to_string(int(std::lround(100.0 * double(part) / double(std::max<time_ns>(whole, 1))))) + "%";
+  }
+
+  /// One forward GEMM/convolution operator that autocast feeds casts.
+  struct cast_site {
+    task_id first_cpu = no_task; ///< the operator's first CPU slice: the casts' calls go before it
+    task_id kernel = no_task;    ///< its first compute-bound kernel: the cast kernels go before it
+    task_id backward = no_task;  ///< the layer's last backward compute-bound kernel of the iteration, if any
+    int casts = 0;               ///< forward casts
+    int grad_casts = 0;          ///< backward casts (of the tensors that need a gradient)
+    time_ns kernel_time = 0;     ///< one cast kernel's duration
+  };
+  struct cast_plan {
+    std::vector<cast_site> sites;
+    time_ns cpu_cost = 0;     ///< one cast operator's CPU time
+    std::size_t cost_samples = 0;
+    time_ns step_kernel = 0;  ///< the median elementwise kernel, for casts without shapes
+  };
+
+  /// Finds where autocast would cast, and measures what a cast costs on this trace.
+  static cast_plan plan_casts(const graph& g, classified& classes, kernel_families& fam) {
+    cast_plan plan;
+    // The cost of a cast: twice the median one-kernel elementwise operator.
+    std::vector<time_ns> op_times, kernel_times;
+    std::set<task_id> seen_calls;
+    for (auto k : tasks<gpu_kernel>(g)) {
+      if (g.phase_of(k) != phase::forward || fam.family(k) != kernel_family::elementwise) continue;
+      kernel_times.push_back(g.duration(k));
+      auto call = launch_of(g, k);
+      if (call == no_task || !seen_calls.insert(call).second) continue;
+      if (launched_by(g, call).size() != 1) continue;
+      auto run = operator_tasks(g, call);
+      if (run.size() < 2) continue; // a bare launch: no operator around it
+      std::size_t launches = 0;
+      time_ns t = 0;
+      for (std::size_t i = 0; i < run.size(); ++i) {
+        t += g.duration(run[i]) + (i + 1 < run.size() ? g.gap(run[i]) : 0);
+        if (auto h = g.as<cpu_task>(run[i]); h && g.payload(h).call == cpu_call::launch) ++launches;
+      }
+      if (launches == 1) op_times.push_back(t);
+    }
+    auto median = [](std::vector<time_ns> v, time_ns fallback) {
+      if (v.empty()) return fallback;
+      std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(v.size() / 2), v.end());
+      return v[v.size() / 2];
+    };
+    plan.cost_samples = op_times.size();
+    plan.cpu_cost = 2 * median(op_times, 10'000);
+    plan.step_kernel = median(kernel_times, 2'000);
+    const auto rate = measure_rate(g);
+    // The layer's last backward compute-bound kernel, per (iteration, layer).
+    std::map<std::pair<std::int32_t, name_id>, task_id> last_backward;
+    const trace_order before(g);
+    for (auto k : tasks<gpu_kernel>(g)) {
+      if (g.phase_of(k) != phase::backward || classes(k) != kernel_class::compute_bound) continue;
+      if (reduced_precision(fam.precision(k))) continue;
+      auto& slot = last_backward[{g.iteration(k), g.layer_id(k)}];
+      if (slot == no_task || before(slot, k)) slot = k;
+    }
+    // Forward compute-bound kernels in trace order; between two of them on a thread, an
+    // operator autocast runs in FP32 makes the next one's input FP32 again.
+    static const std::regex fp32_ops("layer_?norm|group_?norm|softmax|loss|nll|cross_entropy",
+                                     std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
+    std::vector<task_id> forward;
+    for (auto k : tasks<gpu_kernel>(g))
+      if (g.phase_of(k) == phase::forward && g.iteration(k) >= 0) forward.push_back(k);
+    std::sort(forward.begin(), forward.end(), before);
+    std::map<std::int32_t, bool> fp32_input; // per iteration: whether the next GEMM's input is FP32
+    std::set<task_id> sites_seen;
+    std::set<std::int32_t> started; // iterations whose first GEMM was seen
+    for (auto k : forward) {
+      const auto it = g.iteration(k);
+      if (!fp32_input.count(it)) fp32_input[it] = true; // the step's input batch
+      const auto cls = classes(k);
+      if (cls != kernel_class::compute_bound) {
+        auto n = g.name(k);
+        if (std::regex_search(n.begin(), n.end(), fp32_ops)) fp32_input[it] = true;
+        continue;
+      }
+      if (reduced_precision(fam.precision(k))) continue;
+      const auto call = launch_of(g, k);
+      if (call == no_task) continue;
+      const auto run = operator_tasks(g, call);
+      const auto first = run.front();
+      if (!sites_seen.insert(first).second) continue; // one operator, several kernels
+      cast_site s;
+      s.first_cpu = first;
+      s.kernel = k;
+      const auto op = g.payload(g.as<cpu_task>(call)).op;
+      const bool bias = op != no_name && g.str(op).find("addmm") != std::string_view::npos;
+      const bool input = fp32_input[it];
+      const bool first_of_step = started.insert(it).second; // its input is the batch: no gradient
+      s.casts = 1 + (bias ? 1 : 0) + (input ? 1 : 0);
+      s.grad_casts = s.casts - (first_of_step && input ? 1 : 0);
+      fp32_input[it] = false;
+      const auto bytes = launch_tensor_bytes(g, k);
+      s.kernel_time = bytes > 0 && rate.samples > 0
+                          ? std::max<time_ns>(rate.estimate(bytes * 3 / 8, 1e12) / std::max(1, s.casts), 1)
+                          : plan.step_kernel;
+      if (auto b = last_backward.find({it, g.layer_id(k)}); b != last_backward.end()) s.backward = b->second;
+      else s.grad_casts = 0;
+      plan.sites.push_back(s);
+    }
+    return plan;
+  }
+  /// Inserts the planned casts; returns how many operators it added.
+  std::size_t insert_casts(graph& g, const cast_plan& plan, pass_report& rep) const {
+    std::size_t fwd = 0, bwd = 0;
+    time_ns cpu = 0, gpu = 0;
+    const std::string kname = "autocast: cast to " + std::string(dtype == "bf16" ? "bfloat16" : "float16") +
+                              " (elementwise copy)";
+    const std::string gname = "autocast: gradient cast to float32 (elementwise copy)";
+    for (auto& s : plan.sites) {
+      const auto& kp = g.payload(g.as<gpu_kernel>(s.kernel));
+      for (int c = 0; c < s.casts; ++c) {
+        task_fields f{.name = kname, .duration = s.kernel_time, .trace_start = g.trace_start(s.kernel),
+                      .layer = g.layer(s.kernel), .phase = phase::forward, .iteration = g.iteration(s.kernel)};
+        insert_launched(g, gpu_kernel{.device = kp.device, .stream = kp.stream}, f, just_before(s.kernel),
+                        just_before(s.first_cpu), launch_call{.name = "aten::to", .duration = plan.cpu_cost});
+        ++fwd;
+        cpu += plan.cpu_cost;
+        gpu += s.kernel_time;
+      }
+      if (s.backward == no_task || s.grad_casts == 0) continue;
+      const auto call = launch_of(g, s.backward);
+      if (call == no_task) continue;
+      const auto& bp = g.payload(g.as<gpu_kernel>(s.backward));
+      for (int c = 0; c < s.grad_casts; ++c) {
+        task_fields f{.name = gname, .duration = s.kernel_time, .trace_start = g.trace_start(s.backward),
+                      .layer = g.layer(s.backward), .phase = phase::backward, .iteration = g.iteration(s.backward)};
+        insert_launched(g, gpu_kernel{.device = bp.device, .stream = bp.stream}, f, just_after(s.backward),
+                        just_after(call), launch_call{.name = "aten::to", .duration = plan.cpu_cost});
+        ++bwd;
+        cpu += plan.cpu_cost;
+        gpu += s.kernel_time;
+      }
+    }
+    if (fwd + bwd == 0) return 0;
+    rep.add("casts added (autocast)",
+            std::to_string(fwd) + " forward + " + std::to_string(bwd) + " backward cast operators at " +
+                format_time(plan.cpu_cost) + " of CPU each (" +
+                (plan.cost_samples ? "2x the median of " + std::to_string(plan.cost_samples) +
+                                         " one-kernel elementwise operators of the trace"
+                                   : std::string("no one-kernel elementwise operator in the trace: 2x 10 us")) +
+                "): +" + format_time(cpu) + " CPU, +" + format_time(gpu) + " GPU");
+    return fwd + bwd;
+  }
+
+  /// Inserts GradScaler's unscale and its sync before each iteration's optimizer step.
+  std::size_t insert_scaler(graph& g, const cast_plan& plan, pass_report& rep) const {
+    // Per iteration: the first weight-update CPU task, the last backward GPU kernel, and
+    // the weight-update GPU time.
+    struct step {
+      task_id opt = no_task, last_bwd = no_task;
+      time_ns wu_gpu = 0;
+    };
+    std::map<std::int32_t, step> steps;
+    const trace_order before(g);
+    for (auto t : tasks(g)) {
+      const auto it = g.iteration(t);
+      if (it < 0) continue;
+      auto& s = steps[it];
+      if (g.is<cpu_task>(t)) {
+        if (g.phase_of(t) == phase::weight_update && (s.opt == no_task || before(t, s.opt))) s.opt = t;
+      } else if (g.is<gpu_kernel>(t)) {
+        if (g.phase_of(t) == phase::backward && (s.last_bwd == no_task || before(s.last_bwd, t))) s.last_bwd = t;
+        if (g.phase_of(t) == phase::weight_update) s.wu_gpu += g.duration(t);
+      }
+    }
+    std::size_t n = 0;
+    for (auto& [it, s] : steps) {
+      if (s.opt == no_task || s.last_bwd == no_task) continue;
+      const auto& kp = g.payload(g.as<gpu_kernel>(s.last_bwd));
+      task_fields f{.name = "GradScaler: _amp_foreach_non_finite_check_and_unscale_ (multi_tensor_apply)",
+                    .duration = std::max<time_ns>(s.wu_gpu / 5, plan.step_kernel),
+                    .trace_start = g.trace_start(s.opt), .layer = g.layer(s.opt), .phase = phase::weight_update,
+                    .iteration = it};
+      auto un = insert_launched(g, gpu_kernel{.device = kp.device, .stream = kp.stream}, f, just_after(s.last_bwd),
+                                just_before(s.opt),
+                                launch_call{.name = "aten::_amp_foreach_non_finite_check_and_unscale_",
+                                            .duration = std::max<time_ns>(plan.cpu_cost, 1)});
+      auto sync = insert_before(g, cpu_task{cpu_call::sync},
+                                {.name = "GradScaler: found_inf.item() (cudaStreamSynchronize)", .duration = 5'000,
+                                 .layer = g.layer(s.opt), .phase = phase::weight_update, .iteration = it},
+                                s.opt);
+      g.add_dependency(un.task.id, sync.id, dep_kind::sync);
+      ++n;
+    }
+    if (n > 0)
+      rep.add("GradScaler (fp16)", std::to_string(n) + " optimizer steps wait for the gradients' unscale and "
+                                   "inf check (found_inf.item(): the CPU waits for the backward to finish)");
+    else
+      rep.note("GradScaler not modelled: no iteration has both a backward kernel and an optimizer step");
+    return n;
+  }
+
   /// Whether the memory task `t` allocates is a weight gradient's: `t`, its operator,
   /// or the call that launched it belongs to an AccumulateGrad.
   static bool weight_gradient(const graph& g, task_id t) {

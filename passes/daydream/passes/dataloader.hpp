@@ -19,7 +19,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -107,9 +109,19 @@ inline std::vector<dataloader_fetch> dataloader_fetches(const graph& g) {
 /// `max(0, L/W - time since its previous fetch)` at each fetch, plus `handoff`; when
 /// it is not, it waits only `handoff`.
 ///
-/// Not modelled: the CPU cores the workers take from the main thread (the replay gives
-/// each worker its own resource), worker start-up (the iterator is created before the
-/// trace), and `pin_memory`'s thread. A trace whose iterator already uses workers
+/// CPU contention. The workers run on the same host as the training process, and
+/// their loading slows its CPU work: on the ResNet-50/V100 pair of tests/data the same
+/// operators take 5% (forward, main thread) to 25% (backward thread) longer with four
+/// workers loading, and launch calls 50% longer (shared cores, caches, memory bandwidth
+/// and a lower turbo clock with more cores busy). The pass scales every CPU task of the
+/// traced threads in an iteration by `1 + contention x u`, where `u` is the number of
+/// cores busy loading on average: the load time per step over the main thread's
+/// training time per step (its busy time without the fetches), at most `workers`.
+/// `contention` (0.25 per busy core) is a property of the host the trace cannot tell;
+/// its default comes from that pair (docs/validation.md says so), and 0 turns it off.
+///
+/// Not modelled: worker start-up (the iterator is created before the trace), and
+/// `pin_memory`'s thread. A trace whose iterator already uses workers
 /// (`_MultiProcessingDataLoaderIter`) shows how long the main thread waited, not how
 /// long a batch takes to load: there the pass needs `load_time`, and without it
 /// changes nothing and says so (pass_report::not_applied), as it does for a trace
@@ -123,11 +135,12 @@ struct dataloader {
   static constexpr std::string_view help =
       "load batches in worker processes (DataLoader num_workers) instead of the main thread. "
       "params: workers=4, load_time= (per batch; default: measured __next__ time), "
-      "handoff=100us, prefetch=2 (batches per worker)";
+      "handoff=100us, prefetch=2 (batches per worker), contention=0.25 (CPU slowdown per core busy loading)";
   std::int64_t workers = 4;     ///< worker processes (num_workers)
   time_ns load_time = 0;        ///< time to load one batch; 0: each fetch's span in the trace
   time_ns handoff = 100'000;    ///< main-thread cost of receiving a batch from a worker
   std::int64_t prefetch = 2;    ///< batches requested ahead per worker (prefetch_factor)
+  double contention = 0.25;     ///< slowdown of the training threads' CPU work per core busy loading
 
   /// Reads `workers`, `load_time`, `handoff` and `prefetch`.
   static dataloader from_params(const pass_params& p) {
@@ -136,6 +149,7 @@ struct dataloader {
     d.load_time = static_cast<time_ns>(std::llround(p.get_time_ns("load_time", double(d.load_time))));
     d.handoff = static_cast<time_ns>(std::llround(p.get_time_ns("handoff", double(d.handoff))));
     d.prefetch = p.get_int("prefetch", d.prefetch);
+    d.contention = p.get_double("contention", d.contention);
     p.finish();
     d.check();
     return d;
@@ -196,6 +210,7 @@ struct dataloader {
       }
     }
     const time_ns per_batch = moved ? loaded / static_cast<time_ns>(moved) : 0;
+    const double slowdown = apply_contention(g, fetches, loaded, moved);
     rep.add("fetches moved to workers", std::to_string(moved));
     rep.add("load time per batch", format_time(per_batch) +
                                        (load_time > 0 ? " (given)" : " (mean __next__ time in the trace)"));
@@ -204,6 +219,10 @@ struct dataloader {
                                           format_time(handoff * static_cast<time_ns>(moved)) + " + waits");
     rep.add("bound", "the workers deliver a batch every " + format_time(per_batch / workers) +
                          "; the main thread waits when a step is shorter than that");
+    if (slowdown > 1)
+      rep.add("CPU contention", "the training threads' CPU work runs " + format_ratio(slowdown) +
+                                    " slower while the workers load (contention=" + format_ratio(contention) +
+                                    " per busy core)");
     std::size_t skipped = fetches.size() - moved;
     if (skipped > 0)
       rep.note(std::to_string(skipped) + " fetches already load in worker processes "
@@ -212,11 +231,42 @@ struct dataloader {
   }
 
 private:
+  static std::string format_ratio(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g", x);
+    return buf;
+  }
+
+  /// Scales the CPU tasks of the traced threads in every iteration by the contention
+  /// of the loading workers; returns the factor (1: none). `loaded` is the moved
+  /// batches' load time; the fetches have already been cut to their handoff, so the
+  /// fetching threads' busy time is the training loop's.
+  double apply_contention(graph& g, const std::vector<dataloader_fetch>& fetches, time_ns loaded,
+                          std::size_t moved) const {
+    if (contention <= 0 || moved == 0) return 1;
+    std::set<resource_id> fetching;
+    for (auto& f : fetches) fetching.insert(f.thread);
+    time_ns training = 0;
+    for (auto t : tasks<cpu_task>(g))
+      if (g.iteration(t) >= 0 && fetching.count(g.resource_of(t))) training += g.duration(t) + g.gap(t);
+    if (training <= 0) return 1;
+    const double u = std::min(double(workers), double(loaded) / double(training));
+    const double factor = 1.0 + contention * u;
+    std::set<resource_id> traced; // every CPU thread of the trace, not the workers
+    for (resource_id r = 0; r < g.resource_count(); ++r)
+      if (is_cpu(g.resource_at(r).kind) && g.resource_at(r).name.rfind("dataloader worker", 0) != 0)
+        traced.insert(r);
+    for (auto t : tasks<cpu_task>(g))
+      if (g.iteration(t) >= 0 && traced.count(g.resource_of(t)) && g.duration(t) > 0) scale_duration(g, t, factor);
+    return factor;
+  }
+
   void check() const {
     if (workers < 1) throw usage_error("daydream: pass 'dataloader': workers must be at least 1");
     if (prefetch < 1) throw usage_error("daydream: pass 'dataloader': prefetch must be at least 1");
     if (load_time < 0 || handoff < 0)
       throw usage_error("daydream: pass 'dataloader': load_time and handoff cannot be negative");
+    if (!(contention >= 0)) throw usage_error("daydream: pass 'dataloader': contention cannot be negative");
   }
   /// Why these fetches give nothing to do, or "".
   std::string nothing_to_do(const std::vector<dataloader_fetch>& fs) const {

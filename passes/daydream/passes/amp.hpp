@@ -169,7 +169,7 @@ struct amp {
       after[i] += g.duration(t);
     };
     // The casts go next to the original kernels: find them before anything is inserted.
-    const auto plan = casts ? plan_casts(g, classes, fam) : cast_plan{};
+    const auto plan = plan_casts(g, classes, fam, casts);
     for (auto k : tasks<gpu_kernel>(g)) scale(k);
     std::size_t host_copies = 0;
     const auto on_device = pred([](const auto& m) {
@@ -250,8 +250,9 @@ private:
     time_ns step_kernel = 0;  ///< the median elementwise kernel, for casts without shapes
   };
 
-  /// Finds where autocast would cast, and measures what a cast costs on this trace.
-  static cast_plan plan_casts(const graph& g, classified& classes, kernel_families& fam) {
+  /// Measures what a cast (and any small operator) costs on this trace and, when
+  /// `sites` is set, finds where autocast would cast.
+  static cast_plan plan_casts(const graph& g, classified& classes, kernel_families& fam, bool sites) {
     cast_plan plan;
     // The cost of a cast: twice the median one-kernel elementwise operator.
     std::vector<time_ns> op_times, kernel_times;
@@ -280,6 +281,7 @@ private:
     plan.cost_samples = op_times.size();
     plan.cpu_cost = 2 * median(op_times, 10'000);
     plan.step_kernel = median(kernel_times, 2'000);
+    if (!sites) return plan;
     const auto rate = measure_rate(g);
     // The layer's last backward compute-bound kernel, per (iteration, layer).
     std::map<std::pair<std::int32_t, name_id>, task_id> last_backward;

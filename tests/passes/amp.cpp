@@ -21,10 +21,13 @@ using namespace daydream;
 using namespace daydream::passes;
 using namespace daydream::testing::pass_graphs;
 
+/// The kernel model alone: no casts, no GradScaler.
+const amp kernels_only{.casts = false, .scaler = false};
+
 TEST_CASE("amp: a GPU-bound step gets compute kernels 3x and memory kernels 2x faster") {
   mlp m;
   CHECK(makespan(m.b.g) == 510);
-  auto rep = amp{}(m.b.g);
+  auto rep = kernels_only(m.b.g);
   CHECK(m.b.g.duration(m.fc1_f.kernel) == 40);
   CHECK(m.b.g.duration(m.fc1_b.kernel) == 80);
   CHECK(m.b.g.duration(m.relu_f.kernel) == 20);
@@ -43,12 +46,12 @@ TEST_CASE("amp stores activations in half precision: the activation peak halves"
   mlp m;
   estimate_activation_memory(m.b.g);
   CHECK(replay(m.b.g).peak_memory == 1400);
-  auto rep = amp{}(m.b.g);
+  auto rep = kernels_only(m.b.g);
   CHECK(m.b.g.mem_delta(m.fc1_f.kernel) == 500);
   CHECK(m.b.g.mem_delta(m.fc1_b.kernel) == -500);
   CHECK(replay(m.b.g).peak_memory == 700);
   CHECK(rep.items[5].second == "1.4 kB -> 700 B");
-  apply(m.b.g, amp{.activations = 1});
+  apply(m.b.g, amp{.activations = 1, .casts = false, .scaler = false});
   CHECK(replay(m.b.g).peak_memory == 700);
 }
 
@@ -63,7 +66,7 @@ TEST_CASE("amp halves activations only: weight gradients stay FP32") {
   // The gradient's CPU task runs at 60 (after the six 10 ns launches), before k2 starts
   // at 130: 1000 (k1) + 1000 (gradient) + 400 (k2) = 2400.
   CHECK(replay(g).peak_memory == 2400);
-  auto rep = amp{}(g);
+  auto rep = kernels_only(g);
   CHECK(g.mem_delta(grad) == 1000);
   CHECK(g.mem_delta(m.fc1_f.kernel) == 500);
   CHECK(replay(g).peak_memory == 1700); // 500 + 1000 + 200
@@ -71,19 +74,75 @@ TEST_CASE("amp halves activations only: weight gradients stay FP32") {
   CHECK(rep.items[6].second == "1 kB");
 }
 
-TEST_CASE("amp: a CPU-bound step predicts no gain") {
+TEST_CASE("amp: a CPU-bound step gains nothing from shorter kernels, and autocast's casts make it slower") {
   // Two iterations of three ops; each launch takes 100 ns, each GEMM 30 ns. The GPU waits
   // for the CPU: iteration 1 starts when the CPU is done with iteration 0, at 300 ns.
   builder b;
   for (std::int32_t it = 0; it < 2; ++it)
     for (auto layer : {"fc1", "fc2", "fc3"})
       b.op("volta_sgemm_128x64_tn", 30, layer, phase::forward, it, 0, "aten::addmm", 100);
+  auto g = b.g;
   auto before = replay(b.g);
   CHECK(iteration_time(b.g, before, 0) == 300);
-  apply(b.g, amp{});
+  apply(b.g, kernels_only);
   auto after = replay(b.g);
   CHECK(iteration_time(b.g, after, 0) == 300); // shorter kernels, same iteration
   CHECK(after.makespan == before.makespan - 20); // only the very last kernel ends earlier
+
+  // With autocast's casts: fc1 casts its weight, its bias (aten::addmm) and the step's
+  // FP32 input; fc2 and fc3 their weight and bias (their input is fc1's FP16 output).
+  // The trace has no one-kernel elementwise operator to measure a cast by, so each
+  // costs 2 x 10 us of CPU: 7 casts x 20 us + 3 launches x 100 ns a step.
+  auto rep = apply(g, amp{});
+  auto casted = replay(g);
+  CHECK(iteration_time(g, casted, 0) == 7 * 20'000 + 300);
+  CHECK(iteration_time(g, casted, 0) > iteration_time(b.g, after, 0)); // AMP loses on a CPU-bound loop
+  std::size_t casts = 0;
+  for (auto k : tasks<gpu_kernel>(g)) casts += g.name(k).find("autocast: cast to float16") == 0;
+  CHECK(casts == 14);
+  bool reported = false;
+  for (auto& [k, v] : rep.items) reported = reported || (k == "casts added (autocast)" && v.find("14 forward + 0 backward") == 0);
+  CHECK(reported);
+}
+
+TEST_CASE("amp: a run already in bf16 is left alone, and says so") {
+  builder b;
+  auto gemm = b.op("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", 300, "fc1", phase::forward, 0, 0,
+                   "aten::mm");
+  auto add = b.op("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>>", 40,
+                  "fc1", phase::forward, 0, 0, "aten::add");
+  const auto size = b.g.size();
+  auto rep = apply(b.g, amp{});
+  CHECK_FALSE(rep.applied);
+  CHECK(rep.reason.find("already reduced precision") == 0);
+  CHECK(rep.reason.find("bf16") != std::string::npos);
+  CHECK(b.g.duration(gemm.kernel) == 300);
+  CHECK(b.g.duration(add.kernel) == 40);
+  CHECK(b.g.size() == size);
+  // FP8 and FP16 GEMMs count as reduced precision too.
+  for (auto name : {"sm90_xmma_gemm_e4m3e4m3_e4m3f32_f32_tn_n", "volta_h884gemm_128x128_ldg8_nn",
+                    "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_nn"}) {
+    builder c;
+    c.op(name, 300, "fc1", phase::forward, 0, 0, "aten::mm");
+    CHECK_FALSE(apply(c.g, amp{}).applied);
+  }
+}
+
+TEST_CASE("amp with GradScaler (fp16): the optimizer step waits for the unscale of the gradients") {
+  // The MLP (kernels 3x/2x faster: k1 [10,50) k2 [50,70) k3 [70,90) k4 [90,170)), then
+  // before the optimizer's first launch: the unscale's launch (2 x 10 us: no one-kernel
+  // elementwise operator to measure by) [40, 20040), its kernel (a fifth of the
+  // optimizer's 30 ns, at least the median forward elementwise kernel, 40 ns) after k4
+  // [20040, 20080), the sync on it [20080, 25080); then the optimizer: opt1's launch
+  // [25080, 25090) and kernel [25090, 25105), opt2's [25090, 25100) and [25105, 25120).
+  mlp m;
+  auto rep = apply(m.b.g, amp{.casts = false});
+  CHECK(makespan(m.b.g) == 25'120);
+  CHECK(replay(m.b.g).start[m.opt1.call] == 25'080);
+  // bf16 needs no loss scaling: the kernel model alone.
+  mlp n;
+  apply(n.b.g, amp{.dtype = "bf16", .casts = false});
+  CHECK(makespan(n.b.g) == 200);
 }
 
 TEST_CASE("amp reports the kernels it could not classify and leaves them alone") {
@@ -103,13 +162,19 @@ TEST_CASE("amp with a replaced classifier and parameters") {
   mlp m;
   kernel_classifier everything_compute;
   everything_compute.add(kernel_class::compute_bound, ".");
-  apply(m.b.g, amp{.compute = 2, .classifier = everything_compute});
+  apply(m.b.g, amp{.compute = 2, .casts = false, .scaler = false, .classifier = everything_compute});
   CHECK(m.b.g.duration(m.relu_f.kernel) == 20);
   CHECK(m.b.g.duration(m.fc1_f.kernel) == 60);
   auto p = amp::from_params(pass_params::parse("amp", "compute=4,memory=1.5,activations=1"));
   CHECK(p.compute == 4);
   CHECK(p.memory == 1.5);
   CHECK(p.activations == 1);
+  auto q = amp::from_params(pass_params::parse("amp", "dtype=bf16,casts=false,scaler=false"));
+  CHECK(q.dtype == "bf16");
+  CHECK_FALSE(q.casts);
+  CHECK_FALSE(q.scaler);
+  CHECK_THROWS_WITH_AS(amp::from_params(pass_params::parse("amp", "dtype=fp32")), doctest::Contains("not modelled"),
+                       daydream::usage_error);
   CHECK_THROWS_AS(amp::from_params(pass_params::parse("amp", "compute=0")), daydream::error);
   CHECK_THROWS_AS(amp::from_params(pass_params::parse("amp", "compte=2")), daydream::error);
 }

@@ -83,7 +83,7 @@ TEST_CASE("dataloader: two workers deliver a batch every L/2, the main thread wa
   loader_step s(4);
   auto& g = s.g;
   CHECK(iteration_times(g) == std::vector<time_ns>{45, 45, 45, 65});
-  auto rep = apply(g, dataloader{.workers = 2, .handoff = 1});
+  auto rep = apply(g, dataloader{.workers = 2, .handoff = 1, .contention = 0});
   CHECK(rep.applied);
   // Worker 0 loads batch 0 (20 = 1/2 of 40 left at the start) then batch 2 [20,60);
   // worker 1 batch 1 (all 40) then batch 3 [40,80). Each fetch waits for its batch:
@@ -107,7 +107,7 @@ TEST_CASE("dataloader: two workers deliver a batch every L/2, the main thread wa
 TEST_CASE("dataloader: when the workers keep up, a fetch costs only the handoff") {
   loader_step s(4);
   auto& g = s.g;
-  apply(g, dataloader{.workers = 8, .handoff = 1});
+  apply(g, dataloader{.workers = 8, .handoff = 1, .contention = 0});
   // Batches 0..3 are ready at 5, 10, 15, 20 (j+1)/8 of 40. F0 [5,6) L0 [6,11);
   // F1 ready at 11 >= 10: [11,12) L1 [12,17); F2 [17,18) L2 [18,23); F3 [23,24).
   auto r = replay(g);
@@ -122,7 +122,7 @@ TEST_CASE("dataloader: when the workers keep up, a fetch costs only the handoff"
 TEST_CASE("dataloader: one worker with one batch ahead overlaps loading with the step only") {
   loader_step s(3);
   auto& g = s.g;
-  apply(g, dataloader{.workers = 1, .handoff = 1, .prefetch = 1});
+  apply(g, dataloader{.workers = 1, .handoff = 1, .prefetch = 1, .contention = 0});
   // Batch 0 [0,40); F0 [40,41). Batch 1 is requested when F0 returns: [41,81) while the
   // step runs; F1 [81,82). Batch 2 [82,122); F2 [122,123). A period of L + handoff.
   auto r = replay(g);
@@ -143,7 +143,7 @@ TEST_CASE("dataloader: a fetch split around its collation is one fetch, and all 
   CHECK(fs[0].last != fs[0].first);
   CHECK_FALSE(fs[0].worker_processes);
   CHECK(fs[1].first == s.fetch[1]);
-  apply(g, dataloader{.workers = 1, .handoff = 1, .prefetch = 1});
+  apply(g, dataloader{.workers = 1, .handoff = 1, .prefetch = 1, .contention = 0});
   CHECK(g.duration(s.fetch[0]) == 1);
   CHECK(g.duration(s.collate[0]) == 0);
   CHECK(g.duration(fs[0].last) == 0);
@@ -173,7 +173,7 @@ TEST_CASE("dataloader says why it changes nothing") {
     CHECK_FALSE(dataloader::applicable(s.g));
     CHECK(dataloader::not_applicable(s.g) == rep.reason);
     // With the load time given, it models the workers.
-    auto given = apply(s.g, dataloader{.workers = 2, .load_time = 40, .handoff = 1});
+    auto given = apply(s.g, dataloader{.workers = 2, .load_time = 40, .handoff = 1, .contention = 0});
     CHECK(given.applied);
     CHECK(iteration_times(s.g) == std::vector<time_ns>{20, 20, 26});
   }

@@ -74,11 +74,21 @@ TEST_CASE("dataloader on ResNet-50: num_workers=0 with 4 modelled workers agains
   // kernels during the first part of each load (62 of 71 ms saved).
   CHECK(before - after > load / 2);
   CHECK(before - after < load);
-  // The prediction against the measured run (117 ms against 130 ms): the pass leaves out
-  // the CPU the four workers take from the main thread, so it is optimistic; it must
-  // land within 20% below and 5% above.
-  CHECK(double(after) > 0.8 * double(measured4));
+  // The prediction against the measured run: within 5% (docs/validation.md). The
+  // workers' CPU contention is what closes the gap: the measured run's operators take
+  // 5-25% longer than the same ones loading on the main thread, its launches 50%.
+  CHECK(double(after) > 0.95 * double(measured4));
   CHECK(double(after) < 1.05 * double(measured4));
+  bool contention = false;
+  for (auto& [k, v] : rep.items) contention = contention || k == "CPU contention";
+  CHECK(contention);
+  // Without it the prediction is 6% optimistic: the CPU work left on the main thread
+  // would run as fast as it did alone.
+  auto alone = zero.g;
+  apply(alone, dataloader{.workers = 4, .contention = 0});
+  const auto optimistic = median(steady_times(zero, alone));
+  CHECK(optimistic < after);
+  CHECK(double(optimistic) < 0.95 * double(measured4));
 }
 
 TEST_CASE("dataloader with a given load time models more workers on a run that already has them") {

@@ -74,7 +74,8 @@ template <class Pass> pass_case make(const char* name, Pass p, expect time, bool
 
 std::vector<pass_case> pass_cases() {
   return {
-      make("amp", amp{}, expect::faster, true),
+      // Faster where the GPU bounds the step; slower where the CPU does (autocast's casts).
+      make("amp", amp{}, expect::any, true),
       make("fused_adam", fused_adam{}, expect::faster, false),
       make("reconstruct_bn", reconstruct_bn{}, expect::faster, false),
       make("gist", gist{}, expect::slower, true),

@@ -166,7 +166,7 @@ inline std::vector<std::string> explain(const comparison& c, const step_profile&
   std::vector<std::pair<double, std::string>> out; // (weight, sentence)
   const double step = double(std::max<time_ns>(c.measured, 1));
   const std::string pred_name = plain ? "BEFORE" : "the prediction";
-  const double floor = std::max(0.01 * step, 20'000.0); // 1% of the step, at least 20 us
+  const double floor = 0.01 * step; // 1% of the step
 
   // What bounds each run.
   auto bound = [](const step_profile& s) -> std::string {
@@ -237,7 +237,7 @@ inline std::vector<std::string> explain(const comparison& c, const step_profile&
   for (int f = 0; f < passes::kernel_family_count; ++f) {
     const double vb = b.gpu_by_family[f], vp = p.gpu_by_family[f], vm = m.gpu_by_family[f];
     const double d = vm - vp;
-    if (std::fabs(d) < std::max(0.02 * step, 20'000.0)) continue;
+    if (std::fabs(d) < 0.02 * step) continue;
     const auto name = to_string(passes::kernel_family(f));
     std::string s = fmt::format("{} kernels: {} per step in AFTER, {} in {} ({})", name, us_text(vm), us_text(vp),
                                 pred_name, signed_text(d));

@@ -402,8 +402,9 @@ private:
         if (g.phase_of(t) == phase::weight_update) s.wu_gpu += g.duration(t);
       }
     }
-    std::size_t n = 0;
+    std::size_t n = 0, without_backward = 0;
     for (auto& [it, s] : steps) {
+      if (s.opt != no_task && s.last_bwd == no_task) ++without_backward;
       if (s.opt == no_task || s.last_bwd == no_task) continue;
       const auto& kp = g.payload(g.as<gpu_kernel>(s.last_bwd));
       task_fields f{.name = "GradScaler: _amp_foreach_non_finite_check_and_unscale_ (multi_tensor_apply)",
@@ -424,8 +425,8 @@ private:
     if (n > 0)
       rep.add("GradScaler (fp16)", std::to_string(n) + " optimizer steps wait for the gradients' unscale and "
                                    "inf check (found_inf.item(): the CPU waits for the backward to finish)");
-    else
-      rep.note("GradScaler not modelled: no iteration has both a backward kernel and an optimizer step");
+    else if (without_backward > 0)
+      rep.note("GradScaler not modelled: the optimizer steps have no backward kernel before them to wait for");
     return n;
   }
 

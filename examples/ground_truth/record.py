@@ -14,7 +14,7 @@ CUDA graphs. One run can be the "before" of several pairs; it is recorded once.
 
 Each run: a few warm-up steps, then N steps timed WITHOUT the profiler (the median step
 time: `measured_without_profiler_ms`), then a profiled window with the settings of
-examples/collect_trace.py (schedule wait=1, warmup=2, active=4; record_shapes,
+examples/collect_trace.py (schedule wait=1, warmup=2, active=5; record_shapes,
 with_modules, profile_memory; with_stack where the pair needs layers), exported as
 Kineto JSON and cut by tests/data/trim_trace.py to its first active-1 steps (gzip'd).
 The output folder (default tests/data/ground_truth/<gpu>/) gets the traces and
@@ -65,7 +65,8 @@ STARTUP_S = 15.0          # importing torch, starting CUDA (counted in the budge
 DEFAULT_STEPS = 20        # steps timed without the profiler
 PROFILE_WAIT = 1          # torch.profiler.schedule(wait=1, warmup=2, active=--active)
 PROFILE_WARMUP = 2
-DEFAULT_ACTIVE = 4        # profiled steps; the trimmed trace keeps the first active - 1
+DEFAULT_ACTIVE = 5        # profiled steps; the trimmed trace keeps the first active - 1:
+                          # 3 steady steps and the last kept one (which has no next to overlap)
 TRIM_WORKERS = 2          # trim_trace.py processes at once (niced; the GPU runs meanwhile)
 
 

@@ -593,13 +593,13 @@ class Recording(unittest.TestCase):
         self.assertIn("not selected (--only)", pairs["gpt2_compile"]["skipped"])  # gpt2_bf16
         self.assertEqual(runs["gpt2_bf16"]["skipped"], "not selected (--only)")
         self.assertEqual(runs["resnet50_fp32"]["settings"]["timed_steps"], record.DEFAULT_STEPS)
-        # The traces: trimmed to active - 1 = 3 steps, gzip'd, next to the manifest.
+        # The traces: trimmed to active - 1 = 4 steps, gzip'd, next to the manifest.
         traces = sorted(p.name for p in self.out.iterdir())
         self.assertEqual(traces, ["gpt2_compile.json.gz", "gpt2_compile_cudagraphs.json.gz", "pairs.json",
                                   "resnet50_amp_fp16.json.gz", "resnet50_fp32.json.gz"])
         with gzip.open(self.out / "resnet50_fp32.json.gz", "rt") as f:
             steps = [e["name"] for e in json.load(f)["traceEvents"] if e.get("name", "").startswith("ProfilerStep")]
-        self.assertEqual(len(steps), 3)
+        self.assertEqual(len(steps), record.DEFAULT_ACTIVE - 1)
         # The untrimmed traces are gone.
         self.assertEqual(len(self.raw_dirs), 1)
         self.assertFalse(any(d.exists() for d in self.raw_dirs))

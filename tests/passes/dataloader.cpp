@@ -185,6 +185,9 @@ TEST_CASE("dataloader parameters, and its place in the registry") {
   CHECK(d.load_time == 40'000'000);
   CHECK(d.handoff == 50'000);
   CHECK(d.prefetch == 3);
+  CHECK(d.contention == 0.25);
+  CHECK(dataloader::from_params(pass_params::parse("dataloader", "contention=0")).contention == 0);
+  CHECK_THROWS_AS(dataloader::from_params(pass_params::parse("dataloader", "contention=-1")), usage_error);
   CHECK_THROWS_AS(dataloader::from_params(pass_params::parse("dataloader", "workers=0")), usage_error);
   CHECK_THROWS_AS(dataloader::from_params(pass_params::parse("dataloader", "prefetch=0")), usage_error);
   CHECK_THROWS_AS(dataloader::from_params(pass_params::parse("dataloader", "workers=-3")), usage_error);
@@ -193,7 +196,7 @@ TEST_CASE("dataloader parameters, and its place in the registry") {
   REQUIRE(reg.find("dataloader") != nullptr);
   loader_step s(2);
   CHECK(reg.find("dataloader")->applicable(s.g));
-  auto p = reg.make("dataloader:workers=2,handoff=1ns");
+  auto p = reg.make("dataloader:workers=2,handoff=1ns,contention=0");
   auto rep = p.run(s.g);
   CHECK(rep.applied);
   CHECK(iteration_times(s.g) == std::vector<time_ns>{20, 26});

@@ -346,7 +346,7 @@ private:
                               " (elementwise copy)";
     const std::string gname = "autocast: gradient cast to float32 (elementwise copy)";
     for (auto& s : plan.sites) {
-      const auto& kp = g.payload(g.as<gpu_kernel>(s.kernel));
+      const auto kp = g.payload(g.as<gpu_kernel>(s.kernel)); // a copy: inserting moves the payloads
       for (int c = 0; c < s.casts; ++c) {
         task_fields f{.name = kname, .duration = s.kernel_time, .trace_start = g.trace_start(s.kernel),
                       .layer = g.layer(s.kernel), .phase = phase::forward, .iteration = g.iteration(s.kernel)};
@@ -359,7 +359,7 @@ private:
       if (s.backward == no_task || s.grad_casts == 0) continue;
       const auto call = launch_of(g, s.backward);
       if (call == no_task) continue;
-      const auto& bp = g.payload(g.as<gpu_kernel>(s.backward));
+      const auto bp = g.payload(g.as<gpu_kernel>(s.backward));
       for (int c = 0; c < s.grad_casts; ++c) {
         task_fields f{.name = gname, .duration = s.kernel_time, .trace_start = g.trace_start(s.backward),
                       .layer = g.layer(s.backward), .phase = phase::backward, .iteration = g.iteration(s.backward)};
@@ -406,10 +406,14 @@ private:
     for (auto& [it, s] : steps) {
       if (s.opt != no_task && s.last_bwd == no_task) ++without_backward;
       if (s.opt == no_task || s.last_bwd == no_task) continue;
-      const auto& kp = g.payload(g.as<gpu_kernel>(s.last_bwd));
-      task_fields f{.name = "GradScaler: _amp_foreach_non_finite_check_and_unscale_ (multi_tensor_apply)",
+      // The optimizer must not be what the backward waits for (a graph whose order says
+      // otherwise is no training step): a sync there would close a cycle.
+      if (reaches(g, s.opt, s.last_bwd)) continue;
+      const auto kp = g.payload(g.as<gpu_kernel>(s.last_bwd));
+      // Phase other: scaler.step() runs it before the optimizer's own annotation.
+      task_fields f{.name = "GradScaler: unscale and inf check (_amp_foreach_non_finite_check_and_unscale_)",
                     .duration = std::max<time_ns>(s.wu_gpu / 5, plan.step_kernel),
-                    .trace_start = g.trace_start(s.opt), .layer = g.layer(s.opt), .phase = phase::weight_update,
+                    .trace_start = g.trace_start(s.opt), .layer = g.layer(s.opt), .phase = phase::other,
                     .iteration = it};
       auto un = insert_launched(g, gpu_kernel{.device = kp.device, .stream = kp.stream}, f, just_after(s.last_bwd),
                                 just_before(s.opt),
@@ -417,7 +421,7 @@ private:
                                             .duration = std::max<time_ns>(plan.cpu_cost, 1)});
       auto sync = insert_before(g, cpu_task{cpu_call::sync},
                                 {.name = "GradScaler: found_inf.item() (cudaStreamSynchronize)", .duration = 5'000,
-                                 .layer = g.layer(s.opt), .phase = phase::weight_update, .iteration = it},
+                                 .layer = g.layer(s.opt), .phase = phase::other, .iteration = it},
                                 s.opt);
       g.add_dependency(un.task.id, sync.id, dep_kind::sync);
       ++n;
@@ -428,6 +432,23 @@ private:
     else if (without_backward > 0)
       rep.note("GradScaler not modelled: the optimizer steps have no backward kernel before them to wait for");
     return n;
+  }
+
+  /// Whether a path of dependencies or program order leads from `from` to `to`. O(V + E).
+  static bool reaches(const graph& g, task_id from, task_id to) {
+    std::vector<task_id> stack{from};
+    std::set<task_id> seen{from};
+    auto visit = [&](task_id u) {
+      if (u != no_task && seen.insert(u).second) stack.push_back(u);
+    };
+    while (!stack.empty()) {
+      const auto t = stack.back();
+      stack.pop_back();
+      if (t == to) return true;
+      for (auto d : g.successors(t)) visit(d.to);
+      visit(next_on_resource(g, t));
+    }
+    return false;
   }
 
   /// Whether the memory task `t` allocates is a weight gradient's: `t`, its operator,

@@ -114,10 +114,14 @@ inline std::vector<dataloader_fetch> dataloader_fetches(const graph& g) {
 /// operators take 5% (forward, main thread) to 25% (backward thread) longer with four
 /// workers loading, and launch calls 50% longer (shared cores, caches, memory bandwidth
 /// and a lower turbo clock with more cores busy). The pass scales every CPU task of the
-/// traced threads in an iteration by `1 + contention x u`, where `u` is the number of
-/// cores busy loading on average: the load time per step over the main thread's
-/// training time per step (its busy time without the fetches), at most `workers`.
-/// `contention` (0.25 per busy core) is a property of the host the trace cannot tell;
+/// traced threads in an iteration by `1 + contention x u`, where `u` is the share of a
+/// core busy loading on average: the load time per step over the main thread's
+/// training time per step (its busy time without the fetches), at most 1 (what the
+/// training threads share with the workers, caches, memory bandwidth and clock,
+/// saturates; the number of workers then changes the step only through the loading
+/// bound, so more workers never predict a slower step).
+/// A trace that already loads in workers has their contention in its times: there
+/// nothing is scaled. `contention` (0.25) is a property of the host the trace cannot tell;
 /// its default comes from that pair (docs/validation.md says so), and 0 turns it off.
 ///
 /// Not modelled: worker start-up (the iterator is created before the trace), and
@@ -244,13 +248,16 @@ private:
   double apply_contention(graph& g, const std::vector<dataloader_fetch>& fetches, time_ns loaded,
                           std::size_t moved) const {
     if (contention <= 0 || moved == 0) return 1;
+    // A trace that already loads in workers has their contention in its times.
     std::set<resource_id> fetching;
-    for (auto& f : fetches) fetching.insert(f.thread);
+    for (auto& f : fetches)
+      if (!f.worker_processes) fetching.insert(f.thread);
+    if (fetching.empty()) return 1;
     time_ns training = 0;
     for (auto t : tasks<cpu_task>(g))
       if (g.iteration(t) >= 0 && fetching.count(g.resource_of(t))) training += g.duration(t) + g.gap(t);
     if (training <= 0) return 1;
-    const double u = std::min(double(workers), double(loaded) / double(training));
+    const double u = std::min(1.0, double(loaded) / double(training));
     const double factor = 1.0 + contention * u;
     std::set<resource_id> traced; // every CPU thread of the trace, not the workers
     for (resource_id r = 0; r < g.resource_count(); ++r)

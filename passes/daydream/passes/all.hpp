@@ -14,6 +14,7 @@
 #include <daydream/passes/gist.hpp>
 #include <daydream/passes/grad_accum.hpp>
 #include <daydream/passes/p3.hpp>
+#include <daydream/passes/precision.hpp>
 #include <daydream/passes/recompute.hpp>
 #include <daydream/passes/reconstruct_bn.hpp>
 #include <daydream/passes/support/registry.hpp>
@@ -28,7 +29,7 @@ namespace daydream::passes {
 /// Every bundled pass, by its command-line name: the single-GPU passes first, then the
 /// distributed ones.
 inline registry<graph> bundled() {
-  return registry<graph>::of<amp, fused_adam, reconstruct_bn, gist, vdnn, substitute, recompute,
+  return registry<graph>::of<amp, precision, fused_adam, reconstruct_bn, gist, vdnn, substitute, recompute,
                              grad_accum, dataloader, ddp, p3, blueconnect, dgc, tictac, tensor_fusion,
                              tensor_partition>();
 }

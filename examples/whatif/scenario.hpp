@@ -43,7 +43,10 @@ struct scenario {
   std::vector<std::string> passes;          ///< pass names, in order
   graph g;                                  ///< the transformed graph
   daydream::replay_result r;
-  std::vector<time_ns> per_iteration;       ///< replayed time of each analysed iteration (-1: none)
+  std::vector<time_ns> per_iteration;       ///< steady-state step of each analysed iteration (-1: none)
+  /// Per analysed iteration: the replayed span and the busiest resource's work, whose
+  /// larger is the step (daydream::steady_step).
+  std::vector<daydream::steady_step> steps;
   time_ns predicted = -1;                   ///< the median of per_iteration, ns
   std::optional<std::int64_t> peak_memory;  ///< bytes, when memory is modelled
   std::vector<daydream::pass_report> reports;
@@ -78,16 +81,13 @@ struct memory_model {
   std::int64_t initial = 0; ///< bytes allocated before the first modelled event (trace only)
 };
 
-/// Replays `s.g` and fills the scenario's times for `iterations` and its peak memory.
+/// Fills the scenario's steady-state step for each of `iterations` from its replay (the
+/// replayed span, or the work of a resource that falls behind when that is longer:
+/// daydream::steady_steps) and its peak memory.
 inline void measure(scenario& s, const std::vector<std::int32_t>& iterations, const memory_model& mem) {
-  auto spans = daydream::iteration_spans(s.g, s.r);
+  s.steps = daydream::steady_steps(s.g, s.r, iterations);
   s.per_iteration.clear();
-  for (auto i : iterations) {
-    time_ns t = -1;
-    for (auto& sp : spans)
-      if (sp.iteration == i) t = sp.duration();
-    s.per_iteration.push_back(t);
-  }
+  for (auto& st : s.steps) s.per_iteration.push_back(st.step());
   s.predicted = median(s.per_iteration);
   if (mem.from != memory_model::source::none) s.peak_memory = mem.initial + s.r.peak_memory;
 }

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -62,6 +63,58 @@ inline time_ns union_length(std::vector<std::pair<time_ns, time_ns>>& v, time_ns
   }
   if (open) total += cur_e - cur_b;
   return total;
+}
+
+/// The steady-state step of one iteration: how long a training loop that repeats it
+/// takes per step. A replay measures an iteration from its first task to the next
+/// iteration's first task (iteration_spans), which is the step only when no resource
+/// falls behind: when one does (a link whose all-reduces pile up while the CPU runs
+/// ahead, a GPU whose queue grows), the span is shorter than the work that resource does
+/// per iteration, and repeating the iteration would make the backlog grow without bound.
+/// The step is then the bottleneck's work: the union of the replayed intervals of the
+/// iteration's own tasks on its busiest resource (a CPU thread's gaps, untraced time
+/// between its slices, do not count).
+struct steady_step {
+  std::int32_t iteration = 0;
+  time_ns span = -1;  ///< the replayed span (iteration_time); -1: no task of the iteration
+  time_ns work = 0;   ///< the busiest resource's work in the iteration
+  resource_id busiest = no_resource; ///< that resource
+  /// The step: the larger of the span and the busiest resource's work (-1 without tasks).
+  time_ns step() const noexcept { return span < 0 ? -1 : std::max(span, work); }
+  /// Whether a resource's backlog, not the span, decides the step.
+  bool backlogged() const noexcept { return span >= 0 && work > span; }
+};
+
+/// The steady-state steps of iterations `its` of a replay of `g` (see steady_step), in
+/// the order of `its`. One pass over the tasks: O(V log V).
+template <class Graph>
+std::vector<steady_step> steady_steps(const Graph& g, const replay_result& r, const std::vector<std::int32_t>& its) {
+  check_replay_of(g, r, "steady_steps");
+  std::vector<steady_step> out(its.size());
+  std::map<std::int32_t, std::size_t> at;
+  for (std::size_t k = 0; k < its.size(); ++k) {
+    out[k].iteration = its[k];
+    at.emplace(its[k], k);
+  }
+  const auto spans = iteration_spans(g, r);
+  for (auto& s : spans)
+    if (auto it = at.find(s.iteration); it != at.end()) out[it->second].span = s.duration();
+  std::map<std::pair<std::size_t, resource_id>, std::vector<std::pair<time_ns, time_ns>>> iv;
+  g.for_each_task([&](task_id t) {
+    auto it = at.find(g.iteration(t));
+    if (it == at.end() || r.start[t] < 0 || r.end[t] <= r.start[t]) return;
+    const auto res = g.resource_of(t);
+    if (res != no_resource) iv[{it->second, res}].push_back({r.start[t], r.end[t]});
+  });
+  for (auto& [key, v] : iv) {
+    const auto work = union_length(v, std::numeric_limits<time_ns>::min(), std::numeric_limits<time_ns>::max());
+    auto& s = out[key.first];
+    if (work > s.work) {
+      s.work = work;
+      s.busiest = key.second;
+    }
+  }
+  return out;
 }
 
 /// The critical path of one iteration: the chain of tasks that decides when the iteration

@@ -31,7 +31,8 @@ struct prediction {
   replay_result r;                  ///< its replay
   std::vector<pass_report> reports; ///< one per pass of the chain
   std::vector<std::int32_t> iterations; ///< BEFORE's analysed iterations
-  std::vector<time_ns> per_iteration;   ///< the replayed step time of each (-1: none left)
+  std::vector<time_ns> per_iteration;   ///< the steady-state step of each (-1: none left)
+  std::string backlog;                  ///< when a resource falls behind: which, and by how much
   /// Peak device memory, when BEFORE's trace recorded memory: the memory allocated
   /// before its first [memory] event plus the replay's peak.
   std::optional<std::int64_t> peak_memory;
@@ -50,12 +51,13 @@ inline prediction predict(const io::kineto_trace& before, const std::vector<pass
   auto [r, reports] = passes::run_chain(p.g, chain, o);
   p.r = std::move(r);
   p.reports = std::move(reports);
-  auto spans = iteration_spans(p.g, p.r);
-  for (auto i : its) {
-    time_ns t = -1;
-    for (auto& s : spans)
-      if (s.iteration == i) t = s.duration();
-    p.per_iteration.push_back(t);
+  // The steady-state step: a resource that falls behind decides it (steady_steps).
+  for (auto& st : steady_steps(p.g, p.r, its)) {
+    p.per_iteration.push_back(st.step());
+    if (st.backlogged() && st.busiest < p.g.resource_count())
+      p.backlog = "iteration " + std::to_string(st.iteration) + ": " + p.g.resource_at(st.busiest).name + " works " +
+                  passes::format_time(st.work) + ", longer than the replayed span of " + passes::format_time(st.span) +
+                  ": its backlog would grow every step, so that work is the step";
   }
   if (auto initial = before.initial_allocated_bytes()) p.peak_memory = *initial + p.r.peak_memory;
   return p;
@@ -347,6 +349,7 @@ inline comparison compare(const io::kineto_trace& before, const io::kineto_trace
     c.measured_memory.reset();
   }
   c.reports = pred.reports;
+  if (!pred.backlog.empty()) c.warnings.push_back("steady state: " + pred.backlog);
   detail::add_rows(c, b, p, m, o.max_layers);
   c.explanations = detail::explain(c, b, p, m, plain);
   if (before.iterations.empty() || after.iterations.empty())

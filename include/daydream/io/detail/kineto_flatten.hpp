@@ -113,7 +113,9 @@ inline flat_events flatten_threads(const decoded_trace& d, thread_table& tt, con
     if (is_op && x.name == "torch::autograd::AccumulateGrad") a.accgrad = e;
     if (is_op) {
       a.op = e;
-      if (a.top_op == no_index) {
+      // A step marker recorded as an operator (legacy traces) names no layer: the
+      // operators inside it are the top-level ones.
+      if (a.top_op == no_index && !starts_with(x.name, "ProfilerStep#")) {
         a.top_op = e;
         // Layers named after top-level operators: name#k, k-th such op of the iteration.
         F.top_ordinal[e] = top_count[top_key{x.thread, its.at(x.ts), x.name}]++;

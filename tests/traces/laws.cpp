@@ -1,0 +1,77 @@
+// Checks the prediction laws (passes/daydream/laws/prediction_laws.hpp) on every trace of the corpus: the bundled one and the extra traces when present.
+// SPDX-License-Identifier: MIT
+#include <daydream/io/kineto.hpp>
+#include <daydream/laws/prediction_laws.hpp>
+
+#include <doctest/doctest.h>
+#include <support/corpus.hpp>
+
+#include <array>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+using namespace daydream;
+
+// The table of docs/accuracy.md ("Prediction laws") is this test's output:
+//   build/tests/traces/test_traces --test-case='*prediction laws*' --success=false | sed -n '/^| law/,$p'
+TEST_CASE("the prediction laws hold on every trace of the corpus (prints the count of cases per law)") {
+  std::array<std::size_t, 4> checked{}, broken{};
+  std::size_t traces = 0;
+  for (auto& [file, name, bundled] : testing::corpus()) {
+    auto t = io::load_kineto(file);
+    if (t.g.size() == 0) continue;
+    INFO("trace: " << name);
+    auto g = t.g;
+    std::vector<std::int32_t> its;
+    std::vector<time_ns> measured;
+    if (t.iterations.empty()) {
+      g.for_each_task([&](task_id u) { g.set_iteration(u, 0); });
+      its = {0};
+      measured = {t.info.end - t.info.begin};
+    } else {
+      its = t.steady_state_iterations();
+      for (auto i : its) measured.push_back(t.measured(i));
+    }
+    const auto rep = laws::check_laws(g, its, measured, name);
+    ++traces;
+    for (auto& c : rep.cases) {
+      ++checked[static_cast<std::size_t>(c.which)];
+      if (c.held) continue;
+      ++broken[static_cast<std::size_t>(c.which)];
+      FAIL_CHECK((std::string(to_string(c.which)) + " broken by " + c.scenario + ": " + c.detail));
+    }
+  }
+  CHECK(traces > 30);
+  std::printf("| law | cases checked | violations |\n|---|---:|---:|\n");
+  for (std::size_t k = 0; k < checked.size(); ++k)
+    std::printf("| `%s` | %zu | %zu |\n", std::string(to_string(laws::law(k))).c_str(), checked[k], broken[k]);
+  std::printf("(%zu traces)\n", traces);
+}
+
+TEST_CASE("steady state: a step is never shorter than its busiest resource's work") {
+  // One iteration whose CPU part takes 10 ns and whose link carries 100 ns of transfers:
+  // the replayed span is 10 (the next iteration starts), the steady-state step 100.
+  graph g;
+  auto cpu = g.add_resource({"thread", resource_kind::cpu_thread});
+  auto link = g.add_resource({"link", resource_kind::link});
+  std::vector<task_id> c, x;
+  for (std::int32_t it = 0; it < 3; ++it) {
+    c.push_back(g.add(cpu_task{}, {.name = "step", .duration = 10, .resource = cpu, .iteration = it}).id);
+    x.push_back(g.add(comm_task{}, {.name = "all_reduce", .duration = 100, .resource = link, .iteration = it}).id);
+    g.add_dependency(c.back(), x.back(), dep_kind::comm);
+    if (it > 0) g.add_dependency(c[std::size_t(it) - 1], c.back(), dep_kind::cpu_order);
+    if (it > 0) g.add_dependency(x[std::size_t(it) - 1], x.back(), dep_kind::stream_order);
+  }
+  auto r = replay(g);
+  CHECK(iteration_time(g, r, 1) == 10);
+  auto steps = steady_steps(g, r, {0, 1});
+  REQUIRE(steps.size() == 2);
+  CHECK(steps[1].span == 10);
+  CHECK(steps[1].work == 100);
+  CHECK(steps[1].busiest == link);
+  CHECK(steps[1].backlogged());
+  CHECK(steps[1].step() == 100);
+  auto rep = laws::check_laws(g, {1}, {}, "hand-built");
+  for (auto& cs : rep.cases) CHECK_MESSAGE(cs.held, cs.detail);
+}

@@ -1,4 +1,4 @@
-// Runs the dataloader pass on real traces: a run that loaded on the main thread against the same run measured with worker processes.
+// Runs the dataloader and amp passes on real traces: a run that loaded on the main thread against the same run measured with worker processes, and AMP where the CPU bounds the step and where the run is already in bf16.
 // SPDX-License-Identifier: MIT
 #include <daydream/graph.hpp>
 #include <daydream/io/kineto.hpp>
@@ -6,6 +6,7 @@
 #include <daydream/pass.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/validate.hpp>
+#include <daydream/passes/amp.hpp>
 #include <daydream/passes/dataloader.hpp>
 
 #include <doctest/doctest.h>
@@ -107,4 +108,31 @@ TEST_CASE("dataloader with a given load time models more workers on a run that a
   CHECK(t8 <= t4);
   CHECK(t4 >= 199'000'000); // loading bound: L/W = 200 ms a step
   CHECK(t8 < t4);
+}
+
+TEST_CASE("amp on real traces: a CPU-bound MLP gets slower with autocast's casts, a bf16 run is left alone") {
+  // The MLP on an RTX 2080 Ti (21 aten::linear a step, the CPU bounds it): the kernels
+  // shrink, but autocast adds two casts a layer (weight, bias) and their backward.
+  auto mlp = io::load_kineto(testing::bundled("param_linear_rtx2080ti/linear_kineto.iterations1-6.json.gz"));
+  const auto before = median(steady_times(mlp, mlp.g));
+  auto g = mlp.g;
+  auto rep = apply(g, amp{});
+  REQUIRE(rep.applied);
+  const auto after = median(steady_times(mlp, g));
+  std::printf("amp on the MLP, RTX 2080 Ti: %.1f ms -> %.1f ms\n", double(before) / 1e6, double(after) / 1e6);
+  CHECK(after > before);
+  bool casts = false;
+  for (auto& [k, v] : rep.items) casts = casts || k == "casts added (autocast)";
+  CHECK(casts);
+  // The kernels alone would gain a little: the GPU was not what bounded the step.
+  auto k = mlp.g;
+  apply(k, amp{.casts = false, .scaler = false});
+  CHECK(median(steady_times(mlp, k)) <= before);
+  // BERT-small inference on an H100 in bf16: nothing to gain from AMP.
+  auto bert = io::load_kineto(testing::bundled("tracelens_h100_inference/gaunernst_bert-small-uncased__1016001.json.gz"));
+  auto h = bert.g;
+  auto b = apply(h, amp{});
+  CHECK_FALSE(b.applied);
+  CHECK(b.reason.find("already reduced precision") == 0);
+  CHECK(h.size() == bert.g.size());
 }

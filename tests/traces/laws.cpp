@@ -18,8 +18,9 @@ using namespace daydream;
 TEST_CASE("the prediction laws hold on every trace of the corpus (prints the count of cases per law)") {
   std::array<std::size_t, 4> checked{}, broken{};
   std::size_t traces = 0;
-  for (auto& [file, name, bundled] : testing::corpus()) {
-    auto t = io::load_kineto(file);
+  for (auto& entry : testing::corpus()) {
+    const std::string name = entry.name;
+    auto t = io::load_kineto(entry.file);
     if (t.g.size() == 0) continue;
     INFO("trace: " << name);
     auto g = t.g;

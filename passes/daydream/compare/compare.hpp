@@ -116,48 +116,51 @@ inline std::string count_text(double n) {
   return std::fabs(n - std::round(n)) < 0.05 ? fmt::format("{:.0f}", n) : fmt::format("{:.1f}", n);
 }
 
+/// Calls `f(key, a_value_or_null, b_value_or_null)` for every key of either map, in order.
+template <class Map, class F> void for_each_key(const Map& a, const Map& b, F f) {
+  constexpr const typename Map::mapped_type* none = nullptr;
+  auto ia = a.begin(), ib = b.begin();
+  while (ia != a.end() || ib != b.end()) {
+    if (ib == b.end() || (ia != a.end() && ia->first < ib->first)) {
+      f(ia->first, &ia->second, none);
+      ++ia;
+    } else if (ia == a.end() || ib->first < ia->first) {
+      f(ib->first, none, &ib->second);
+      ++ib;
+    } else {
+      f(ia->first, &ia->second, &ib->second);
+      ++ia;
+      ++ib;
+    }
+  }
+}
+
+/// Counts `np` of one side against `nm` of the other: the common part is `matched`.
+inline void tally(double np, double nm, double& matched, double& only_p, double& only_m) {
+  matched += std::min(np, nm);
+  only_p += np - std::min(np, nm);
+  only_m += nm - std::min(np, nm);
+}
+
 /// Matches kernel groups: same (name, operator) first, then what is left by operator.
 inline match_counts match_kernels(const step_profile& p, const step_profile& m) {
   match_counts c;
   std::map<std::string, double> left_p, left_m; // by operator
-  std::set<std::pair<std::string, std::string>> keys;
-  for (auto& [k, v] : p.kernel_groups) keys.insert(k);
-  for (auto& [k, v] : m.kernel_groups) keys.insert(k);
-  for (auto& k : keys) {
-    auto ip = p.kernel_groups.find(k);
-    auto im = m.kernel_groups.find(k);
-    const double np = ip == p.kernel_groups.end() ? 0 : ip->second.first;
-    const double nm = im == m.kernel_groups.end() ? 0 : im->second.first;
-    c.matched += std::min(np, nm);
-    left_p[k.second] += np - std::min(np, nm);
-    left_m[k.second] += nm - std::min(np, nm);
-  }
-  std::set<std::string> ops;
-  for (auto& [k, v] : left_p) ops.insert(k);
-  for (auto& [k, v] : left_m) ops.insert(k);
-  for (auto& op : ops) {
-    const double np = left_p[op], nm = left_m[op];
-    c.renamed += std::min(np, nm);
-    c.only_predicted += np - std::min(np, nm);
-    c.only_measured += nm - std::min(np, nm);
-  }
+  for_each_key(p.kernel_groups, m.kernel_groups, [&](auto& k, auto* vp, auto* vm) {
+    tally(vp ? vp->first : 0, vm ? vm->first : 0, c.matched, left_p[k.second], left_m[k.second]);
+  });
+  for_each_key(left_p, left_m, [&](auto&, auto* np, auto* nm) {
+    tally(np ? *np : 0, nm ? *nm : 0, c.renamed, c.only_predicted, c.only_measured);
+  });
   return c;
 }
 
+/// Matches operator runs by name.
 inline match_counts match_operators(const step_profile& p, const step_profile& m) {
   match_counts c;
-  std::set<std::string> keys;
-  for (auto& [k, v] : p.ops) keys.insert(k);
-  for (auto& [k, v] : m.ops) keys.insert(k);
-  for (auto& k : keys) {
-    auto ip = p.ops.find(k);
-    auto im = m.ops.find(k);
-    const double np = ip == p.ops.end() ? 0 : ip->second.runs;
-    const double nm = im == m.ops.end() ? 0 : im->second.runs;
-    c.matched += std::min(np, nm);
-    c.only_predicted += np - std::min(np, nm);
-    c.only_measured += nm - std::min(np, nm);
-  }
+  for_each_key(p.ops, m.ops, [&](auto&, auto* vp, auto* vm) {
+    tally(vp ? vp->runs : 0, vm ? vm->runs : 0, c.matched, c.only_predicted, c.only_measured);
+  });
   return c;
 }
 

@@ -60,7 +60,7 @@ namespace daydream::passes {
 ///    nests two dispatches around an allocation and a copy); its kernel takes the
 ///    trace's elementwise time per byte over the reads and writes of half the
 ///    operator's recorded input bytes (the median elementwise kernel when the trace has
-///    no shapes). So a CPU-bound loop gets *slower*: more operators to dispatch, no
+///    no shapes), at most the GEMM's own time (a cast reads what the GEMM reads). So a CPU-bound loop gets *slower*: more operators to dispatch, no
 ///    shorter CPU work.
 /// 4. **GradScaler** (`scaler`, with dtype=fp16): before each optimizer step the
 ///    gradients are unscaled and checked (`_amp_foreach_non_finite_check_and_unscale_`:
@@ -307,7 +307,8 @@ private:
       const auto it = g.iteration(k);
       if (!fp32_input.count(it)) fp32_input[it] = true; // the step's input batch
       const auto cls = classes(k);
-      if (cls != kernel_class::compute_bound) {
+      // Autocast casts the inputs of GEMMs and convolutions, not of every compute-bound kernel.
+      if (cls != kernel_class::compute_bound || fam.family(k) != kernel_family::gemm) {
         auto n = g.name(k);
         if (std::regex_search(n.begin(), n.end(), fp32_ops)) fp32_input[it] = true;
         continue;
@@ -329,9 +330,11 @@ private:
       s.grad_casts = s.casts - (first_of_step && input ? 1 : 0);
       fp32_input[it] = false;
       const auto bytes = launch_tensor_bytes(g, k);
+      // A cast reads what the GEMM reads: it takes at most the GEMM's own time.
       s.kernel_time = bytes > 0 && rate.samples > 0
                           ? std::max<time_ns>(rate.estimate(bytes * 3 / 8, 1e12) / std::max(1, s.casts), 1)
                           : plan.step_kernel;
+      s.kernel_time = std::min(s.kernel_time, std::max<time_ns>(g.duration(k), 1));
       if (auto b = last_backward.find({it, g.layer_id(k)}); b != last_backward.end()) s.backward = b->second;
       else s.grad_casts = 0;
       plan.sites.push_back(s);

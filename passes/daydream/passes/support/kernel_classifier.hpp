@@ -46,9 +46,10 @@ inline constexpr std::string_view to_string(kernel_class c) noexcept {
 /// 1. communication: NCCL/RCCL/MSCCL kernels and collective names;
 /// 2. memory_bound: the data-movement helpers of GEMM and convolution libraries, and
 ///    GEMV (matrix-vector is bandwidth bound): `gemv`, `gemmk1`, `splitKreduce`,
-///    `reduce_wgrad`, `computeOffsets`, `nchwToNhwc`, ..., plus every PyTorch
-///    `elementwise_kernel` / `reduce_kernel` (whose template arguments can mention anything);
-/// 3. compute_bound: `gemm`, `cutlass`, `xmma`, cuDNN convolution kernels (`scudnn`,
+///    `reduce_wgrad`, `computeOffsets`, `nchwToNhwc`, ..., every PyTorch
+///    `elementwise_kernel` / `reduce_kernel` (whose template arguments can mention anything),
+///    and FBGEMM's embedding lookups and permutes (`embedding_codegen`, `permute_2D_`);
+/// 3. compute_bound: `gemm` (not the `fbgemm` namespace), `cutlass`, `xmma`, cuDNN convolution kernels (`scudnn`,
 ///    `winograd`, `dgrad`, `wgrad`, `fprop`, `conv`), `matmul`, `bmm`, attention, and
 ///    rocBLAS/Tensile GEMMs (`Cijk_...`);
 /// 4. memory_bound: elementwise, normalization (`bn_fw`, `norm`), activations, pooling,
@@ -82,9 +83,9 @@ public:
     c.add(kernel_class::memory_bound,
           "gemv|gemmk1|splitkreduce|reduce_wgrad|computeoffsets|computewgrad|computeboffsets|"
           "generatewinogradtiles|nchwtonhwc|nhwctonchw|scalepacked|elementwise_kernel|"
-          "reduce_kernel");
+          "reduce_kernel|embedding_codegen|bounds_check_indices|permute_[0-9]d_");
     c.add(kernel_class::compute_bound,
-          "gemm|cutlass|xmma|scudnn|hcudnn|winograd|dgrad|wgrad|fprop|conv(?!ert)|matmul|bmm|"
+          "(^|[^b])gemm|cutlass|xmma|scudnn|hcudnn|winograd|dgrad|wgrad|fprop|conv(?!ert)|matmul|bmm|"
           "trsm|magma|flash|fmha|attention|^cijk_");
     c.add(kernel_class::memory_bound,
           "elementwise|reduce|norm|bn_|softmax|pool|relu|gelu|silu|swish|sigmoid|tanh|dropout|"

@@ -74,10 +74,10 @@ inline kernel_family family_of_kernel(std::string_view name) {
         {kernel_family::reduction, rx("^void at::native::(\\(anonymous namespace\\)::)?reduce_kernel", flags)},
         {kernel_family::elementwise,
          rx("elementwise_kernel|gemv|gemmk1|splitkreduce|computeoffsets|nchwtonhwc|nhwctonchw|scalepacked|"
-            "triton_poi",
+            "triton_poi|embedding_codegen|bounds_check_indices|permute_[0-9]d_",
             flags)},
         {kernel_family::gemm,
-         rx("gemm|cutlass|xmma|scudnn|hcudnn|cudnn.*conv|winograd|dgrad|wgrad|fprop|implicit_convolve|"
+         rx("(^|[^b])gemm|cutlass|xmma|scudnn|hcudnn|cudnn.*conv|winograd|dgrad|wgrad|fprop|implicit_convolve|"
             "conv(?!ert)|matmul|bmm|trsm|magma|^cijk_|nvjet|triton_tem",
             flags)},
         {kernel_family::normalization,

@@ -125,9 +125,9 @@ inline std::string validation_markdown(const std::vector<validation_row>& rows, 
     s += fmt::format("- BEFORE `{}`, AFTER `{}`; {}; {}; origin: {} ({})\n", p.before.filename().string(),
                      p.after.filename().string(), p.gpu.empty() ? "GPU not recorded" : p.gpu,
                      p.framework.empty() ? "framework not recorded" : p.framework, p.origin, p.license);
-    s += fmt::format("- step: BEFORE {}, {} {}, AFTER {} (steady steps {}-{})\n", ms(c.before_measured),
-                     p.spec.empty() ? "no prediction" : "predicted", p.spec.empty() ? std::string() : ms(c.predicted),
-                     ms(c.measured), ms(c.measured_spread.first), ms(c.measured_spread.second));
+    s += fmt::format("- step: BEFORE {}, {}, AFTER {} (steady steps {} to {})\n", ms(c.before_measured),
+                     p.spec.empty() ? std::string("no prediction") : "predicted " + ms(c.predicted), ms(c.measured),
+                     ms(c.measured_spread.first), ms(c.measured_spread.second));
     for (auto& e : c.explanations) s += "- " + cell(e) + "\n";
     for (auto& w : c.warnings) s += "- note: " + cell(w) + "\n";
   }

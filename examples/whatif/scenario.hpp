@@ -17,14 +17,8 @@ namespace whatif {
 using daydream::graph;
 using daydream::time_ns;
 
-/// The median of the non-negative values of `v` (the lower middle one for an even count:
-/// always a value that was measured), or -1 if there is none.
-inline time_ns median(std::vector<time_ns> v) {
-  v.erase(std::remove_if(v.begin(), v.end(), [](time_ns x) { return x < 0; }), v.end());
-  if (v.empty()) return -1;
-  std::sort(v.begin(), v.end());
-  return v[(v.size() - 1) / 2];
-}
+/// The median of the non-negative values of `v` (daydream::median_of).
+inline time_ns median(const std::vector<time_ns>& v) { return daydream::median_of(v); }
 
 /// Smallest and largest non-negative value of `v`, {-1, -1} if there is none.
 inline std::pair<time_ns, time_ns> extremes(const std::vector<time_ns>& v) {

@@ -16,6 +16,15 @@
 
 namespace daydream {
 
+/// The median of the non-negative step times of `v` (the lower middle one for an even
+/// count: always a value that was measured or replayed), -1 when there is none.
+inline time_ns median_of(std::vector<time_ns> v) {
+  v.erase(std::remove_if(v.begin(), v.end(), [](time_ns x) { return x < 0; }), v.end());
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  return v[(v.size() - 1) / 2];
+}
+
 /// Where one iteration lies in a replay.
 struct iteration_span {
   std::int32_t iteration = 0; ///< its number

@@ -69,12 +69,6 @@ struct job_result {
 
 //! @cond DAYDREAM_INTERNAL
 namespace detail {
-inline time_ns median_of(std::vector<time_ns> v) {
-  v.erase(std::remove_if(v.begin(), v.end(), [](time_ns x) { return x < 0; }), v.end());
-  if (v.empty()) return -1;
-  std::sort(v.begin(), v.end());
-  return v[(v.size() - 1) / 2];
-}
 // A duration for people: three significant digits and a unit ("3.21 ms").
 inline std::string job_time(time_ns ns) {
   char buf[48];
@@ -159,15 +153,15 @@ inline job_result analyse_job(const job& j, const job_graph& jg, std::vector<std
         meas.push_back(it == j.ranks[k].measured.end() ? -1 : it->second);
       }
     }
-    rr.predicted = detail::median_of(rr.per_iteration);
-    rr.measured = detail::median_of(meas);
+    rr.predicted = median_of(rr.per_iteration);
+    rr.measured = median_of(meas);
   }
   for (std::size_t x = 0; x < iterations.size(); ++x) {
     time_ns t = -1;
     for (auto& rr : out.ranks) t = std::max(t, rr.per_iteration[x]);
     out.per_iteration.push_back(t);
   }
-  out.predicted = detail::median_of(out.per_iteration);
+  out.predicted = median_of(out.per_iteration);
   for (std::size_t x = 0; x < iterations.size(); ++x)
     if (out.per_iteration[x] == out.predicted) { out.iteration = iterations[x]; break; }
 

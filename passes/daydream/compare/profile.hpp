@@ -50,14 +50,6 @@ inline replay_result recorded_times(const graph& g) {
   return r;
 }
 
-/// The median of `v` (the lower middle value for an even count), -1 when empty.
-inline time_ns median_of(std::vector<time_ns> v) {
-  v.erase(std::remove_if(v.begin(), v.end(), [](time_ns x) { return x < 0; }), v.end());
-  if (v.empty()) return -1;
-  std::sort(v.begin(), v.end());
-  return v[(v.size() - 1) / 2];
-}
-
 /// Where one run's steady-state step goes: the iteration times and, averaged over the
 /// analysed iterations, GPU time by phase, kernel family and layer, CPU and GPU busy
 /// time, kernel and launch counts, and per operator its runs, CPU time and kernels.

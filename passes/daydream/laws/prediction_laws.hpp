@@ -67,14 +67,7 @@ struct scenario_times {
   std::vector<time_ns> spans;        ///< per analysed iteration: the replayed span (-1: none)
   std::vector<time_ns> busiest;      ///< per analysed iteration: the largest work of one resource
   std::vector<std::string> busiest_name; ///< that resource
-  time_ns median() const {
-    std::vector<time_ns> v;
-    for (auto x : steps)
-      if (x >= 0) v.push_back(x);
-    if (v.empty()) return -1;
-    std::sort(v.begin(), v.end());
-    return v[(v.size() - 1) / 2];
-  }
+  time_ns median() const { return median_of(steps); }
 };
 
 /// The work of resource `res` in iteration `i` of a replay: the union of the replayed

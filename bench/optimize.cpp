@@ -3,7 +3,7 @@
 //
 //   daydream_bench_optimize                      one process
 //   mpirun -np 2 daydream_bench_optimize         two ranks (rank 0 reports)
-#include "../examples/optimize/mpi.hpp"
+#include "../cli/optimize/mpi.hpp"
 
 #include <daydream/daydream.hpp>
 #include <daydream/optimize/search.hpp>

@@ -6,6 +6,8 @@
 
 #include <whatif/whatif.hpp>
 
+#include <daydream/config.hpp>
+
 #include <doctest/doctest.h>
 #include <simdjson.h>
 

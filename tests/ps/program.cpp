@@ -2,6 +2,9 @@
 // SPDX-License-Identifier: MIT
 #include "ps/ps.hpp"
 
+#include <daydream/config.hpp>
+#include <daydream/io/dlc.hpp>
+
 #include <support/corpus.hpp>
 
 #include <doctest/doctest.h>

@@ -5,15 +5,18 @@
 
 #include <daydream/config.hpp>
 #include <daydream/graph.hpp>
-#include <daydream/io/detail/kineto_build.hpp>
-#include <daydream/io/detail/kineto_decode.hpp>
-#include <daydream/io/detail/kineto_modules.hpp>
-#include <daydream/io/detail/kineto_stream.hpp>
-#include <daydream/io/detail/trace_file.hpp>
+#include <daydream/io/kineto_types.hpp>
 #include <daydream/remove.hpp>
 #include <daydream/task.hpp>
-
-#include <simdjson.h>
+// The ingest itself, unless a program compiles it once (DAYDREAM_COMPILED, see below).
+#if !defined(DAYDREAM_COMPILED) || defined(DAYDREAM_COMPILING_KINETO)
+#  include <daydream/io/detail/kineto_build.hpp>
+#  include <daydream/io/detail/kineto_decode.hpp>
+#  include <daydream/io/detail/kineto_modules.hpp>
+#  include <daydream/io/detail/kineto_stream.hpp>
+#  include <daydream/io/detail/trace_file.hpp>
+#  include <simdjson.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -221,6 +224,28 @@ struct kineto_trace {
   }
 };
 
+// A program that loads traces from many translation units can compile the ingest once:
+// link the CMake target daydream::compiled (compiled/kineto.cpp), which defines
+// DAYDREAM_COMPILED for its users; this header then declares parse_kineto, load_kineto and
+// load_kineto_files, and no includer pays for the ingest's code. Without it (the default,
+// and what the installed package gives) they are defined inline here.
+#if defined(DAYDREAM_COMPILED) && !defined(DAYDREAM_COMPILING_KINETO)
+
+/// Parses a Kineto trace held in memory (defined in compiled/kineto.cpp; see below).
+kineto_trace parse_kineto(std::string_view json, std::string_view source_name, const ingest_options& options = {});
+/// Loads a Kineto trace file, plain JSON or gzip (defined in compiled/kineto.cpp).
+kineto_trace load_kineto(const std::filesystem::path& file, const ingest_options& options = {});
+/// Loads several trace files at once (defined in compiled/kineto.cpp).
+std::vector<kineto_trace> load_kineto_files(std::span<const std::filesystem::path> files,
+                                            const ingest_options& options = {}, unsigned threads = 0);
+
+#else
+#  ifdef DAYDREAM_COMPILED
+#    define DAYDREAM_KINETO_INLINE
+#  else
+#    define DAYDREAM_KINETO_INLINE inline
+#  endif
+
 //! @cond DAYDREAM_INTERNAL
 namespace detail {
 inline build_settings settings_of(const ingest_options& o) {
@@ -292,7 +317,7 @@ inline kineto_trace ingest(trace_reader& in, const ingest_options& opt) {
 /// errors: they are counted in the report.
 ///
 ///     auto t = daydream::io::parse_kineto(R"({"traceEvents": []})", "empty");
-inline kineto_trace parse_kineto(std::string_view json, std::string_view source_name,
+DAYDREAM_KINETO_INLINE kineto_trace parse_kineto(std::string_view json, std::string_view source_name,
                                  const ingest_options& options = {}) {
   if (json.empty()) throw error("daydream: " + std::string(source_name) + ": empty file");
   auto in = detail::trace_reader::of_memory(json, source_name);
@@ -306,7 +331,7 @@ inline kineto_trace parse_kineto(std::string_view json, std::string_view source_
 ///
 ///     auto t = daydream::io::load_kineto("worker0_step_12.pt.trace.json");
 ///     std::cout << t.report.in_graph << " of " << t.report.events << " events in the graph\n";
-inline kineto_trace load_kineto(const std::filesystem::path& file, const ingest_options& options = {}) {
+DAYDREAM_KINETO_INLINE kineto_trace load_kineto(const std::filesystem::path& file, const ingest_options& options = {}) {
   auto in = detail::trace_reader::open(file);
   return detail::ingest(in, options);
 }
@@ -326,7 +351,7 @@ inline kineto_trace load_kineto(const std::filesystem::path& file, const ingest_
 ///
 ///     std::vector<std::filesystem::path> ranks = {"rank-0.json.gz", "rank-1.json.gz"};
 ///     auto traces = daydream::io::load_kineto_files(ranks);   // traces[1] is rank-1's
-inline std::vector<kineto_trace> load_kineto_files(std::span<const std::filesystem::path> files,
+DAYDREAM_KINETO_INLINE std::vector<kineto_trace> load_kineto_files(std::span<const std::filesystem::path> files,
                                                    const ingest_options& options = {}, unsigned threads = 0) {
   const std::size_t n = files.size();
   std::vector<std::optional<kineto_trace>> done(n);
@@ -382,6 +407,9 @@ inline std::vector<kineto_trace> load_kineto_files(std::span<const std::filesyst
   }
   return out;
 }
+
+#  undef DAYDREAM_KINETO_INLINE
+#endif
 
 /// Keeps the iterations `first` .. `last` of a loaded trace (one: first == last) and
 /// drops the others: their tasks are removed with daydream::remove, which bridges

@@ -28,11 +28,27 @@ namespace daydream::passes {
 
 /// Every bundled pass, by its command-line name: the single-GPU passes first, then the
 /// distributed ones.
-inline registry<graph> bundled() {
+///
+/// Building the registry instantiates every pass's code. A program that calls bundled()
+/// from many translation units can compile it once instead: link the CMake target
+/// daydream::compiled (compiled/bundled.cpp), which defines DAYDREAM_COMPILED for its
+/// users, and this header then only declares the function. Without it (the default, and
+/// what the installed package gives), the definition is inline here.
+#if defined(DAYDREAM_COMPILED) && !defined(DAYDREAM_COMPILING_BUNDLED)
+registry<graph> bundled();
+#else
+#  ifdef DAYDREAM_COMPILED
+#    define DAYDREAM_BUNDLED_LINKAGE
+#  else
+#    define DAYDREAM_BUNDLED_LINKAGE inline
+#  endif
+DAYDREAM_BUNDLED_LINKAGE registry<graph> bundled() {
   return registry<graph>::of<amp, precision, fused_adam, reconstruct_bn, gist, vdnn, substitute, recompute,
                              grad_accum, dataloader, ddp, p3, blueconnect, dgc, tictac, tensor_fusion,
                              tensor_partition>();
 }
+#  undef DAYDREAM_BUNDLED_LINKAGE
+#endif
 
 } // namespace daydream::passes
 

@@ -6,25 +6,13 @@
 #include <daydream/io/detail/kineto_decode.hpp>
 #include <daydream/io/detail/kineto_names.hpp>
 #include <daydream/io/detail/kineto_threads.hpp>
+#include <daydream/io/kineto_types.hpp>
 #include <daydream/task.hpp>
 
 #include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
-
-namespace daydream::io {
-
-/// What a trace's iterations were found from.
-enum class iteration_source : std::uint8_t {
-  none,            ///< nothing: the trace has no events in the graph
-  profiler_steps,  ///< ProfilerStep#N markers (torch.profiler.schedule / prof.step())
-  optimizer_steps, ///< optimizer steps (`Optimizer.step#...`): no step markers
-  whole_trace,     ///< neither: the whole trace is one iteration, numbered 0; where one
-                   ///< training step ends cannot be told
-};
-
-} // namespace daydream::io
 
 namespace daydream::io::detail {
 

@@ -4,6 +4,7 @@
 #define DAYDREAM_IO_DETAIL_KINETO_MODULES_HPP
 
 #include <daydream/io/detail/kineto_decode.hpp>
+#include <daydream/io/kineto_types.hpp>
 #include <daydream/task.hpp>
 
 #include <algorithm>
@@ -14,21 +15,6 @@
 #include <vector>
 
 namespace daydream::io {
-
-/// A module of the traced model, as the profiler's `nn.Module: NAME` Python events nest.
-///
-/// Names are the ones the profiler writes (`TransformerBlock_3`: the class and the
-/// instance's ordinal), which name the same module in every iteration and on every
-/// thread, so a module is one node however often it runs; its parent is the module
-/// enclosing its first call (a module shared by several parents, such as one rotary
-/// embedding used by every attention block, sits under the first).
-struct module_node {
-  std::string name;                   ///< without the "nn.Module:" prefix
-  std::int32_t parent = -1;           ///< index into kineto_trace::modules; -1 for a top-level module
-  std::vector<std::uint32_t> children; ///< in the order of their first call
-  std::uint32_t calls = 0;            ///< `nn.Module:` events of this name, on every thread
-  time_ns first_call = 0;             ///< start of its first call (trace clock)
-};
 
 //! @cond DAYDREAM_INTERNAL
 namespace detail {

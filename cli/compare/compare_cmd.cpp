@@ -2,6 +2,8 @@
 // SPDX-License-Identifier: MIT
 #include "compare_cmd.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <daydream/config.hpp>
 #include <daydream/compare/compare.hpp>
 #include <daydream/compare/validation.hpp>

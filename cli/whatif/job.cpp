@@ -5,9 +5,7 @@
 //        --build_job_graph--> one graph --replay--> per rank: predicted vs measured, compute / transfer / wait,
 //        straggler, critical path; scenarios: no_straggler, network:scale=S, collective:algorithm=A,
 //        any single-GPU pass on all or --on-rank ranks; --representative: one worker + the collective model.
-#ifndef DAYDREAM_EXAMPLES_WHATIF_JOB_HPP
-#define DAYDREAM_EXAMPLES_WHATIF_JOB_HPP
-
+#include "internal.hpp"
 #include "output.hpp"
 #include "report.hpp"
 #include "scenario.hpp"
@@ -35,22 +33,7 @@
 
 namespace whatif {
 
-/// What the job mode reads from the command line.
-struct job_cli {
-  std::vector<std::string> traces;       ///< files or directories
-  std::vector<std::int32_t> ranks;       ///< --rank: explicit ranks, file by file
-  std::vector<std::int32_t> on_ranks;    ///< --on-rank: ranks single-GPU passes apply to (empty: all)
-  bool representative = false;           ///< --representative
-  std::string transfer = "trace";        ///< --transfer trace|cluster
-  std::string comm = "coarse";           ///< --comm coarse|fine
-  std::string cluster;                   ///< --cluster KEY=VALUE,...
-  /// --align: `lp` (clock offsets from GLPK's LP, daydream/align/lp.hpp) or `none` (clocks
-  /// as recorded); empty: `lp` when the program is built with GLPK, else `none`.
-  std::string align;
-};
-
-/// Whether this program can align clocks (built with GLPK).
-inline constexpr bool have_lp_alignment() noexcept {
+bool have_lp_alignment() noexcept {
 #if DAYDREAM_HAVE_ALIGN
   return true;
 #else
@@ -440,15 +423,15 @@ inline std::string job_html(const job_analysis& a) {
 }
 
 /// Whether the trace arguments make a job: several files, or a directory.
-inline bool is_job(const std::vector<std::string>& traces) {
+bool is_job(const std::vector<std::string>& traces) {
   return traces.size() > 1 || (traces.size() == 1 && std::filesystem::is_directory(traces.front()));
 }
 
 /// Runs the what-if analysis of a job. `specs` as for one trace; empty: the job scenarios
 /// no_straggler, network:scale=2 and collective:algorithm=tree.
-inline int run_job(const job_cli& cli, const std::vector<std::string>& specs_in, bool json, const std::string& timeline,
-                   const std::string& report, std::int32_t iteration, const daydream::replay_options& ro, bool progress,
-                   std::FILE* out, std::FILE* err, const daydream::passes::registry<graph>& reg) {
+int run_job(const job_cli& cli, const std::vector<std::string>& specs_in, bool json, const std::string& timeline,
+            const std::string& report, std::int32_t iteration, const daydream::replay_options& ro, bool progress,
+            std::FILE* out, std::FILE* err, const daydream::passes::registry<graph>& reg) {
   if (cli.transfer != "trace" && cli.transfer != "cluster")
     throw daydream::usage_error("daydream whatif: --transfer must be trace or cluster, not '" + cli.transfer + "'");
   const std::string align = cli.align.empty() ? (have_lp_alignment() ? "lp" : "none") : cli.align;
@@ -538,5 +521,3 @@ inline int run_job(const job_cli& cli, const std::vector<std::string>& specs_in,
 }
 
 } // namespace whatif
-
-#endif

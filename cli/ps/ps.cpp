@@ -3,8 +3,7 @@
 //
 //   TRACE --load--> graph --extract_steps--> steps (downlink, worker, uplink, PS)
 //         --sweep (simulate per W, coarse models)--> table, chart, JSON, Perfetto timeline
-#ifndef DAYDREAM_EXAMPLES_PS_PS_HPP
-#define DAYDREAM_EXAMPLES_PS_PS_HPP
+#include "ps.hpp"
 
 #include <daydream/io/dlc_writer.hpp>
 #include <daydream/io/json_writer.hpp>
@@ -32,35 +31,8 @@ namespace ps_cmd {
 
 namespace ps = daydream::ps;
 
-/// The options of the ps command.
-struct options {
-  std::string trace;
-  std::string workers = "1-16";     ///< "1-16", "1,2,4,8", "1,2,4-8"
-  std::uint32_t servers = 1;
-  std::string bandwidth = "10Gbps";
-  std::string window = "28MB";
-  bool no_flow_control = false;
-  std::string order = "trace";
-  std::string sharing = "max_min";
-  std::string alpha = "0";          ///< time per MB of overhead
-  std::string beta = "0";           ///< time per transfer of overhead
-  std::string update_scale = "1";
-  std::string compute_scale = "1";  ///< what-if: a k times larger batch
-  std::string model_bytes;          ///< when the trace has no gradient sizes
-  std::vector<std::string> server_map; ///< "REGEX=K": layers matching REGEX on server K
-  std::uint32_t steps = 1000;
-  std::uint32_t warmup = 50;
-  std::uint64_t seed = 1;
-  std::int64_t batch = 0;           ///< samples per worker and step; 0: unknown
-  std::string timeline;             ///< Perfetto (Chrome JSON) file of the largest W's first steps
-  std::uint32_t timeline_steps = 5;
-  std::string dlc;                  ///< directory for the SketchDLC traces of the largest W's first steps
-  bool stagger = false;             ///< start worker w at w/W of a free-network step
-  bool json = false;
-};
-
 /// Adds the ps options to `app`.
-inline void add_options(CLI::App& app, options& o) {
+void add_options(CLI::App& app, options& o) {
   app.add_option("trace", o.trace, "Kineto trace of one worker")->required();
   app.add_option("--workers", o.workers, "numbers of workers to predict: 1-16, 1,2,4,8 or 1,2,4-8")->capture_default_str();
   app.add_option("--servers", o.servers, "parameter servers")->capture_default_str();
@@ -101,7 +73,7 @@ inline void add_options(CLI::App& app, options& o) {
 
 /// Parses "1-16", "1,2,4,8" or "1,2,4-8" into ascending distinct numbers; throws
 /// daydream::usage_error naming the bad part.
-inline std::vector<std::uint32_t> parse_workers(const std::string& spec) {
+std::vector<std::uint32_t> parse_workers(const std::string& spec) {
   std::vector<std::uint32_t> out;
   auto number = [&](std::string_view s) {
     std::uint32_t v = 0;
@@ -353,7 +325,7 @@ inline void print_text(std::FILE* out, const outcome& x) {
 }
 
 /// Runs the command; returns the exit status.
-inline int run(const options& o, std::FILE* out) {
+int run(const options& o, std::FILE* out) {
   const auto workers = parse_workers(o.workers);
   ps::config c;
   c.servers = o.servers;
@@ -464,4 +436,3 @@ inline int run(const options& o, std::FILE* out) {
 
 } // namespace ps_cmd
 
-#endif

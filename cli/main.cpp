@@ -7,13 +7,13 @@
 //   daydream dlc analyze|replay|export ...    SketchDLC communication traces
 //   daydream ps TRACE [--workers 1-16]       asynchronous parameter-server throughput for W workers
 //   daydream compare BEFORE AFTER [--pass S]  a prediction of AFTER from BEFORE next to AFTER as measured
-#include "../program.hpp"
-#include "../compare/compare_cmd.hpp"
-#include "../dlc/dlc.hpp"
-#include "../optimize/optimize.hpp"
-#include "../strategy/strategy.hpp"
-#include "../ps/ps.hpp"
-#include "../whatif/whatif.hpp"
+#include "compare/compare_cmd.hpp"
+#include "dlc/dlc.hpp"
+#include "optimize/optimize.hpp"
+#include "program.hpp"
+#include "ps/ps.hpp"
+#include "strategy/strategy.hpp"
+#include "whatif/whatif.hpp"
 
 #include <daydream/config.hpp>
 
@@ -32,12 +32,11 @@ int main(int argc, char** argv) {
                                                 DAYDREAM_VERSION_MINOR, DAYDREAM_VERSION_PATCH));
   app.require_subcommand(1);
 
-  auto reg = daydream::passes::bundled();
   whatif::options wo;
   wo.trace = DAYDREAM_DEFAULT_TRACE;
   auto* whatif_cmd = app.add_subcommand(
       "whatif", "predict the iteration time and memory of a training run under optimizations, from one trace");
-  whatif::add_options(*whatif_cmd, wo, reg);
+  whatif::add_options(*whatif_cmd, wo);
   optimize_cmd::options oo;
   auto* optimize_sub = app.add_subcommand(
       "optimize", "search the best gradient bucketing, partitioning and op fusion for a data-parallel job "
@@ -66,10 +65,7 @@ int main(int argc, char** argv) {
       wo.progress = !wo.json && ::isatty(STDERR_FILENO);
       return whatif::run(wo, stdout, stderr);
     }
-    if (optimize_sub->parsed()) {
-      optimize_cmd::mpi_session mpi;
-      return optimize_cmd::run(oo, stdout, mpi.evaluator());
-    }
+    if (optimize_sub->parsed()) return optimize_cmd::run(oo, stdout);
     if (strategy_sub->parsed()) return strategy_cmd::run(so, stdout);
     if (dlc_cmds.dlc->parsed()) return dlc_cmd::run(dlc_cmds, dlco, stdout);
     if (ps_sub->parsed()) return ps_cmd::run(po, stdout);

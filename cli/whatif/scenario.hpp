@@ -1,7 +1,7 @@
 // Defines the scenarios of the what-if program: a baseline replay and one replay per pass chain.
 // SPDX-License-Identifier: MIT
-#ifndef DAYDREAM_EXAMPLES_WHATIF_SCENARIO_HPP
-#define DAYDREAM_EXAMPLES_WHATIF_SCENARIO_HPP
+#ifndef DAYDREAM_CLI_WHATIF_SCENARIO_HPP
+#define DAYDREAM_CLI_WHATIF_SCENARIO_HPP
 
 #include <daydream/daydream.hpp>
 #include <daydream/passes/all.hpp>

@@ -4,8 +4,8 @@
 //   daydream whatif TRACE --pass ddp --pass amp+ddp --vary workers=8,16,64 --vary bandwidth=10Gbps,100Gbps --csv out.csv
 //
 //   trace --prepare--> baseline --expand_sweep--> points --rank r predicts points r, r+R, ...--> rows on rank 0
-#ifndef DAYDREAM_EXAMPLES_WHATIF_SWEEP_HPP
-#define DAYDREAM_EXAMPLES_WHATIF_SWEEP_HPP
+#ifndef DAYDREAM_CLI_WHATIF_SWEEP_HPP
+#define DAYDREAM_CLI_WHATIF_SWEEP_HPP
 
 #include "../mpi.hpp"
 #include "output.hpp"

@@ -3,8 +3,7 @@
 //
 //   TRACE... --load--> one iteration of one rank --search (Algorithm 1, all MPI ranks)--> plan
 //                                               \--baselines (ddp, horovod, byteps, fuse_all)
-#ifndef DAYDREAM_EXAMPLES_OPTIMIZE_OPTIMIZE_HPP
-#define DAYDREAM_EXAMPLES_OPTIMIZE_OPTIMIZE_HPP
+#include "optimize.hpp"
 
 #include "mpi.hpp"
 
@@ -30,22 +29,8 @@ using daydream::graph;
 using daydream::time_ns;
 namespace opt = daydream::optimize;
 
-/// The options of the optimize command.
-struct options {
-  std::vector<std::string> traces;   ///< one trace, or the traces of a job's ranks
-  std::string memory_budget;         ///< "16GiB"; empty: none
-  std::string time_budget = "30s";   ///< wall-clock budget of the search
-  std::string workers, machines, workers_per_machine, bandwidth, latency, nvlink, pcie, ps;
-  std::string algorithm = "ring";
-  std::string model_bytes;           ///< total gradient bytes when the trace has no sizes
-  std::vector<std::string> strategies; ///< strategy names; empty: all
-  std::int32_t iteration = -1;       ///< the iteration to optimize; -1: the median steady-state one
-  std::int64_t batch = 0;            ///< samples per worker and step, for samples/s
-  bool json = false;
-};
-
 /// Adds the optimize options to `app`.
-inline void add_options(CLI::App& app, options& o) {
+void add_options(CLI::App& app, options& o) {
   app.add_option("trace", o.traces, "Kineto trace(s): one trace, or every rank's trace of one job (files or a folder)")
       ->required();
   app.add_option("--memory-budget", o.memory_budget, "device memory the plan must fit in (16GiB); default: none");
@@ -190,7 +175,7 @@ inline std::string short_name(std::string_view n) {
 }
 
 /// Runs the command: prints the plan (text or JSON) on `out` on rank 0. Returns the exit status.
-inline int run(const options& o, std::FILE* out, const opt::evaluator& ev) {
+int run(const options& o, std::FILE* out, const opt::evaluator& ev) {
   // Everything the user typed is checked before a trace is read.
   auto strategies = opt::bundled_strategies().select(o.strategies);
   auto budget = daydream::pass_params::parse("optimize", "t=" + o.time_budget).get_time_ns("t", 30e9);
@@ -349,6 +334,9 @@ inline int run(const options& o, std::FILE* out, const opt::evaluator& ev) {
   return 0;
 }
 
-} // namespace optimize_cmd
+int run(const options& o, std::FILE* out) {
+  mpi_session mpi;
+  return run(o, out, mpi.evaluator());
+}
 
-#endif
+} // namespace optimize_cmd

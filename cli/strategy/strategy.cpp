@@ -2,8 +2,7 @@
 // SPDX-License-Identifier: MIT
 //
 //   TRACE --load--> model profile (per layer) --compile + replay per strategy--> ranking
-#ifndef DAYDREAM_EXAMPLES_STRATEGY_STRATEGY_HPP
-#define DAYDREAM_EXAMPLES_STRATEGY_STRATEGY_HPP
+#include "strategy.hpp"
 
 #include "../mpi.hpp"
 
@@ -40,27 +39,8 @@ namespace ds = daydream::strategy;
 using daydream::passes::format_bytes;
 using daydream::passes::format_time;
 
-/// The options of the strategy command.
-struct options {
-  std::string trace;
-  std::string cluster;                 ///< PRESET or NODESxDEVICES[:key=value,...]
-  std::vector<std::string> strategies; ///< strategy specs, or strategy tree files (FILE.json)
-  bool show_tree = false;              ///< print the model's strategy tree and stop
-  bool grid = false;                   ///< every dp x tp x pp x micro for the device count
-  std::uint32_t devices = 0;           ///< devices of the grid; 0: the cluster's
-  std::string zero = "0", recompute = "none", schedule = "1f1b"; ///< of the grid's strategies
-  double global_batch = 0;             ///< samples per iteration over all replicas; 0: dp x batch
-  double batch = 1;                    ///< samples in the traced iteration
-  std::string model_bytes;             ///< parameter bytes when the trace has no gradient sizes
-  std::int32_t iteration = -1;         ///< the traced iteration to read; -1: a steady one
-  double overlap = 1.0;                ///< Proteus' overlap factor
-  double optimizer_bytes = 12;         ///< optimizer state per parameter
-  std::string timeline;                ///< Chrome-trace file of the strategies; empty: none
-  bool json = false;
-};
-
 /// Adds the strategy options to `app`.
-inline void add_options(CLI::App& app, options& o) {
+void add_options(CLI::App& app, options& o) {
   app.add_option("trace", o.trace, "Kineto trace of one GPU's training run")->required();
   std::string presets;
   for (auto& p : ds::cluster_spec::presets()) presets += (presets.empty() ? "" : ", ") + std::string(p.name);
@@ -243,7 +223,7 @@ inline void write_tree(daydream::io::json_writer& w, const ds::strategy_tree& t,
 }
 
 /// Runs the command: prints the ranking as text or JSON on `out`. Returns the exit status.
-inline int run(const options& o, std::FILE* out) {
+int run(const options& o, std::FILE* out) {
   if (o.cluster.empty() && !o.show_tree) throw daydream::usage_error("daydream strategy: --cluster is required");
   auto cluster = ds::cluster_spec::parse(o.cluster.empty() ? "1x1" : o.cluster);
   if (o.strategies.empty() && !o.grid && !o.show_tree)
@@ -471,4 +451,3 @@ inline int run(const options& o, std::FILE* out) {
 
 } // namespace strategy_cmd
 
-#endif

@@ -1,7 +1,7 @@
 // Defines optimize_cmd::mpi_session: the search's evaluator over MPI ranks when the program runs under mpirun (built with MPI), else one process.
 // SPDX-License-Identifier: MIT
-#ifndef DAYDREAM_EXAMPLES_OPTIMIZE_MPI_HPP
-#define DAYDREAM_EXAMPLES_OPTIMIZE_MPI_HPP
+#ifndef DAYDREAM_CLI_OPTIMIZE_MPI_HPP
+#define DAYDREAM_CLI_OPTIMIZE_MPI_HPP
 
 #include "../mpi.hpp"
 

@@ -4,15 +4,13 @@
 //   trace.json(.gz) --load_kineto--> graph --replay--> baseline (vs measured), every steady-state iteration
 //                                      |
 //                                      +--copy--> pass chain --replay--> scenario, ...
-#ifndef DAYDREAM_EXAMPLES_WHATIF_WHATIF_HPP
-#define DAYDREAM_EXAMPLES_WHATIF_WHATIF_HPP
+#include "whatif.hpp"
+#include "internal.hpp"
 
 #include "../dlc/scenario_dlc.hpp"
-#include "job.hpp"
 #include "output.hpp"
 #include "report.hpp"
 #include "scenario.hpp"
-#include "sweep.hpp"
 
 #include <daydream/daydream.hpp>
 #include <daydream/io/kineto.hpp>
@@ -32,27 +30,6 @@
 
 namespace whatif {
 
-/// The options of the what-if command.
-struct options {
-  std::string trace;                 ///< the Kineto trace
-  /// The trace arguments as given: one trace (then `trace`), or every rank of a job
-  /// (several files or a directory: the job mode, job.hpp).
-  std::vector<std::string> traces;
-  job_cli job;                       ///< job-mode options (--rank, --on-rank, --representative, ...)
-  std::int32_t iteration = -1;       ///< one iteration to analyse; -1: every steady-state one
-  std::vector<std::string> specs;    ///< scenarios; empty: every applicable bundled pass
-  bool json = false;
-  bool critical = false;
-  std::string timeline, report;
-  std::string dlc;                   ///< directory for the DLC files of parameter-server scenarios (docs/dlc.md)
-  std::int64_t batch = 0;            ///< samples per worker and step; 0: unknown
-  daydream::replay_options replay;
-  bool progress = false;             ///< progress messages on stderr
-  /// Sweep mode: the axes of the grid ("workers=8,16,64"); every --pass at every combination.
-  std::vector<std::string> vary;
-  std::string csv;                   ///< sweep mode: also write the table as CSV here ("-": stdout)
-};
-
 /// "Passes (--pass NAME[:key=value,...], ...)" and one line per bundled pass.
 inline std::string pass_help(const daydream::passes::registry<graph>& reg) {
   std::string s = "Passes (--pass NAME[:key=value,...], combine with '+', e.g. amp+fused_adam):\n";
@@ -61,7 +38,7 @@ inline std::string pass_help(const daydream::passes::registry<graph>& reg) {
 }
 
 /// Adds the what-if options to `app` (the `whatif` subcommand or daydream-whatif itself).
-inline void add_options(CLI::App& app, options& o, const daydream::passes::registry<graph>& reg) {
+void add_options(CLI::App& app, options& o, const daydream::passes::registry<graph>& reg) {
   app.footer(pass_help(reg));
   app.add_option("trace", o.traces,
                  "Kineto trace (.json or .json.gz); default: the bundled ResNet-50 trace. Several traces, or a "
@@ -105,19 +82,9 @@ inline void add_options(CLI::App& app, options& o, const daydream::passes::regis
       ->check(CLI::Range(1.0, 100.0));
 }
 
-/// The reason a bundled pass does not apply to `g`, for the not-applicable list.
-template <class Entry> std::string not_applicable_reason(const Entry& e, const graph& g) {
-  if constexpr (requires { e.not_applicable_reason(g); }) {
-    auto why = e.not_applicable_reason ? e.not_applicable_reason(g) : std::string();
-    if (!why.empty()) return why;
-  }
-  (void)g;
-  return fmt::format("the trace lacks what it needs (run it with --pass {} for details)", e.name);
-}
-
 /// Loads the trace of `o` into `trace` and fills what every analysis of it needs: the
 /// iterations, their measured times, the memory model and the baseline replay.
-inline void prepare(const options& o, daydream::io::kineto_trace& trace, analysis& a, std::FILE* err) {
+void prepare(const options& o, daydream::io::kineto_trace& trace, analysis& a, std::FILE* err) {
   auto t0 = std::chrono::steady_clock::now();
   if (o.progress) {
     std::error_code ec;
@@ -186,89 +153,10 @@ inline void prepare(const options& o, daydream::io::kineto_trace& trace, analysi
     throw daydream::error(o.trace + ": the replay of the trace has no task in the analysed iterations");
 }
 
-/// The sweep mode of run(): every chain of `o.specs` (default: the applicable bundled passes
-/// that take one of the varied keys) at every point of the grid of `o.vary`.
-inline int run_sweep_mode(const options& o, std::FILE* out, std::FILE* err,
-                          const daydream::passes::registry<graph>& reg) {
-  if (o.json && o.csv == "-")
-    throw daydream::usage_error("daydream whatif: --json and --csv - would both write to stdout; give --csv a file");
-  if (!o.timeline.empty() || !o.report.empty() || o.critical || !o.dlc.empty())
-    throw daydream::usage_error("daydream whatif: --timeline, --report, --critical-path and --dlc describe one run; a "
-                                "sweep (--vary) gives a table");
-  std::vector<daydream::passes::sweep_axis> axes;
-  for (auto& v : o.vary) axes.push_back(daydream::passes::sweep_axis::parse(v));
-  // The grid is expanded and every point built before the trace is read: a typo in a
-  // pass, a key or a value costs nothing.
-  auto check = [&](const daydream::passes::sweep_grid& grid) {
-    for (auto& p : grid.points) {
-      if (p.same_as != std::size_t(&p - grid.points.data())) continue;
-      try {
-        (void)reg.make_chain(p.spec);
-      } catch (const daydream::usage_error&) {
-        throw;
-      } catch (const std::exception& e) {
-        throw daydream::usage_error(e.what());
-      }
-    }
-  };
-  std::optional<daydream::passes::sweep_grid> grid;
-  if (!o.specs.empty()) {
-    grid = daydream::passes::expand_sweep(reg, o.specs, axes);
-    check(*grid);
-  }
-
-  program::mpi_world world;
-  daydream::io::kineto_trace trace;
-  analysis a;
-  options quiet = o;
-  quiet.progress = o.progress && world.rank() == 0;
-  prepare(quiet, trace, a, err);
-  if (!grid) {
-    // The applicable bundled passes, at their default scenario, that take a varied key.
-    std::vector<std::string> chains, left_out;
-    for (auto& e : reg.entries()) {
-      auto spec = e.scenario_params.empty() ? std::string(e.name)
-                                            : std::string(e.name) + ":" + std::string(e.scenario_params);
-      auto keys = reg.parameters(spec);
-      bool takes = false;
-      for (auto& ax : axes) takes = takes || std::find(keys.begin(), keys.end(), ax.key) != keys.end();
-      if (!takes) continue;
-      if (e.applicable(trace.g)) chains.push_back(spec);
-      else left_out.push_back(fmt::format("{} ({})", e.name, not_applicable_reason(e, trace.g)));
-    }
-    if (chains.empty()) {
-      std::string keys, why;
-      for (auto& ax : axes) keys += (keys.empty() ? "" : ", ") + ax.key;
-      for (auto& l : left_out) why += (why.empty() ? "" : "; ") + l;
-      throw daydream::usage_error(
-          "daydream whatif: no bundled pass that applies to " + o.trace + " takes " + keys +
-          (why.empty() ? std::string() : "; those that take it do not apply: " + why) + "; name the chains with --pass");
-    }
-    grid = daydream::passes::expand_sweep(reg, chains, axes);
-    check(*grid);
-  }
-  auto res = run_sweep_points(a, std::move(*grid), reg, o.replay, world, err, quiet.progress);
-  if (world.rank() != 0) return 0;
-  if (o.json) std::fputs(sweep_json(a, res).c_str(), out);
-  else print_sweep(out, a, res);
-  if (!o.csv.empty()) {
-    auto text = sweep_csv(a, res);
-    if (o.csv == "-") {
-      std::fputs(text.c_str(), out);
-    } else {
-      std::ofstream f(o.csv, std::ios::binary);
-      f << text;
-      if (!f) throw daydream::error("daydream whatif: cannot write the CSV table to '" + o.csv + "'");
-    }
-  }
-  return 0;
-}
-
 /// Runs the what-if analysis with the passes of `reg` and prints it on `out`. Throws
 /// daydream::usage_error for what the user asked wrongly (exit status 2) and
 /// daydream::error for bad input (1).
-inline int run(const options& opts, std::FILE* out, std::FILE* err,
-               const daydream::passes::registry<graph>& reg = daydream::passes::bundled()) {
+int run(const options& opts, std::FILE* out, std::FILE* err, const daydream::passes::registry<graph>& reg) {
   if (is_job(opts.traces)) {
     if (!opts.dlc.empty()) throw daydream::usage_error("daydream whatif: --dlc takes one trace, not a job");
     if (!opts.vary.empty() || !opts.csv.empty())
@@ -347,6 +235,8 @@ inline int run(const options& opts, std::FILE* out, std::FILE* err,
   return 0;
 }
 
-} // namespace whatif
+int run(const options& o, std::FILE* out, std::FILE* err) { return run(o, out, err, daydream::passes::bundled()); }
 
-#endif
+void add_options(CLI::App& app, options& o) { add_options(app, o, daydream::passes::bundled()); }
+
+} // namespace whatif

@@ -1,7 +1,7 @@
 // Defines program::mpi_world: the MPI ranks of a program started by mpirun (built with MPI), else one process.
 // SPDX-License-Identifier: MIT
-#ifndef DAYDREAM_EXAMPLES_MPI_HPP
-#define DAYDREAM_EXAMPLES_MPI_HPP
+#ifndef DAYDREAM_CLI_MPI_HPP
+#define DAYDREAM_CLI_MPI_HPP
 
 #include <cstdlib>
 #include <string>

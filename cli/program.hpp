@@ -1,7 +1,7 @@
 // Defines run_program: how the daydream programs parse options and map errors to exit status.
 // SPDX-License-Identifier: MIT
-#ifndef DAYDREAM_EXAMPLES_PROGRAM_HPP
-#define DAYDREAM_EXAMPLES_PROGRAM_HPP
+#ifndef DAYDREAM_CLI_PROGRAM_HPP
+#define DAYDREAM_CLI_PROGRAM_HPP
 
 #include <daydream/config.hpp>
 #include <daydream/io/json_writer.hpp>

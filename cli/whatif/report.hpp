@@ -1,7 +1,7 @@
 // Defines the HTML report of the what-if program (--report FILE).
 // SPDX-License-Identifier: MIT
-#ifndef DAYDREAM_EXAMPLES_WHATIF_REPORT_HPP
-#define DAYDREAM_EXAMPLES_WHATIF_REPORT_HPP
+#ifndef DAYDREAM_CLI_WHATIF_REPORT_HPP
+#define DAYDREAM_CLI_WHATIF_REPORT_HPP
 
 #include "output.hpp"
 

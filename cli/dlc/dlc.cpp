@@ -4,8 +4,7 @@
 //   daydream dlc analyze FILES... [--json] [--report FILE]
 //   daydream dlc replay FILES... [--bandwidth-scale X] [--bandwidth BW] [--workers N] [--servers N] [--out DIR]
 //   daydream dlc export TRACE --pass SPEC [--out DIR]
-#ifndef DAYDREAM_EXAMPLES_DLC_DLC_HPP
-#define DAYDREAM_EXAMPLES_DLC_DLC_HPP
+#include "dlc.hpp"
 
 #include "../program.hpp"
 #include "../whatif/report.hpp"
@@ -33,30 +32,8 @@
 
 namespace dlc_cmd {
 
-struct options {
-  std::vector<std::string> files;
-  bool json = false;
-  std::string report;     // HTML
-  std::string out;        // DLC directory
-  // replay
-  double bandwidth_scale = 1;
-  std::string bandwidth, ps_bandwidth, recorded_bandwidth;
-  std::uint32_t workers = 0, servers = 0;
-  // export
-  std::string trace;
-  std::string pass;
-  std::size_t max_rows = 20;
-};
-
-struct commands {
-  CLI::App* dlc = nullptr;
-  CLI::App* analyze = nullptr;
-  CLI::App* replay = nullptr;
-  CLI::App* export_ = nullptr;
-};
-
 /// Adds `dlc` and its three subcommands to `app`.
-inline commands add_commands(CLI::App& app, options& o) {
+commands add_commands(CLI::App& app, options& o) {
   commands c;
   c.dlc = app.add_subcommand("dlc", "SketchDLC communication traces of parameter-server jobs (one file per node): "
                                     "analyse them, replay them under another cluster, write them from a what-if");
@@ -423,7 +400,7 @@ inline int run_export(const options& o, std::FILE* out) {
 }
 
 /// Runs the parsed subcommand.
-inline int run(const commands& c, const options& o, std::FILE* out) {
+int run(const commands& c, const options& o, std::FILE* out) {
   if (c.analyze->parsed()) return run_analyze(o, out);
   if (c.replay->parsed()) return run_replay(o, out);
   if (c.export_->parsed()) return run_export(o, out);
@@ -432,4 +409,3 @@ inline int run(const commands& c, const options& o, std::FILE* out) {
 
 } // namespace dlc_cmd
 
-#endif

@@ -1,7 +1,7 @@
 // Defines write_scenario_dlc: the DLC files of a replayed parameter-server scenario (daydream dlc export, daydream whatif --dlc).
 // SPDX-License-Identifier: MIT
-#ifndef DAYDREAM_EXAMPLES_DLC_SCENARIO_DLC_HPP
-#define DAYDREAM_EXAMPLES_DLC_SCENARIO_DLC_HPP
+#ifndef DAYDREAM_CLI_DLC_SCENARIO_DLC_HPP
+#define DAYDREAM_CLI_DLC_SCENARIO_DLC_HPP
 
 #include <daydream/cluster.hpp>
 #include <daydream/graph.hpp>

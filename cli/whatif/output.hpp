@@ -1,7 +1,7 @@
 // Defines the outputs of the what-if program: the table, the JSON object, the critical path and the timeline.
 // SPDX-License-Identifier: MIT
-#ifndef DAYDREAM_EXAMPLES_WHATIF_OUTPUT_HPP
-#define DAYDREAM_EXAMPLES_WHATIF_OUTPUT_HPP
+#ifndef DAYDREAM_CLI_WHATIF_OUTPUT_HPP
+#define DAYDREAM_CLI_WHATIF_OUTPUT_HPP
 
 #include "scenario.hpp"
 

@@ -1,16 +1,15 @@
 // Declares the compare command (daydream compare): a prediction next to a measured run, or the validation table of before/after pairs.
 // SPDX-License-Identifier: MIT
 //
-// Compiled on its own (compare_cmd.cpp) and linked into the daydream program: the header
-// holds only the options and the two entry points.
-#ifndef DAYDREAM_EXAMPLES_COMPARE_COMPARE_CMD_HPP
-#define DAYDREAM_EXAMPLES_COMPARE_COMPARE_CMD_HPP
+#ifndef DAYDREAM_CLI_COMPARE_COMPARE_CMD_HPP
+#define DAYDREAM_CLI_COMPARE_COMPARE_CMD_HPP
 
-#include <CLI/CLI.hpp>
-
+#include <cstddef>
 #include <cstdio>
 #include <string>
 #include <vector>
+
+namespace CLI { class App; }
 
 namespace compare_cmd {
 

@@ -27,6 +27,16 @@
 #  endif
 #endif
 
+/// The linkage of the few functions that a program of this tree compiles once
+/// (compiled/, the CMake target daydream::compiled, which defines DAYDREAM_COMPILED):
+/// there their single definition is an ordinary function; in a header-only build it is
+/// `inline`. Only passes/all.hpp (bundled) and io/kineto.hpp (the ingest) use it.
+#ifdef DAYDREAM_COMPILED
+#  define DAYDREAM_COMPILED_INLINE
+#else
+#  define DAYDREAM_COMPILED_INLINE inline
+#endif
+
 namespace daydream {
 
 /// The one exception type the library throws: bad input, a refused pass, a cycle.

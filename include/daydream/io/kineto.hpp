@@ -240,11 +240,6 @@ std::vector<kineto_trace> load_kineto_files(std::span<const std::filesystem::pat
                                             const ingest_options& options = {}, unsigned threads = 0);
 
 #else
-#  ifdef DAYDREAM_COMPILED
-#    define DAYDREAM_KINETO_INLINE
-#  else
-#    define DAYDREAM_KINETO_INLINE inline
-#  endif
 
 //! @cond DAYDREAM_INTERNAL
 namespace detail {
@@ -317,7 +312,7 @@ inline kineto_trace ingest(trace_reader& in, const ingest_options& opt) {
 /// errors: they are counted in the report.
 ///
 ///     auto t = daydream::io::parse_kineto(R"({"traceEvents": []})", "empty");
-DAYDREAM_KINETO_INLINE kineto_trace parse_kineto(std::string_view json, std::string_view source_name,
+DAYDREAM_COMPILED_INLINE kineto_trace parse_kineto(std::string_view json, std::string_view source_name,
                                  const ingest_options& options = {}) {
   if (json.empty()) throw error("daydream: " + std::string(source_name) + ": empty file");
   auto in = detail::trace_reader::of_memory(json, source_name);
@@ -331,7 +326,7 @@ DAYDREAM_KINETO_INLINE kineto_trace parse_kineto(std::string_view json, std::str
 ///
 ///     auto t = daydream::io::load_kineto("worker0_step_12.pt.trace.json");
 ///     std::cout << t.report.in_graph << " of " << t.report.events << " events in the graph\n";
-DAYDREAM_KINETO_INLINE kineto_trace load_kineto(const std::filesystem::path& file, const ingest_options& options = {}) {
+DAYDREAM_COMPILED_INLINE kineto_trace load_kineto(const std::filesystem::path& file, const ingest_options& options = {}) {
   auto in = detail::trace_reader::open(file);
   return detail::ingest(in, options);
 }
@@ -351,7 +346,7 @@ DAYDREAM_KINETO_INLINE kineto_trace load_kineto(const std::filesystem::path& fil
 ///
 ///     std::vector<std::filesystem::path> ranks = {"rank-0.json.gz", "rank-1.json.gz"};
 ///     auto traces = daydream::io::load_kineto_files(ranks);   // traces[1] is rank-1's
-DAYDREAM_KINETO_INLINE std::vector<kineto_trace> load_kineto_files(std::span<const std::filesystem::path> files,
+DAYDREAM_COMPILED_INLINE std::vector<kineto_trace> load_kineto_files(std::span<const std::filesystem::path> files,
                                                    const ingest_options& options = {}, unsigned threads = 0) {
   const std::size_t n = files.size();
   std::vector<std::optional<kineto_trace>> done(n);
@@ -408,7 +403,6 @@ DAYDREAM_KINETO_INLINE std::vector<kineto_trace> load_kineto_files(std::span<con
   return out;
 }
 
-#  undef DAYDREAM_KINETO_INLINE
 #endif
 
 /// Keeps the iterations `first` .. `last` of a loaded trace (one: first == last) and

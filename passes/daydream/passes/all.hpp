@@ -3,6 +3,7 @@
 #ifndef DAYDREAM_PASSES_ALL_HPP
 #define DAYDREAM_PASSES_ALL_HPP
 
+#include <daydream/config.hpp>
 #include <daydream/fwd.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/passes/amp.hpp>
@@ -37,17 +38,11 @@ namespace daydream::passes {
 #if defined(DAYDREAM_COMPILED) && !defined(DAYDREAM_COMPILING_BUNDLED)
 registry<graph> bundled();
 #else
-#  ifdef DAYDREAM_COMPILED
-#    define DAYDREAM_BUNDLED_LINKAGE
-#  else
-#    define DAYDREAM_BUNDLED_LINKAGE inline
-#  endif
-DAYDREAM_BUNDLED_LINKAGE registry<graph> bundled() {
+DAYDREAM_COMPILED_INLINE registry<graph> bundled() {
   return registry<graph>::of<amp, precision, fused_adam, reconstruct_bn, gist, vdnn, substitute, recompute,
                              grad_accum, dataloader, ddp, p3, blueconnect, dgc, tictac, tensor_fusion,
                              tensor_partition>();
 }
-#  undef DAYDREAM_BUNDLED_LINKAGE
 #endif
 
 } // namespace daydream::passes

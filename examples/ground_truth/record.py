@@ -514,10 +514,14 @@ class Trims:
         self.nice = nice
         self._pending = []   # (name, raw, out, keep)
         self._running = {}   # name -> (Popen, part, out)
+        self._ended = []     # ended trims not yet returned by poll()
 
     def submit(self, name: str, raw: Path, out: Path, keep: int) -> None:
+        """Queues a trim and starts what may start; the trims that ended meanwhile are
+        kept for the next poll()."""
         self._pending.append((name, Path(raw), Path(out), keep))
-        self.poll()
+        ended = self.poll()  # resets self._ended
+        self._ended.extend(ended)
 
     def busy(self) -> bool:
         return bool(self._pending or self._running)
@@ -525,7 +529,7 @@ class Trims:
     def poll(self) -> list:
         """Starts what may start; returns [(name, error or None, report)] of the trims
         that ended since the last call."""
-        ended = []
+        ended, self._ended = self._ended, []
         for name, (proc, part, out) in list(self._running.items()):
             if proc.poll() is None:
                 continue
@@ -692,12 +696,12 @@ def build_gpt2(torch, s: dict, device: str, batches: int) -> Parts:
 
 def build_mlp(torch, s: dict, device: str, batches: int) -> Parts:
     w, b = s["width"], s["batch"]
-    layers = []
-    for i in range(s["layers"]):
-        layers.append(torch.nn.Linear(w, w))
-        if i + 1 < s["layers"]:
-            layers.append(torch.nn.ReLU())
-    with torch.device(device):
+    with torch.device(device):  # the layers' parameters are made on the GPU
+        layers = []
+        for i in range(s["layers"]):
+            layers.append(torch.nn.Linear(w, w))
+            if i + 1 < s["layers"]:
+                layers.append(torch.nn.ReLU())
         model = torch.nn.Sequential(*layers)
     criterion = torch.nn.MSELoss()
 

@@ -527,6 +527,18 @@ class Trimming(unittest.TestCase):
         self.assertFalse((self.dir / "c.json.gz").exists())
         self.assertFalse(list(self.dir.glob("*.part")))
 
+    def test_a_trim_that_ends_during_submit_is_reported_once(self):
+        # submit() polls: a trim it sees end must still reach the next poll(), once
+        # (a recording whose trims all ended that way listed no trace at all).
+        trims = record.Trims(workers=2)
+        trims.submit("a", self.raw, self.dir / "a.json.gz", 3)
+        for proc, _, _ in list(trims._running.values()):   # a ends; nobody has polled yet
+            proc.wait(timeout=60)
+        trims.submit("b", self.raw, self.dir / "b.json.gz", 3)   # sees a's end
+        ended = [name for name, error, _ in trims.wait(poll_s=0.05) if error is None]
+        self.assertEqual(sorted(ended), ["a", "b"])
+        self.assertEqual(trims.poll(), [])
+
 
 class FakeTorch:
     """What record_main asks of torch before recording, on a pretend H100."""

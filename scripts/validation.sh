@@ -33,19 +33,36 @@ traces bundled with the tests (origins and licenses in tests/data/SOURCES.md), a
 `examples/ground_truth/` on a GPU machine. Every error is reported, whatever it is.
 
 What the numbers say, and what they do not:
-- **DataLoader workers** (ResNet-50, V100): the `dataloader` pass models the workers'
-  CPU contention with the training threads (`contention=0.25` per core busy loading).
-  That coefficient is a property of the host the trace cannot tell, and its default was
-  set on this pair: the error below is in-sample. Without contention the prediction is
-  6.3% optimistic, and `daydream compare` names why (the operators that run as often in
-  both runs take 17% more CPU time in AFTER). The recorded ground-truth sets carry the
-  same question (`num_workers` 0 -> 4) on other hosts: their rows are the check.
-- **AMP**: no public FP32/AMP pair under a license that allows bundling exists; the
-  ground-truth kit records FP32 -> fp16, FP32 -> bf16 and a CPU-bound MLP. Until a set
-  is recorded, AMP's checks are the hand-built cases of tests/passes/amp.cpp (a CPU-bound
-  loop predicted slower with autocast's casts, a bf16/FP8 run left alone).
-- **Cross-GPU pairs** (H100 -> MI300X, A100 -> V100) are plain diffs: no pass predicts
-  another GPU yet.
+- **Two GPUs recorded, and the same runs recorded twice.** `tests/data/ground_truth/` holds
+  the kit's matrix on an H100 80GB HBM3 and on an H200 (PyTorch 2.11.0, CUDA 13.0; 14
+  pairs each), and four of its runs recorded again in a later session on another H100
+  (`h100-80gb-hbm3-repeat`, with the `repeat_*` rows: the same configuration twice, a
+  plain diff). Those rows are the noise floor every other row sits on.
+- **GPU time is reproducible; the host is not.** Recorded twice, the same run's GPU time
+  per step agrees within 1% (ResNet-50 FP32: 37.88 and 37.88 ms), but its traced step
+  differs by up to 75% (ResNet-50 AMP fp16: 55.5 and 97.2 ms), because the CPU time of
+  the same operators under the profiler varies that much between sessions and runs on
+  these machines; timed without the profiler the same run differs by up to 30%. On a
+  step the CPU bounds, a step-time error below that noise cannot be told from it: read
+  the **GPU time** column for the kernels' model (what a pass changes on the GPU,
+  predicted against AFTER's GPU time), and the step error for the whole.
+- **The profiler is part of every traced step.** With `record_shapes`, `profile_memory`
+  and `with_modules` the profiler adds CPU time to every operator: the traced steps are
+  1.5x to 1.9x the steps timed without it (ResNet-50 FP32 on the H100: 76.9 ms traced,
+  40.2 ms without), so runs that are GPU-bound without the profiler are CPU-bound in
+  their traces. A prediction is of the traced step and is compared with the traced
+  AFTER; the column "without profiler" gives both runs' real step times.
+- **AMP on these GPUs is slower** (ResNet-50 NCHW FP32 -> fp16 and bf16, the CPU-bound
+  MLP), measured with and without the profiler on both GPUs. The AMP rows say how much of
+  that the pass predicts and where it differs (the largest difference column).
+- **DataLoader workers**: the V100 pair's `contention=0.25` was set on that pair (its
+  error is in-sample); the H100 and H200 rows are out-of-sample checks of the same pass.
+- **CUDA graphs and `torch.compile`** (`cuda_graphs`, `compile`): no such pass exists yet,
+  so those rows fail with "unknown pass" and the command exits 1; their traces replay
+  within 2% (a graph launch submits its kernels while it runs; the ingest launches them
+  where the first starts).
+- **Cross-GPU pairs** (H100 -> MI300X, A100 -> V100, and the H100/H200 sets side by side)
+  are plain diffs: no pass predicts another GPU yet.
 
 HEAD
 )

@@ -9,6 +9,7 @@
 #include <support/corpus.hpp>
 #include <programs/trace_builder.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -130,6 +131,39 @@ TEST_CASE("the manifest of tests/data lists every bundled pair, and each compare
   }
   auto md = validation_markdown(rows, "daydream compare --manifest tests/data/pairs.json");
   for (auto& p : pairs) CHECK(md.find("| " + p.name + " |") != std::string::npos);
+  // Every row has as many cells as the header, and the GPU time of each pair is its
+  // comparison's "gpu time" row.
+  auto cells = [](std::string_view line) { return std::count(line.begin(), line.end(), '|'); };
+  const auto header = md.substr(0, md.find('\n'));
+  for (auto& p : pairs) {
+    auto at = md.find("| " + p.name + " |");
+    CHECK(cells(std::string_view(md).substr(at, md.find('\n', at) - at)) == cells(header));
+  }
+  for (auto& r : rows) {
+    auto [predicted, measured] = validation_gpu_time(*r.result);
+    CHECK(measured > 0);
+    if (!r.pair.spec.empty()) CHECK(predicted > 0);
+  }
+}
+
+TEST_CASE("the validation table shows the steps timed without the profiler, when the manifest gives them") {
+  auto path = programs_test::write_file("unprofiled.json", R"({"pairs": [
+      {"name": "timed", "skipped": "out of time", "measured_without_profiler_ms": {"before": 40.25, "after": 37.5}},
+      {"name": "half", "skipped": "failed", "measured_without_profiler_ms": {"before": 12.0, "after": null}},
+      {"name": "none", "skipped": "failed"}]})");
+  auto ps = read_pairs(path);
+  REQUIRE(ps.size() == 3);
+  CHECK(ps[0].unprofiled_before_ms == 40.25);
+  CHECK(ps[0].unprofiled_after_ms == 37.5);
+  CHECK(ps[1].unprofiled_before_ms == 12.0);
+  CHECK_FALSE(ps[1].unprofiled_after_ms);
+  CHECK_FALSE(ps[2].unprofiled_before_ms);
+  std::vector<validation_row> rows;
+  for (auto& p : ps) rows.push_back({p, std::nullopt, ""});
+  auto md = validation_markdown(rows, "x");
+  CHECK(md.find("| 40.25 ms -> 37.50 ms |") != std::string::npos);
+  CHECK(md.find("| 12.00 ms -> - |") != std::string::npos);
+  CHECK(md.find("without profiler: BEFORE -> AFTER") != std::string::npos);
 }
 
 TEST_CASE("a manifest entry without traces is an error naming the file and the entry") {

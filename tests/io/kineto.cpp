@@ -497,6 +497,33 @@ TEST_CASE("a blocking copy enqueues its copy at its start and waits for it to fi
   CHECK(replay(g2).end[find(g2, "cudaMemcpy", 1)] == 300'000);
 }
 
+TEST_CASE("a graph launch launches its kernels where the first one starts, and replay keeps their gaps") {
+  // cudaGraphLaunch submits three kernels while it runs (10-110 us): the first starts at
+  // 30, long before the call returns, and the graph's own gaps separate the others.
+  auto json = trace({
+      X("cuda_runtime", "cudaGraphLaunch", 1, 1, "10", "100", corr(1)),
+      X("kernel", "k1", 0, 7, "30", "10", gpu(1)),
+      X("kernel", "k2", 0, 7, "45", "10", gpu(1)),
+      X("kernel", "k3", 0, 7, "70", "10", gpu(1)),
+  });
+  auto t = dio::parse_kineto(json, "graph");
+  auto& g = t.g;
+  check_invariants(g);
+  auto launch = find(g, "cudaGraphLaunch", 0), rest = find(g, "cudaGraphLaunch", 1);
+  for (auto* k : {"k1", "k2", "k3"}) CHECK(g.dependency_kind(launch, find(g, k)) == dep_kind::launch);
+  CHECK(g.trace_start(launch) == 10'000);
+  CHECK(g.duration(launch) == 20'000);
+  CHECK(g.duration(rest) == 80'000);
+  auto r = replay(g); // from the trace's first event, at 10 us
+  CHECK(r.end[find(g, "k1")] == 30'000);
+  CHECK(r.end[find(g, "k3")] == 70'000); // as recorded, not after the call's end
+  CHECK(r.end[rest] == 100'000);
+  // a faster first kernel moves the graph's later kernels
+  auto g2 = g;
+  set_duration(g2, find(g2, "k1"), 5'000);
+  CHECK(replay(g2).end[find(g2, "k3")] == 65'000);
+}
+
 TEST_CASE("an asynchronous copy from pageable memory blocks the host while it stages the copy") {
   // cudaMemcpyAsync from pageable memory: the call stages the copy through pinned buffers
   // and returns when the last chunk is staged, 60 us before that chunk lands (more than

@@ -108,9 +108,11 @@ TEST_CASE("cuts: a blocking copy on a busy stream gets a zero-length launch piec
   auto& L = f.L;
   auto& F = f.F;
   build_settings s;
-  auto blocking = find_blocking_copies(d, tt, L, F, s);
+  std::vector<time_ns> launch_at(d.cpu.size(), no_launch_cut);
+  auto blocking = find_blocking_copies(d, tt, L, F, s, launch_at);
   const auto call = cpu_named(d, "cudaMemcpy", 10);
   CHECK(blocking[call] == gpu_named(d, "Memcpy DtoH (Device -> Pageable)"));
+  CHECK(launch_at[call] == 10'000);
   REQUIRE(tt.threads[0].cuts.size() == 1);
   apply_cuts(tt.threads[0]);
   auto& sl = tt.threads[0].slices;
@@ -133,8 +135,10 @@ TEST_CASE("cuts: a blocking copy on an idle stream is launched where the copy st
   auto& L = f.L;
   auto& F = f.F;
   build_settings s;
-  auto blocking = find_blocking_copies(d, tt, L, F, s);
+  std::vector<time_ns> launch_at(d.cpu.size(), no_launch_cut);
+  auto blocking = find_blocking_copies(d, tt, L, F, s, launch_at);
   CHECK(blocking[0] == 0);
+  CHECK(launch_at[0] == 50'000);
   REQUIRE(tt.threads[0].cuts.size() == 1);
   apply_cuts(tt.threads[0]);
   REQUIRE(tt.threads[0].slices.size() == 2);
@@ -142,4 +146,32 @@ TEST_CASE("cuts: a blocking copy on an idle stream is launched where the copy st
   CHECK(tt.threads[0].slices[0].end == 50'000);
   CHECK(tt.threads[0].slices[1].start == 50'000); // the wait
   CHECK(tt.threads[0].slices[1].end == 110'000);
+}
+
+TEST_CASE("cuts: a graph launch is launched where its first kernel starts; a kernel launch is not cut") {
+  // cudaGraphLaunch (10-110) submits three kernels; the first starts at 30, long before
+  // the call returns: the 20 us before it are the call's own work
+  auto t = decode(trace({
+      X("cuda_runtime", "cudaGraphLaunch", 1, 1, "10", "100", corr(1)),
+      X("kernel", "k1", 0, 7, "30", "10", gpu(1)),
+      X("kernel", "k2", 0, 7, "45", "10", gpu(1)),
+      X("kernel", "k3", 0, 7, "70", "10", gpu(1)),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "120", "10", corr(2)),
+      X("kernel", "k4", 0, 7, "125", "10", gpu(2)),
+  }));
+  flattened f(std::move(t));
+  auto& d = f.src->d;
+  auto& tt = f.tt;
+  std::vector<time_ns> launch_at(d.cpu.size(), no_launch_cut);
+  find_graph_launches(d, tt, f.L, f.F, launch_at);
+  CHECK(launch_at[cpu_named(d, "cudaGraphLaunch", 10)] == 30'000);
+  CHECK(launch_at[cpu_named(d, "cudaLaunchKernel", 120)] == no_launch_cut); // one kernel: launched at its end
+  REQUIRE(tt.threads[0].cuts.size() == 1);
+  apply_cuts(tt.threads[0]);
+  auto& sl = tt.threads[0].slices;
+  REQUIRE(sl.size() == 3);
+  CHECK(sl[0].start == 10'000); // the launch piece
+  CHECK(sl[0].end == 30'000);
+  CHECK(sl[1].start == 30'000); // the rest of the call
+  CHECK(sl[1].end == 110'000);
 }

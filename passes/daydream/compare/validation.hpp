@@ -26,6 +26,9 @@ namespace daydream {
 /// models the change), `differs` (what changed, in words), `gpu`, `framework`,
 /// `origin` and `license`; an entry with `skipped` (a reason) was not recorded.
 /// A manifest may also give `gpu` and `framework` at its top level (recorded sets).
+/// `measured_without_profiler_ms` (`{"before": ms, "after": ms}`, optional) gives the
+/// step times of the same runs timed without the profiler, which the table shows next
+/// to the traced ones: the profiler's own cost is part of every traced step.
 struct validation_pair {
   std::string name;
   std::filesystem::path before, after; ///< resolved against the manifest's folder
@@ -33,6 +36,8 @@ struct validation_pair {
   std::string differs, gpu, framework, origin, license;
   std::string skipped;                 ///< why the pair was not recorded ("" when it was)
   std::filesystem::path manifest;      ///< the file it came from
+  /// Step times without the profiler, ms (`measured_without_profiler_ms`), when given.
+  std::optional<double> unprofiled_before_ms, unprofiled_after_ms;
 };
 
 /// Reads the pairs of manifest `file`. Throws daydream::error naming the file and the
@@ -64,6 +69,16 @@ inline std::vector<validation_pair> read_pairs(const std::filesystem::path& file
     p.origin = text(e, "origin");
     p.license = text(e, "license");
     p.skipped = text(e, "skipped");
+    simdjson::dom::element unprofiled;
+    if (!e["measured_without_profiler_ms"].get(unprofiled)) {
+      auto number = [&](const char* key) -> std::optional<double> {
+        double v = 0;
+        if (unprofiled[key].get_double().get(v) || !(v > 0)) return std::nullopt;
+        return v;
+      };
+      p.unprofiled_before_ms = number("before");
+      p.unprofiled_after_ms = number("after");
+    }
     if (p.gpu.empty()) p.gpu = top_gpu;
     if (p.framework.empty()) p.framework = top_framework;
     const auto before = text(e, "before"), after = text(e, "after");
@@ -88,46 +103,72 @@ struct validation_row {
   std::string failure;              ///< why there is no result
 };
 
-/// The validation table in Markdown: one row per pair (predicted, measured, error and
-/// the first explanation), then per pair the explanations in full.
+/// The GPU time (the sum of the kernels' and copies' durations per step) predicted and
+/// measured, in us, from the comparison's "gpu time" row; {-1, -1} when it has none.
+inline std::pair<double, double> validation_gpu_time(const comparison& c) {
+  for (auto& r : c.rows)
+    if (r.key == "gpu time") return {r.predicted_us, r.measured_us};
+  return {-1, -1};
+}
+
+/// The validation table in Markdown: one row per pair (the traced step predicted and
+/// measured, the error, the GPU time predicted and measured, the steps timed without the
+/// profiler when the manifest gives them, and the first explanation), then per pair the
+/// explanations in full.
 inline std::string validation_markdown(const std::vector<validation_row>& rows, const std::string& command) {
   std::string s;
-  s += "| pair | GPU | what differs | pass | BEFORE | predicted | measured AFTER | error | largest difference |\n";
-  s += "|---|---|---|---|---:|---:|---:|---:|---|\n";
+  s += "| pair | GPU | what differs | pass | BEFORE | predicted | measured AFTER | error | GPU time: predicted / "
+       "AFTER (error) | without profiler: BEFORE -> AFTER | largest difference |\n";
+  s += "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|\n";
   auto ms = [](time_ns t) { return t < 0 ? std::string("-") : fmt::format("{:.2f} ms", double(t) / 1e6); };
   auto cell = [](std::string v) {
     for (auto& c : v)
       if (c == '|' || c == '\n') c = ' ';
     return v;
   };
+  auto unprofiled = [](const validation_pair& p) {
+    auto one = [](std::optional<double> v) { return v ? fmt::format("{:.2f} ms", *v) : std::string("-"); };
+    if (!p.unprofiled_before_ms && !p.unprofiled_after_ms) return std::string("-");
+    return one(p.unprofiled_before_ms) + " -> " + one(p.unprofiled_after_ms);
+  };
+  auto gpu_cell = [](const validation_pair& p, const comparison& c) {
+    auto [predicted, measured] = validation_gpu_time(c);
+    if (measured <= 0) return std::string("-");
+    if (p.spec.empty()) return fmt::format("- / {:.2f} ms", measured / 1e3);
+    return fmt::format("{:.2f} / {:.2f} ms ({:+.1f}%)", predicted / 1e3, measured / 1e3,
+                       100 * (predicted - measured) / measured);
+  };
   for (auto& r : rows) {
     const auto& p = r.pair;
     const std::string spec = p.spec.empty() ? std::string("(plain diff)") : "`" + p.spec + "`";
     if (!r.result) {
-      s += fmt::format("| {} | {} | {} | {} | - | - | - | - | {} |\n", cell(p.name), cell(p.gpu), cell(p.differs),
-                       spec, cell(p.skipped.empty() ? "failed: " + r.failure : "not recorded: " + p.skipped));
+      s += fmt::format("| {} | {} | {} | {} | - | - | - | - | - | {} | {} |\n", cell(p.name), cell(p.gpu),
+                       cell(p.differs), spec, unprofiled(p),
+                       cell(p.skipped.empty() ? "failed: " + r.failure : "not recorded: " + p.skipped));
       continue;
     }
     const auto& c = *r.result;
     const std::string err = p.spec.empty() || !std::isfinite(c.error) ? std::string("-")
                                                                         : fmt::format("{:+.1f}%", 100 * c.error);
     const std::string first = c.explanations.empty() ? std::string() : c.explanations.front();
-    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(p.name), cell(p.gpu), cell(p.differs),
-                     spec, ms(c.before_measured), p.spec.empty() ? std::string("-") : ms(c.predicted),
-                     ms(c.measured), err, cell(first));
+    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(p.name), cell(p.gpu),
+                     cell(p.differs), spec, ms(c.before_measured), p.spec.empty() ? std::string("-") : ms(c.predicted),
+                     ms(c.measured), err, gpu_cell(p, c), unprofiled(p), cell(first));
   }
   s += "\nRegenerate with `" + command + "`.\n";
   for (auto& r : rows) {
     if (!r.result) continue;
     const auto& p = r.pair;
     const auto& c = *r.result;
-    s += fmt::format("\n### {}\n\n", p.name);
+    s += fmt::format("\n### {} ({})\n\n", p.name, p.manifest.string());
     s += fmt::format("- BEFORE `{}`, AFTER `{}`; {}; {}; origin: {} ({})\n", p.before.filename().string(),
                      p.after.filename().string(), p.gpu.empty() ? "GPU not recorded" : p.gpu,
                      p.framework.empty() ? "framework not recorded" : p.framework, p.origin, p.license);
     s += fmt::format("- step: BEFORE {}, {}, AFTER {} (steady steps {} to {})\n", ms(c.before_measured),
                      p.spec.empty() ? std::string("no prediction") : "predicted " + ms(c.predicted), ms(c.measured),
                      ms(c.measured_spread.first), ms(c.measured_spread.second));
+    if (p.unprofiled_before_ms || p.unprofiled_after_ms)
+      s += "- without the profiler (median step): " + unprofiled(p) + "\n";
     for (auto& e : c.explanations) s += "- " + cell(e) + "\n";
     for (auto& w : c.warnings) s += "- note: " + cell(w) + "\n";
   }

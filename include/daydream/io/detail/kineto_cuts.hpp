@@ -134,22 +134,48 @@ inline time_ns blocking_cut_time(const decoded_trace& d, const gpu_links& L, con
   return copy;
 }
 
+/// launch_at of a call that is not cut to launch: its GPU work follows its end.
+inline constexpr time_ns no_launch_cut = std::numeric_limits<time_ns>::min();
+
 /// Stage 7: blocking copies. The call gets a piece that enqueues the copy (a launch cut:
 /// zero-length at the call's start, or up to the copy's start, see blocking_cut_time),
 /// and the rest of the call waits for the copy to end. Returns, per cpu event, the copy it
 /// blocks on or no_index.
 inline std::vector<std::uint32_t> find_blocking_copies(const decoded_trace& d, thread_table& tt, const gpu_links& L,
-                                                       const flat_events& F, const build_settings& s) {
+                                                       const flat_events& F, const build_settings& s,
+                                                       std::vector<time_ns>& launch_at) {
   std::vector<std::uint32_t> blocking(d.cpu.size(), no_index);
   for (std::uint32_t e = 0; e < d.cpu.size(); ++e) {
     if (!is_runtime(d, e) || tt.on_ignored(d, e)) continue;
     auto copy = blocking_copy_of(d, L, F, s, e);
     if (copy == no_index) continue;
     auto& x = d.cpu[e];
-    if (F.end_of(e) > x.ts) tt.threads[x.thread].cuts.push_back({blocking_cut_time(d, L, F, copy, e), cut_launch, e});
+    launch_at[e] = blocking_cut_time(d, L, F, copy, e);
+    if (F.end_of(e) > x.ts) tt.threads[x.thread].cuts.push_back({launch_at[e], cut_launch, e});
     blocking[e] = copy;
   }
   return blocking;
+}
+
+/// Stage 7b: graph launches. A call that launches several GPU ops (cudaGraphLaunch,
+/// hipGraphLaunch) submits them while it runs: its first op often starts long before the
+/// call returns. The call gets a piece that launches them, up to its first op's start
+/// (zero-length at the call's start when the stream was still busy then, as for a
+/// blocking copy), and the rest of the call is its own CPU work. Sets `launch_at` of
+/// each such call to where it is cut.
+inline void find_graph_launches(const decoded_trace& d, thread_table& tt, const gpu_links& L, const flat_events& F,
+                                std::vector<time_ns>& launch_at) {
+  for (std::uint32_t e = 0; e < d.cpu.size(); ++e) {
+    if (L.sem[e] != call_semantics::launch || L.ops_begin[e + 1] - L.ops_begin[e] < 2) continue;
+    if (!is_runtime(d, e) || tt.on_ignored(d, e)) continue;
+    auto first = L.ops_list[L.ops_begin[e]];
+    for (auto k = L.ops_begin[e]; k < L.ops_begin[e + 1]; ++k)
+      if (d.gpu[L.ops_list[k]].ts < d.gpu[first].ts) first = L.ops_list[k];
+    auto& x = d.cpu[e];
+    if (F.end_of(e) <= x.ts) continue;
+    launch_at[e] = blocking_cut_time(d, L, F, first, e);
+    tt.threads[x.thread].cuts.push_back({launch_at[e], cut_launch, e});
+  }
 }
 
 /// Whether `t` falls strictly inside a runtime call on thread `m`. Anchors do not cut
@@ -162,10 +188,10 @@ inline bool inside_runtime(const decoded_trace& d, const thread_rec& m, time_ns 
 /// Whether the first op of a stream needs an anchor on the main thread: nobody we saw
 /// launched it, or it started well after its launch returned.
 inline bool head_needs_anchor(const decoded_trace& d, const gpu_links& L, const flat_events& F,
-                              const std::vector<std::uint32_t>& blocking, const build_settings& s, std::uint32_t o) {
+                              const std::vector<time_ns>& launch_at, const build_settings& s, std::uint32_t o) {
   auto r = L.launch_of[o];
   if (r == no_index) return true;
-  const time_ns launched = blocking[r] != no_index ? blocking_cut_time(d, L, F, o, r) : F.end_of(r);
+  const time_ns launched = launch_at[r] != no_launch_cut ? launch_at[r] : F.end_of(r);
   return d.gpu[o].ts - launched > s.launch_latency;
 }
 
@@ -193,7 +219,7 @@ struct anchor_plan {
 /// runtime call). The main thread itself starts at an origin anchor at `t0`; a stream
 /// whose first op needs an anchor gets one on the first main thread.
 inline anchor_plan plan_anchors(const decoded_trace& d, thread_table& tt, const gpu_links& L, const flat_events& F,
-                                const std::vector<std::uint32_t>& blocking, const main_threads& M,
+                                const std::vector<time_ns>& launch_at, const main_threads& M,
                                 const build_settings& s) {
   anchor_plan P;
   auto& threads = tt.threads;
@@ -220,7 +246,7 @@ inline anchor_plan plan_anchors(const decoded_trace& d, thread_table& tt, const 
   }
   if (M.first != no_index)
     for (auto& st : L.streams)
-      if (!st.ops.empty() && head_needs_anchor(d, L, F, blocking, s, st.ops.front()) &&
+      if (!st.ops.empty() && head_needs_anchor(d, L, F, launch_at, s, st.ops.front()) &&
           !inside_runtime(d, threads[M.first], d.gpu[st.ops.front()].ts))
         threads[M.first].cuts.push_back({d.gpu[st.ops.front()].ts, cut_anchor});
   return P;
@@ -423,6 +449,9 @@ inline void merge_slices(const decoded_trace& d, thread_rec& th, const flat_even
 struct thread_plan {
   main_threads mains;
   std::vector<std::uint32_t> blocking_copy; ///< per cpu event
+  /// Per cpu event: where a blocking copy or a graph launch is cut, its first piece
+  /// launching its GPU work (no_launch_cut for every other call).
+  std::vector<time_ns> launch_at;
   anchor_plan anchors;
   std::vector<join_rec> joins;
   std::vector<std::uint32_t> mem_thread;    ///< per device memory event
@@ -433,8 +462,10 @@ inline thread_plan cut_threads(const decoded_trace& d, thread_table& tt, const g
                                const iteration_table& its, layer_namer& layers, const build_settings& s) {
   thread_plan P;
   P.mains = choose_main_threads(d, tt);
-  P.blocking_copy = find_blocking_copies(d, tt, L, F, s);
-  P.anchors = plan_anchors(d, tt, L, F, P.blocking_copy, P.mains, s);
+  P.launch_at.assign(d.cpu.size(), no_launch_cut);
+  P.blocking_copy = find_blocking_copies(d, tt, L, F, s, P.launch_at);
+  find_graph_launches(d, tt, L, F, P.launch_at);
+  P.anchors = plan_anchors(d, tt, L, F, P.launch_at, P.mains, s);
   apply_cuts_of_type(tt, cut_anchor);
   P.joins = plan_joins(tt, P.anchors, s);
   P.mem_thread = plan_memory(d, tt, P.mains);

@@ -56,7 +56,7 @@ inline edge_list add_structural_edges(const decoded_trace& d, thread_table& tt, 
   // Launches.
   E.gpu_ready.assign(d.gpu.size(), std::numeric_limits<time_ns>::min());
   for (std::uint32_t o = 0; o < d.gpu.size(); ++o) {
-    auto* src = T.launch_slice(d, tt, L, P.blocking_copy, o);
+    auto* src = T.launch_slice(d, tt, L, P.launch_at, o);
     if (!src) continue;
     E.add(src->task, T.gpu_task[o], dep_kind::launch);
     E.gpu_ready[o] = std::max(E.gpu_ready[o], src->end);
@@ -75,7 +75,7 @@ inline edge_list add_structural_edges(const decoded_trace& d, thread_table& tt, 
   }
   if (P.mains.first != no_index)
     for (auto& st : L.streams) {
-      if (st.ops.empty() || !head_needs_anchor(d, L, F, P.blocking_copy, s, st.ops.front())) continue;
+      if (st.ops.empty() || !head_needs_anchor(d, L, F, P.launch_at, s, st.ops.front())) continue;
       auto& m = threads[P.mains.first];
       auto head = st.ops.front();
       auto a = slice_ending_by(m, d.gpu[head].ts);

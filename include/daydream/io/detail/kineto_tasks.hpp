@@ -41,15 +41,16 @@ struct task_map {
     return {piece_first[e], piece_last[e]};
   }
   /// The slice that launches GPU op `o`: the last piece of its runtime call, or the piece
-  /// before the cut of a blocking copy; nullptr for an unlinked op.
+  /// before the cut of a blocking copy or a graph launch (`launch_at`, per cpu event);
+  /// nullptr for an unlinked op.
   slice* launch_slice(const decoded_trace& d, thread_table& tt, const gpu_links& L,
-                      const std::vector<std::uint32_t>& blocking, std::uint32_t o) const {
+                      const std::vector<time_ns>& launch_at, std::uint32_t o) const {
     auto r = L.launch_of[o];
     if (r == no_index) return nullptr;
     auto& th = tt.threads[d.cpu[r].thread];
     auto [first, last] = pieces_of(r);
     if (first == no_pos) return nullptr;
-    if (blocking[r] != no_index && first != last) return &th.slices[first];
+    if (launch_at[r] != no_launch_cut && first != last) return &th.slices[first];
     return &th.slices[last];
   }
 };
@@ -242,7 +243,7 @@ inline task_map make_tasks(const decoded_trace& d, thread_table& tt, gpu_links& 
       name_id layer = no_name;
       phase ph = phase::other;
       std::int32_t it = its.at(e.ts);
-      auto src = T.launch_slice(d, tt, L, P.blocking_copy, o);
+      auto src = T.launch_slice(d, tt, L, P.launch_at, o);
       if (src) {
         layer = src->layer;
         ph = src->ph;

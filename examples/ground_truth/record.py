@@ -182,12 +182,12 @@ PAIRS = [
     Pair("gpt2_compile", "gpt2_bf16", "gpt2_compile", "compile",
          "torch.compile(model) (default mode, Inductor); the optimizer step stays eager; "
          "same batch, bf16 autocast, GPU"),
-    Pair("gpt2_cuda_graphs", "gpt2_compile", "gpt2_compile_cudagraphs", "cuda_graphs",
+    Pair("gpt2_cuda_graphs", "gpt2_compile", "gpt2_compile_cudagraphs", "cuda_graphs:scope=model",
          "torch.compile(model, mode=\"reduce-overhead\") instead of the default mode: the "
          "same Inductor kernels, launched as CUDA graphs (forward and backward; the "
          "optimizer step stays eager)"),
     Pair("gpt2_compile_cuda_graphs", "gpt2_bf16", "gpt2_compile_cudagraphs",
-         "compile+cuda_graphs",
+         "compile+cuda_graphs:scope=model",
          "torch.compile(model, mode=\"reduce-overhead\"): Inductor kernels launched as CUDA "
          "graphs, from the eager bf16 baseline; the optimizer step stays eager"),
 ]

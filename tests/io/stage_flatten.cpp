@@ -66,6 +66,29 @@ TEST_CASE("flattening: nested events become slices of the innermost event runnin
   CHECK(!th.backward);
 }
 
+TEST_CASE("flattening: a record_function range outlives the Python call that opens it, and marks what runs inside") {
+  // with_stack traces: `Optimizer.step#SGD.step` starts inside `_record_function_enter_new`
+  // (100-110 us) and lasts to 500; the optimizer's operators run inside the range.
+  auto t = decode(trace({
+      X("python_function", "torch/optim/optimizer.py(512): wrapper", 1, 1, "90", "420"),
+      X("python_function", "<built-in method _record_function_enter_new>", 1, 1, "100", "10"),
+      X("user_annotation", "Optimizer.step#SGD.step", 1, 1, "105", "395"),
+      X("cpu_op", "aten::_foreach_add_", 1, 1, "200", "100"),
+  }));
+  auto& d = t->d;
+  auto tt = group_threads(d);
+  auto L = link_gpu_ops(d, tt);
+  warning_log w;
+  auto its = find_iterations(d, w);
+  auto F = flatten_threads(d, tt, L, its);
+  const auto step = cpu_named(d, "Optimizer.step#SGD.step"), add = cpu_named(d, "aten::_foreach_add_");
+  CHECK(F.attr[step].parent == cpu_named(d, "torch/optim/optimizer.py(512): wrapper"));
+  CHECK(F.end_of(step) == 500'000); // not clamped to the enter call's end
+  CHECK(F.clamped == 0);
+  CHECK(F.attr[add].parent == step);
+  CHECK(F.attr[add].mark == 1 + static_cast<int>(phase::weight_update));
+}
+
 TEST_CASE("flattening: top-level operators are numbered per name in their iteration; autograd marks a backward thread") {
   auto t = decode(trace({
       X("user_annotation", "ProfilerStep#1", 1, 1, "0", "100"),

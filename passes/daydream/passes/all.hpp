@@ -8,6 +8,7 @@
 #include <daydream/kinds.hpp>
 #include <daydream/passes/amp.hpp>
 #include <daydream/passes/blueconnect.hpp>
+#include <daydream/passes/cuda_graphs.hpp>
 #include <daydream/passes/dataloader.hpp>
 #include <daydream/passes/ddp.hpp>
 #include <daydream/passes/dgc.hpp>
@@ -40,7 +41,7 @@ registry<graph> bundled();
 #else
 DAYDREAM_COMPILED_INLINE registry<graph> bundled() {
   return registry<graph>::of<amp, precision, fused_adam, reconstruct_bn, gist, vdnn, substitute, recompute,
-                             grad_accum, dataloader, ddp, p3, blueconnect, dgc, tictac, tensor_fusion,
+                             grad_accum, dataloader, cuda_graphs, ddp, p3, blueconnect, dgc, tictac, tensor_fusion,
                              tensor_partition>();
 }
 #endif

@@ -43,10 +43,16 @@ namespace daydream::passes {
 ///    already in reduced precision: the pass changes nothing and says so. Otherwise
 ///    kernels already in reduced precision are left as they are.
 /// 2. **Kernels.** Compute-bound kernels (GEMM, convolution) run on tensor cores and
-///    take 1/`compute` of their time; memory-bound kernels (elementwise, normalization,
-///    activation, reduction, softmax, device copies and memsets) move half the bytes
-///    and take 1/`memory`. Communication and unknown kernels, host<->device copies and
-///    the CPU work of the traced operators are unchanged.
+///    take 1/`compute` of their time; those the trace already runs on TF32 tensor cores
+///    (`tf32`, `s1688gemm` in their names: PyTorch's default for FP32 convolutions on
+///    Ampere and later) take 1/`tf32` (dense FP16/BF16 tensor-core throughput is twice
+///    TF32's on the A100, H100, H200 and B200 datasheets). Memory-bound kernels
+///    (elementwise, normalization, activation, reduction, softmax, device copies and
+///    memsets) move half the bytes and take 1/`memory`. The optimizer step is left as
+///    it is: autocast keeps the weights, their gradients and the optimizer's state in
+///    FP32 (the master weights), so the weight-update phase's kernels move the same
+///    bytes. Communication and unknown kernels, host<->device copies and the CPU work of
+///    the traced operators are unchanged.
 /// 3. **The casts autocast adds** (`casts`, on by default). Before each forward GEMM or
 ///    convolution operator (the operator that launches a compute-bound kernel) autocast
 ///    casts its FP32 inputs: the weight (one cast per use; `aten::addmm`, a linear
@@ -87,8 +93,9 @@ struct amp {
   static constexpr std::string_view help =
       "mixed precision (autocast): compute-bound kernels /compute, memory-bound /memory, the casts autocast adds "
       "and GradScaler's sync (fp16); leaves a run already in bf16/fp16/fp8 alone. params: dtype=fp16|bf16, "
-      "compute=3, memory=2, activations=0.5, casts=true, scaler=true (fp16 only)";
+      "compute=3, tf32=2, memory=2, activations=0.5, casts=true, scaler=true (fp16 only)";
   double compute = 3;       ///< speedup of compute-bound kernels
+  double tf32 = 2;          ///< speedup of compute-bound kernels already on TF32 tensor cores
   double memory = 2;        ///< speedup of memory-bound kernels
   double activations = 0.5; ///< scale of the memory the forward and backward allocate
   std::string dtype = "fp16"; ///< the reduced precision: "fp16" or "bf16"
@@ -100,18 +107,19 @@ struct amp {
   kernel_classifier classifier = kernel_classifier::defaults(); ///< decides the class of a kernel
   std::size_t list_unclassified = 20; ///< at most this many unclassified names in the report
 
-  /// Reads `dtype`, `compute`, `memory`, `activations`, `casts` and `scaler`.
+  /// Reads `dtype`, `compute`, `tf32`, `memory`, `activations`, `casts` and `scaler`.
   static amp from_params(const pass_params& p) {
     amp a;
     a.dtype = p.get_string("dtype", a.dtype);
     a.compute = p.get_double("compute", a.compute);
+    a.tf32 = p.get_double("tf32", a.tf32);
     a.memory = p.get_double("memory", a.memory);
     a.activations = p.get_double("activations", a.activations);
     a.casts = p.get_bool("casts", a.casts);
     a.scaler = p.get_bool("scaler", a.scaler);
     p.finish();
-    if (!(a.compute > 0) || !(a.memory > 0))
-      throw error("daydream: pass 'amp': compute and memory must be positive speedups");
+    if (!(a.compute > 0) || !(a.tf32 > 0) || !(a.memory > 0))
+      throw error("daydream: pass 'amp': compute, tf32 and memory must be positive speedups");
     a.check_dtype();
     return a;
   }
@@ -156,15 +164,22 @@ struct amp {
     std::array<std::size_t, kernel_class_count> count{};
     std::array<time_ns, kernel_class_count> before{}, after{};
     std::map<std::string, std::size_t> unknown;
-    std::size_t kept_reduced = 0;
+    std::size_t kept_reduced = 0, on_tf32 = 0, optimizer = 0;
+    time_ns optimizer_time = 0;
     auto scale = [&](task_id t) {
       auto c = classes(t);
       auto i = static_cast<std::size_t>(c);
       ++count[i];
       before[i] += g.duration(t);
       if (reduced_precision(fam.precision(t))) ++kept_reduced;
-      else if (c == kernel_class::compute_bound) scale_duration(g, t, 1.0 / compute);
-      else if (c == kernel_class::memory_bound) scale_duration(g, t, 1.0 / memory);
+      else if (g.phase_of(t) == phase::weight_update && (c == kernel_class::compute_bound || c == kernel_class::memory_bound)) {
+        ++optimizer; // FP32 master weights: the optimizer's kernels are unchanged
+        optimizer_time += g.duration(t);
+      } else if (c == kernel_class::compute_bound) {
+        const bool tf = fam.precision(t) == numeric_precision::tf32;
+        on_tf32 += tf;
+        scale_duration(g, t, 1.0 / (tf ? tf32 : compute));
+      } else if (c == kernel_class::memory_bound) scale_duration(g, t, 1.0 / memory);
       else if (c == kernel_class::unknown) ++unknown[std::string(g.name(t))];
       after[i] += g.duration(t);
     };
@@ -192,6 +207,10 @@ struct amp {
       rep.add(std::string(to_string(kernel_class(i))),
               std::to_string(count[i]) + " kernels, " + format_time(before[i]) + " -> " +
                   format_time(after[i]));
+    if (on_tf32 > 0) rep.add("compute-bound kernels already on TF32 tensor cores (/tf32)", std::to_string(on_tf32));
+    if (optimizer > 0)
+      rep.add("weight-update kernels (FP32 master weights, unchanged)",
+              std::to_string(optimizer) + " kernels, " + format_time(optimizer_time));
     rep.add("host copies (unchanged)", std::to_string(host_copies));
     if (mem_before > 0)
       rep.add("forward/backward allocations", format_bytes(double(mem_before)) + " -> " +

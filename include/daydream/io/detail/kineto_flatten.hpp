@@ -164,6 +164,14 @@ inline flat_events flatten_threads(const decoded_trace& d, thread_table& tt, con
       }
       if (!stack.empty() && cursor < x.ts) emit(cursor, x.ts, stack.back().ev);
       cursor = x.ts;
+      // A record_function range (`Optimizer.step#...`, a user's annotation) starts inside
+      // the Python call that opens it (`_record_function_enter_new`) and outlives it: it
+      // is not that call's child. The Python calls it outlives end where it starts, so
+      // what runs inside the range inherits the range's phase.
+      if (x.cat == ecat::user_annotation)
+        while (!stack.empty() && d.cpu[stack.back().ev].cat == ecat::python_function &&
+               x.ts + x.dur > stack.back().end)
+          stack.pop_back();
       auto& a = F.attr[e];
       time_ns end = x.ts + x.dur;
       if (!stack.empty()) {

@@ -127,7 +127,8 @@ struct cuda_graphs {
                                   100.0 * double(existing.graphed_time) / double(gpu_time), existing.calls));
       return rep;
     }
-    auto [base_us, per_node_us] = existing.fit();
+    const auto fitted = existing.fit(); // plain variables: the lambda below uses them
+    double base_us = fitted.first, per_node_us = fitted.second;
     std::string cost_source = "fit to the trace's " + std::to_string(existing.calls) + " graph launches";
     if (existing.calls == 0) {
       base_us = default_launch_us;

@@ -18,25 +18,6 @@ using namespace daydream::io::detail;
 using namespace daydream::testing;
 using namespace daydream::testing::trace_text;
 
-namespace {
-/// A decoded trace through stage 4 (threads grouped, GPU ops linked, iterations found,
-/// threads flattened): what the cut stages start from.
-struct flattened {
-  std::unique_ptr<decoded> src;
-  thread_table tt;
-  gpu_links L;
-  warning_log w;
-  iteration_table its;
-  flat_events F;
-  explicit flattened(std::unique_ptr<decoded> t) : src(std::move(t)) {
-    tt = group_threads(src->d);
-    L = link_gpu_ops(src->d, tt);
-    its = find_iterations(src->d, w);
-    F = flatten_threads(src->d, tt, L, its);
-  }
-};
-} // namespace
-
 TEST_CASE("cuts: a cut splits the slice it falls in; an anchor in idle time becomes a marker") {
   thread_rec th;
   slice a; a.start = 0; a.end = 100; a.ev = 0;

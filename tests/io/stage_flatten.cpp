@@ -40,12 +40,10 @@ TEST_CASE("flattening: nested events become slices of the innermost event runnin
       X("kernel", "k1", 0, 7, "65", "10", gpu(1)),
       X("kernel", "k2", 0, 7, "85", "10", gpu(2)),
   }));
-  auto& d = t->d;
-  auto tt = group_threads(d);
-  auto L = link_gpu_ops(d, tt);
-  warning_log w;
-  auto its = find_iterations(d, w);
-  auto F = flatten_threads(d, tt, L, its);
+  flattened f(std::move(t));
+  auto& d = f.src->d;
+  auto& tt = f.tt;
+  auto& F = f.F;
   auto& th = tt.threads[0];
   // (the zero-length aten::empty leaves no slice, but linear's time is split at it)
   CHECK(spans(th) == std::vector<std::pair<time_ns, time_ns>>{
@@ -75,12 +73,10 @@ TEST_CASE("flattening: a record_function range outlives the Python call that ope
       X("user_annotation", "Optimizer.step#SGD.step", 1, 1, "105", "395"),
       X("cpu_op", "aten::_foreach_add_", 1, 1, "200", "100"),
   }));
-  auto& d = t->d;
-  auto tt = group_threads(d);
-  auto L = link_gpu_ops(d, tt);
-  warning_log w;
-  auto its = find_iterations(d, w);
-  auto F = flatten_threads(d, tt, L, its);
+  flattened f(std::move(t));
+  auto& d = f.src->d;
+  auto& tt = f.tt;
+  auto& F = f.F;
   const auto step = cpu_named(d, "Optimizer.step#SGD.step"), add = cpu_named(d, "aten::_foreach_add_");
   CHECK(F.attr[step].parent == cpu_named(d, "torch/optim/optimizer.py(512): wrapper"));
   CHECK(F.end_of(step) == 500'000); // not clamped to the enter call's end
@@ -98,12 +94,10 @@ TEST_CASE("flattening: top-level operators are numbered per name in their iterat
       X("cpu_op", "aten::add", 1, 1, "110", "10"),
       X("cpu_op", "autograd::engine::evaluate_function: AddBackward0", 1, 2, "50", "10"),
   }));
-  auto& d = t->d;
-  auto tt = group_threads(d);
-  auto L = link_gpu_ops(d, tt);
-  warning_log w;
-  auto its = find_iterations(d, w);
-  auto F = flatten_threads(d, tt, L, its);
+  flattened f(std::move(t));
+  auto& d = f.src->d;
+  auto& tt = f.tt;
+  auto& F = f.F;
   CHECK(F.top_ordinal[cpu_named(d, "aten::add", 10)] == 0);
   CHECK(F.top_ordinal[cpu_named(d, "aten::add", 30)] == 1);
   CHECK(F.top_ordinal[cpu_named(d, "aten::add", 110)] == 0); // the next iteration counts again
@@ -123,12 +117,10 @@ TEST_CASE("layers: backward roots map to forward operators by fwdbwd flow, else 
       flow('s', "fwdbwd", 9, 1, 1, "10"),
       flow('f', "fwdbwd", 9, 1, 2, "140"),
   }));
-  auto& d = t->d;
-  auto tt = group_threads(d);
-  auto L = link_gpu_ops(d, tt);
-  warning_log w;
-  auto its = find_iterations(d, w);
-  auto F = flatten_threads(d, tt, L, its);
+  flattened f(std::move(t));
+  auto& d = f.src->d;
+  auto& tt = f.tt;
+  auto& F = f.F;
   auto B = resolve_backward_layers(d, tt, F);
   const auto lin_bwd = cpu_named(d, "autograd::engine::evaluate_function: LinearBackward0");
   const auto relu_bwd = cpu_named(d, "autograd::engine::evaluate_function: ReluBackward0");

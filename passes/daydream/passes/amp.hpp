@@ -171,8 +171,9 @@ struct amp {
       auto i = static_cast<std::size_t>(c);
       ++count[i];
       before[i] += g.duration(t);
+      const bool scalable = c == kernel_class::compute_bound || c == kernel_class::memory_bound;
       if (reduced_precision(fam.precision(t))) ++kept_reduced;
-      else if (g.phase_of(t) == phase::weight_update && (c == kernel_class::compute_bound || c == kernel_class::memory_bound)) {
+      else if (scalable && g.phase_of(t) == phase::weight_update) {
         ++optimizer; // FP32 master weights: the optimizer's kernels are unchanged
         optimizer_time += g.duration(t);
       } else if (c == kernel_class::compute_bound) {

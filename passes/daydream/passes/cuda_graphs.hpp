@@ -127,14 +127,11 @@ struct cuda_graphs {
                                   100.0 * double(existing.graphed_time) / double(gpu_time), existing.calls));
       return rep;
     }
-    const auto fitted = existing.fit(); // plain variables: the lambda below uses them
-    double base_us = fitted.first, per_node_us = fitted.second;
-    std::string cost_source = "fit to the trace's " + std::to_string(existing.calls) + " graph launches";
-    if (existing.calls == 0) {
-      base_us = default_launch_us;
-      per_node_us = default_node_us;
-      cost_source = "defaults: the trace has no graph launch";
-    }
+    const auto fitted = existing.fit(); // the defaults without graph launches to fit
+    double base_us = fitted.first, per_node_us = fitted.second; // plain variables: the lambda below uses them
+    std::string cost_source = existing.calls == 0
+                                  ? std::string("defaults: the trace has no graph launch")
+                                  : "fit to the trace's " + std::to_string(existing.calls) + " graph launches";
     if (launch_us >= 0) base_us = launch_us;
     if (node_us >= 0) per_node_us = node_us;
     if (launch_us >= 0 && node_us >= 0) cost_source = "given";
@@ -151,28 +148,27 @@ struct cuda_graphs {
       sort_in_trace_order(g, ts);
       std::vector<task_id> region;
       auto close = [&] {
-        if (region.empty()) return;
-        std::size_t nodes = 0;
-        for (auto c : region) nodes += launched_by(g, c).size();
-        if (nodes == 0) { // no GPU work: nothing to replay as a graph, the CPU work stays
+        std::vector<task_id> nodes; // the GPU work the region launches
+        for (auto c : region)
+          for (auto k : launched_by(g, c)) nodes.push_back(k);
+        if (nodes.empty()) { // no GPU work: nothing to replay as a graph, the CPU work stays
           region.clear();
           return;
         }
-        for (auto c : region)
-          for (auto k : launched_by(g, c)) set_gap(g, k, gap);
+        for (auto k : nodes) set_gap(g, k, gap);
         time_ns before = 0;
         for (auto c : region) {
           before += g.duration(c) + g.gap(c);
           set_duration(g, c, 0);
           set_gap(g, c, 0);
         }
-        const auto cost = static_cast<time_ns>(std::llround((base_us + per_node_us * double(nodes)) * 1e3));
+        const auto cost = static_cast<time_ns>(std::llround((base_us + per_node_us * double(nodes.size())) * 1e3));
         set_duration(g, region.front(), cost);
         launch_cost += cost;
         ++regions;
         cpu_removed += before;
         captured += region.size();
-        nodes_total += nodes;
+        nodes_total += nodes.size();
         region.clear();
       };
       for (auto t : ts) {

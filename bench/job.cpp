@@ -157,7 +157,7 @@ void fine(benchmark::State& state, bool tree) {
   o.cluster.workers_per_machine = std::uint32_t(std::min(ranks, 8));
   o.cluster.machines = std::uint32_t(ranks) / o.cluster.workers_per_machine;
   o.cluster.nvlink = {150e9, 1'000};
-  if (tree) o.changed_to = collective_algorithm::tree;
+  if (tree) o.changed_to = all_reduce_algorithm::tree;
   std::size_t total = 0, transfers = 0;
   for (auto _ : state) {
     auto m = match_collectives(j);

@@ -5,6 +5,7 @@
 #include <daydream/daydream.hpp>
 #include <daydream/passes/all.hpp>
 #include <daydream/passes/support/memory.hpp>
+#include <daydream/sensitivity/sensitivity.hpp>
 #if DAYDREAM_BENCH_HAVE_IO
 #include <daydream/io/kineto.hpp>
 #endif
@@ -120,6 +121,26 @@ void activation_memory(benchmark::State& state, const std::string& trace, std::u
   });
 }
 
+// The sensitivity profile (passes/daydream/sensitivity): one replay per group, each group
+// 2x faster, the median steady-state step of the trace's steady-state iterations (the
+// last three of ResNet-50's five); the graph is changed in place and restored per row.
+void sensitivity_profile(benchmark::State& state, const std::string& trace, sensitivity::grouping by) {
+  graph g = workload(trace, 1);
+  std::vector<std::int32_t> its;
+#if DAYDREAM_BENCH_HAVE_IO
+  its = io::load_kineto(trace).steady_state_iterations();
+#endif
+  sensitivity::profile p;
+  for (auto _ : state) {
+    p = sensitivity::profile_of(g, its, {.by = by});
+    benchmark::DoNotOptimize(p.rows.data());
+  }
+  state.counters["rows"] = double(p.rows.size());
+  state.counters["tasks"] = double(g.size());
+  state.counters["replays_per_s"] =
+      benchmark::Counter(double(p.rows.size() + 1), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 struct workload_spec {
   const char* label;
   const std::string* trace;
@@ -171,6 +192,13 @@ template <class... Passes> void register_passes() { (register_pass<Passes>(), ..
           ->Unit(benchmark::kMillisecond)
           ;
     }
+  // `daydream sensitivity` on ResNet-50: every layer, every kernel family.
+  benchmark::RegisterBenchmark("sensitivity/layer/resnet50", [](benchmark::State& s) {
+    sensitivity_profile(s, resnet, sensitivity::grouping::layer);
+  })->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("sensitivity/class/resnet50", [](benchmark::State& s) {
+    sensitivity_profile(s, resnet, sensitivity::grouping::family);
+  })->Unit(benchmark::kMillisecond);
   return true;
 }();
 

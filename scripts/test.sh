@@ -10,7 +10,9 @@
 # when it exists); the run ends by saying how many traces they used.
 # Environment: DAYDREAM_BUILD_DIR (build-test), DAYDREAM_JOBS (all cores),
 # DAYDREAM_FUZZ_SECONDS (30), CXX (clang++; with g++ there are no fuzz targets),
-# DAYDREAM_SANITIZE=OFF for an optimized build without sanitizers (RelWithDebInfo).
+# DAYDREAM_SANITIZE=OFF for an optimized build without sanitizers (RelWithDebInfo),
+# DAYDREAM_UNITY_BUILD (ON: each test suite and cli/ compile as one translation unit, the
+# fastest full build; OFF for a build dir you keep editing in).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -24,7 +26,8 @@ else
   flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
 fi
 cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="${CXX:-clang++}" "${flags[@]}" \
-  -DDAYDREAM_SANITIZE="$sanitize" -DDAYDREAM_FUZZ_SECONDS="${DAYDREAM_FUZZ_SECONDS:-30}"
+  -DDAYDREAM_SANITIZE="$sanitize" -DDAYDREAM_FUZZ_SECONDS="${DAYDREAM_FUZZ_SECONDS:-30}" \
+  -DDAYDREAM_UNITY_BUILD="${DAYDREAM_UNITY_BUILD:-ON}"
 cmake --build "$build" -j "$jobs"
 # Leaks count as findings; a finding aborts the test that made it, with its stack.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:check_initialization_order=1:strict_init_order=1}

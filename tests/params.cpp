@@ -65,3 +65,13 @@ TEST_CASE("pass_params reads values with units") {
     CHECK(pass_params::parse("x", "a=1,,b=2").items().size() == 2);
   }
 }
+
+TEST_CASE("a report's value is its first line of that key, and empty for a key it lacks") {
+  pass_report r;
+  r.add("kernels", "3");
+  r.add("bytes", "1 kB");
+  r.add("kernels", "4");
+  CHECK(r.value("kernels") == "3");
+  CHECK(r.value("bytes") == "1 kB");
+  CHECK(r.value("nothing").empty());
+}

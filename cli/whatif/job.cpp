@@ -148,10 +148,13 @@ inline job_scenario run_job_scenario(const job_analysis& a, const std::string& s
         throw daydream::usage_error("daydream whatif: scenario '" + spec + "': scale must be positive");
       s.notes.push_back(fmt::format("network bandwidth x{}", model.network_scale));
     } else {
-      auto alg = p.get_string("algorithm", "tree");
-      if (alg != "ring" && alg != "tree")
-        throw daydream::usage_error("daydream whatif: scenario '" + spec + "': algorithm must be ring or tree");
-      const auto to = alg == "tree" ? daydream::collective_algorithm::tree : daydream::collective_algorithm::ring;
+      const auto alg = p.get_string("algorithm", "tree");
+      daydream::all_reduce_algorithm to{};
+      try {
+        to = daydream::parse_all_reduce_algorithm(alg);
+      } catch (const daydream::error& e) {
+        throw daydream::usage_error("daydream whatif: scenario '" + spec + "': " + e.what());
+      }
       if (model.transfer == daydream::job_model_options::transfer_source::cluster) model.algorithm = to;
       else model.changed_to = to;
       s.notes.push_back("collectives run as " + alg);

@@ -196,6 +196,7 @@ int run(const options& opts, std::FILE* out, std::FILE* err, const daydream::pas
   std::vector<std::string> specs = o.specs;
   if (specs.empty()) {
     for (auto& e : reg.entries()) {
+      if (!e.default_scenario) continue;
       if (!e.applicable(trace.g)) {
         a.not_applicable.push_back({std::string(e.name), not_applicable_reason(e, trace.g)});
         continue;

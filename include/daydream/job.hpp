@@ -434,23 +434,18 @@ inline alignment_result no_alignment(const alignment_input& in) {
   return a;
 }
 
-/// The collective algorithm the cluster model costs a collective with.
-enum class collective_algorithm : std::uint8_t { ring, tree };
-
-/// The name of a collective_algorithm value ("ring").
-inline constexpr std::string_view to_string(collective_algorithm a) noexcept {
-  return a == collective_algorithm::tree ? "tree" : "ring";
-}
+/// The algorithm a job's all-reduces are costed with: all_reduce_algorithm (collective.hpp).
+/// The name this header gave it first.
+using collective_algorithm [[deprecated("use daydream::all_reduce_algorithm (collective.hpp)")]] = all_reduce_algorithm;
 
 /// The alpha-beta cost of a collective of `bytes` over `p` ranks on link `l` with
 /// algorithm `a` (collective.hpp); all-to-all and send/recv are pairwise exchanges,
-/// broadcast a binomial tree, reduce-scatter and all-gather rings (the tree algorithm
-/// changes all-reduce only, as NCCL's does).
+/// broadcast a binomial tree, reduce-scatter and all-gather rings (the algorithm changes
+/// all-reduce only, as NCCL's does).
 inline time_ns collective_cost(comm_op op, double bytes, std::uint32_t p, const link_spec& l,
-                               collective_algorithm a = collective_algorithm::ring) {
+                               all_reduce_algorithm a = all_reduce_algorithm::ring) {
   switch (op) {
-  case comm_op::all_reduce:
-    return a == collective_algorithm::tree ? tree_all_reduce_time(bytes, p, l) : ring_all_reduce_time(bytes, p, l);
+  case comm_op::all_reduce: return all_reduce_time(bytes, p, l, a);
   case comm_op::reduce_scatter: return reduce_scatter_time(bytes, p, l);
   case comm_op::all_gather: return all_gather_time(bytes, p, l);
   case comm_op::broadcast:
@@ -479,14 +474,14 @@ struct job_model_options {
   /// with `algorithm`.
   enum class transfer_source : std::uint8_t { trace, cluster } transfer = transfer_source::trace;
   daydream::cluster cluster;                           ///< for transfer_source::cluster and the scenarios
-  collective_algorithm algorithm = collective_algorithm::ring; ///< for transfer_source::cluster
+  all_reduce_algorithm algorithm = all_reduce_algorithm::ring; ///< for transfer_source::cluster
   /// Network bandwidth scale (2: twice as fast): a calibrated transfer keeps its
   /// latency part (the cluster model's alpha terms) and divides the rest by the scale.
   double network_scale = 1.0;
   /// With transfer_source::trace: algorithm changed from the traced one (ring) to this;
   /// the calibrated time is scaled by the cluster model's ratio tree / ring.
-  collective_algorithm calibrated_as = collective_algorithm::ring;
-  collective_algorithm changed_to = collective_algorithm::ring;
+  all_reduce_algorithm calibrated_as = all_reduce_algorithm::ring;
+  all_reduce_algorithm changed_to = all_reduce_algorithm::ring;
   /// Ranks (index into job::ranks) whose start takes another rank's start (no_straggler):
   /// rank index -> the index whose release it takes.
   std::map<std::size_t, std::size_t> start_like;
@@ -626,16 +621,13 @@ inline void add_fine_collective(job_graph& jg, const job& j, const matched_colle
   std::sort(ranks.begin(), ranks.end());
   const auto p = std::uint32_t(ranks.size());
   const bool from_trace = o.transfer == job_model_options::transfer_source::trace;
-  auto algo = [](collective_algorithm a) {
-    return a == collective_algorithm::tree ? all_reduce_algorithm::tree : all_reduce_algorithm::ring;
-  };
-  const auto steps = collective_transfers(mc.op, double(mc.bytes), p, algo(from_trace ? o.changed_to : o.algorithm));
+  const auto steps = collective_transfers(mc.op, double(mc.bytes), p, from_trace ? o.changed_to : o.algorithm);
   // Calibrated: every duration scaled so that the collective alone takes the trace's
   // transfer time as the traced algorithm; the network scale divides the bandwidth terms.
   double factor = 1.0;
   time_ns step_latency = -1; // >= 0: every step's latency instead of its links'
   if (from_trace) {
-    const auto alone = uncontended_time(mc.op, double(mc.bytes), ranks, h, algo(o.calibrated_as));
+    const auto alone = uncontended_time(mc.op, double(mc.bytes), ranks, h, o.calibrated_as);
     if (alone > 0) factor = double(calibrated) / double(alone);
     else if (!steps.empty()) {
       // Nothing to scale (no recorded size, links without latency): the calibrated time is
@@ -771,10 +763,7 @@ inline job_graph build_job_graph(const job& j, const collective_matching& m, con
     as_traced.network_scale = 1.0;
     as_traced.changed_to = o.calibrated_as;
     // Room for every transfer: a latency task and a task on each of its two links.
-    const auto algo = (o.transfer == job_model_options::transfer_source::trace ? o.changed_to : o.algorithm) ==
-                              collective_algorithm::tree
-                          ? all_reduce_algorithm::tree
-                          : all_reduce_algorithm::ring;
+    const auto algo = o.transfer == job_model_options::transfer_source::trace ? o.changed_to : o.algorithm;
     std::size_t transfers = 0;
     for (auto& mc : m.collectives)
       transfers += collective_transfer_count(mc.op, std::max<std::uint32_t>(mc.group_size, std::uint32_t(mc.parts.size())), algo);

@@ -204,6 +204,12 @@ struct pass_report {
   std::int32_t workers = 0;
   /// Appends a `key: value` line.
   void add(std::string key, std::string value) { items.emplace_back(std::move(key), std::move(value)); }
+  /// The value of line `key` (the first, if several), or "" when the report has none.
+  [[nodiscard]] std::string_view value(std::string_view key) const {
+    for (const auto& [k, v] : items)
+      if (k == key) return v;
+    return {};
+  }
   /// Appends a warning or caveat.
   void note(std::string text) { notes.push_back(std::move(text)); }
   /// Marks the pass as having changed nothing, with the reason shown to the user.

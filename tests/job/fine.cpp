@@ -347,7 +347,7 @@ TEST_CASE("fine level: every link carries at most its bandwidth (random jobs)") 
     o.cluster = make_cluster(machines, per, 1 + rng() % 3, 500, 5 + rng() % 10, 100);
     o.cluster.nic_per_gpu = rng() % 2;
     o.communication = communication_level::fine;
-    if (rng() % 2) o.algorithm = collective_algorithm::tree;
+    if (rng() % 2) o.algorithm = all_reduce_algorithm::tree;
     auto x = replay_job(j, o);
     // Per link: its transfers' work (bytes / bandwidth) fits between its first start and
     // last end, and the job takes at least the busiest link's work.

@@ -391,7 +391,7 @@ TEST_CASE("scenarios: network scale and collective algorithm change the transfer
   CHECK(alpha > 0);
   CHECK(b.jg.collectives[0].transfer == alpha + (50 * us - alpha) / 2);
   job_model_options t;
-  t.changed_to = collective_algorithm::tree;
+  t.changed_to = all_reduce_algorithm::tree;
   auto c = run(even_job(), t);
   const auto link = t.cluster.ring_link();
   const double ratio = double(tree_all_reduce_time(1 << 20, 4, link)) / double(ring_all_reduce_time(1 << 20, 4, link));
@@ -401,6 +401,15 @@ TEST_CASE("scenarios: network scale and collective algorithm change the transfer
   auto d = run(even_job(), cl);
   CHECK(d.jg.collectives[0].transfer == ring_all_reduce_time(1 << 20, 4, cl.cluster.ring_link()));
   CHECK(d.jg.collectives[0].calibrated_from == -1);
+  // Every all-reduce algorithm of collective.hpp, halving-doubling too (4 ranks: a power of two).
+  job_model_options hd;
+  hd.changed_to = all_reduce_algorithm::halving_doubling;
+  auto e = run(even_job(), hd);
+  const double hd_ratio =
+      double(halving_doubling_all_reduce_time(1 << 20, 4, link)) / double(ring_all_reduce_time(1 << 20, 4, link));
+  CHECK(e.jg.collectives[0].transfer == time_ns(std::llround(50'000 * hd_ratio)));
+  CHECK(collective_cost(comm_op::all_reduce, 1 << 20, 4, link, all_reduce_algorithm::halving_doubling) ==
+        halving_doubling_all_reduce_time(1 << 20, 4, link));
 }
 
 TEST_CASE("representative worker: equal to the full replay on identical ranks") {

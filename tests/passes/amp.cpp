@@ -25,13 +25,6 @@ using namespace daydream::testing::pass_graphs;
 /// The kernel model alone: no casts, no GradScaler.
 const amp kernels_only{.casts = false, .scaler = false};
 
-/// The value of report line `key` ("" when there is none).
-std::string item(const pass_report& rep, std::string_view key) {
-  for (auto& [k, v] : rep.items)
-    if (k == key) return v;
-  return {};
-}
-
 TEST_CASE("amp: a GPU-bound step gets compute kernels 3x and memory kernels 2x faster; the optimizer stays FP32") {
   mlp m;
   CHECK(makespan(m.b.g) == 510);
@@ -47,7 +40,7 @@ TEST_CASE("amp: a GPU-bound step gets compute kernels 3x and memory kernels 2x f
   CHECK(rep.items[0].first == "compute_bound");
   CHECK(rep.items[0].second == "2 kernels, 360 ns -> 120 ns");
   CHECK(rep.items[1].second == "4 kernels, 140 ns -> 100 ns");
-  CHECK(item(rep, "weight-update kernels (FP32 master weights, unchanged)") == "2 kernels, 60 ns");
+  CHECK(rep.value("weight-update kernels (FP32 master weights, unchanged)") == "2 kernels, 60 ns");
   CHECK(rep.notes.empty());
 }
 
@@ -61,7 +54,7 @@ TEST_CASE("amp: a convolution already on TF32 tensor cores gets 1/tf32, an FP32 
   auto rep = kernels_only(b.g);
   CHECK(b.g.duration(tf.kernel) == 60);
   CHECK(b.g.duration(fp.kernel) == 40);
-  CHECK(item(rep, "compute-bound kernels already on TF32 tensor cores (/tf32)") == "1");
+  CHECK(rep.value("compute-bound kernels already on TF32 tensor cores (/tf32)") == "1");
   apply(b.g, amp{.tf32 = 1.5, .casts = false, .scaler = false});
   CHECK(b.g.duration(tf.kernel) == 40);
 }
@@ -74,7 +67,7 @@ TEST_CASE("amp stores activations in half precision: the activation peak halves"
   CHECK(m.b.g.mem_delta(m.fc1_f.kernel) == 500);
   CHECK(m.b.g.mem_delta(m.fc1_b.kernel) == -500);
   CHECK(replay(m.b.g).peak_memory == 700);
-  CHECK(item(rep, "forward/backward allocations") == "1.4 kB -> 700 B");
+  CHECK(rep.value("forward/backward allocations") == "1.4 kB -> 700 B");
   apply(m.b.g, amp{.activations = 1, .casts = false, .scaler = false});
   CHECK(replay(m.b.g).peak_memory == 700);
 }
@@ -94,7 +87,7 @@ TEST_CASE("amp halves activations only: weight gradients stay FP32") {
   CHECK(g.mem_delta(grad) == 1000);
   CHECK(g.mem_delta(m.fc1_f.kernel) == 500);
   CHECK(replay(g).peak_memory == 1700); // 500 + 1000 + 200
-  CHECK(item(rep, "weight-gradient allocations (FP32, unchanged)") == "1 kB");
+  CHECK(rep.value("weight-gradient allocations (FP32, unchanged)") == "1 kB");
 }
 
 TEST_CASE("amp: a CPU-bound step gains nothing from shorter kernels, and autocast's casts make it slower") {

@@ -24,12 +24,6 @@ namespace {
 /// a graph's nodes are 2 ns apart on the GPU.
 const cuda_graphs small{.launch_us = 0.05, .node_us = 0.01, .gap_us = 0.002};
 
-std::string item(const pass_report& rep, std::string_view key) {
-  for (auto& [k, v] : rep.items)
-    if (k == key) return v;
-  return {};
-}
-
 /// A launch-bound step: five ops whose launches take 100 ns and kernels 10 ns.
 /// Baseline (by hand): launches [0,100) ... [400,500), kernel i runs [100i+100, 100i+110):
 /// the step ends at 510.
@@ -51,10 +45,10 @@ TEST_CASE("cuda_graphs: a launch-bound step becomes one graph launch and its ker
   // One launch of 50 + 5 x 10 = 100 ns; the kernels are ready at 100 and run 10 ns each,
   // 2 ns apart: the last ends at 100 + 4 x 12 + 10 = 158.
   CHECK(replay(b.g).makespan == 158);
-  CHECK(item(rep, "graph launches (captured regions)") == "1");
-  CHECK(item(rep, "GPU tasks in graphs") == "5");
-  CHECK(item(rep, "graph launch cost").find("(given); 100 ns in all") != std::string::npos);
-  CHECK(item(rep, "left eager") == "nothing");
+  CHECK(rep.value("graph launches (captured regions)") == "1");
+  CHECK(rep.value("GPU tasks in graphs") == "5");
+  CHECK(rep.value("graph launch cost").find("(given); 100 ns in all") != std::string::npos);
+  CHECK(rep.value("left eager") == "nothing");
 }
 
 TEST_CASE("cuda_graphs: a host sync stays eager and splits the step into two graphs") {
@@ -70,8 +64,8 @@ TEST_CASE("cuda_graphs: a host sync stays eager and splits the step into two gra
   // Graph 1: launch 50 + 2 x 10 = 70, k1 [70,80), k2 [82,92); the sync [92,97); graph 2:
   // launch 50 + 3 x 10 = 80 [97,177), k3 [177,187), k4 [189,199), k5 [201,211).
   CHECK(replay(b.g).makespan == 211);
-  CHECK(item(rep, "graph launches (captured regions)") == "2");
-  CHECK(item(rep, "left eager") == "aten::item (waits for the GPU) x1");
+  CHECK(rep.value("graph launches (captured regions)") == "2");
+  CHECK(rep.value("left eager") == "aten::item (waits for the GPU) x1");
 }
 
 TEST_CASE("cuda_graphs: scope=model leaves the optimizer step eager") {
@@ -101,7 +95,7 @@ TEST_CASE("cuda_graphs: a GPU-bound step gains little, and the report says why")
   auto rep = apply(b.g, cuda_graphs{});
   CHECK(rep.applied);
   CHECK(replay(b.g).makespan >= before - 10);
-  CHECK(item(rep, "graph launch cost") == "20.0 us + 2.00 us per node (defaults: the trace has no graph launch); "
+  CHECK(rep.value("graph launch cost") == "20.0 us + 2.00 us per node (defaults: the trace has no graph launch); "
                                           "28 us in all");
   REQUIRE(rep.notes.size() == 1);
   CHECK(rep.notes[0].find("GPU-bound") != std::string::npos);
@@ -132,9 +126,9 @@ TEST_CASE("cuda_graphs: a trace already launched by graphs is left alone; its la
   b.op("sgemm", 20'000'000, "fc", phase::forward, 0, 0, "aten::mm", 10);
   auto rep2 = apply(b.g, cuda_graphs{});
   CHECK(rep2.applied);
-  CHECK(item(rep2, "graph launches already in the trace (unchanged)") == "1");
-  CHECK(item(rep2, "graph launch cost").find("(fit to the trace's 1 graph launches)") != std::string::npos);
-  CHECK(item(rep2, "left eager") == "graph launches already in the trace x1");
+  CHECK(rep2.value("graph launches already in the trace (unchanged)") == "1");
+  CHECK(rep2.value("graph launch cost").find("(fit to the trace's 1 graph launches)") != std::string::npos);
+  CHECK(rep2.value("left eager") == "graph launches already in the trace x1");
 }
 
 TEST_CASE("cuda_graphs: parameters, and what it says where it cannot apply") {

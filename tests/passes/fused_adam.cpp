@@ -68,3 +68,50 @@ TEST_CASE("fused_adam keeps the memory the optimizer step allocated") {
 TEST_CASE("fused_adam obeys the pass laws") {
   testing::check_pass_laws(fused_adam{}, pass_fixtures(), {.allow_refusal = false});
 }
+
+TEST_CASE("fused_adam names the optimizer it does not model, and refuses a step that is fused already") {
+  SUBCASE("SGD: applied, with a note that the traffic ratio is Adam's") {
+    mlp m;
+    m.b.cpu("Optimizer.step#SGD.step", 5, "", phase::weight_update);
+    CHECK(fused_adam::traced_optimizers(m.b.g) == std::vector<std::string>{"SGD"});
+    CHECK(fused_adam::applicable(m.b.g));
+    auto rep = apply(m.b.g, fused_adam{});
+    CHECK(rep.applied);
+    REQUIRE(rep.notes.size() == 1);
+    CHECK(rep.notes[0].find("the trace's optimizer is SGD") != std::string::npos);
+    CHECK(rep.notes[0].find("give traffic= for SGD's fused kernel") != std::string::npos);
+  }
+  SUBCASE("Adam: applied without a note") {
+    mlp m;
+    m.b.cpu("Optimizer.step#AdamW.step", 5, "", phase::weight_update);
+    auto rep = apply(m.b.g, fused_adam{});
+    CHECK(rep.applied);
+    CHECK(rep.notes.empty());
+  }
+  SUBCASE("an optimizer named Fused...: not applied, the graph unchanged") {
+    mlp m;
+    m.b.cpu("Optimizer.step#FusedAdam.step", 5, "", phase::weight_update);
+    const graph before = m.b.g;
+    CHECK(fused_adam::not_applicable(m.b.g) ==
+          "the optimizer step is fused already (Optimizer.step#FusedAdam.step): nothing to fuse");
+    auto rep = apply(m.b.g, fused_adam{});
+    CHECK_FALSE(rep.applied);
+    CHECK(rep.reason == fused_adam::not_applicable(before));
+    CHECK(testing::graph_difference(before, m.b.g).empty());
+  }
+  SUBCASE("PyTorch's fused=True kernels: not applied") {
+    mlp m;
+    m.b.g.set_name(m.opt1.kernel, "multi_tensor_apply_kernel<FusedAdamMathFunctor<float, 4>>");
+    CHECK(fused_adam::not_applicable(m.b.g).find("fused already (its kernel multi_tensor_apply_kernel<FusedAdam") !=
+          std::string::npos);
+    CHECK_FALSE(fused_adam::applicable(m.b.g));
+  }
+  SUBCASE("no weight update: says what the profiler marks") {
+    mlp m;
+    std::vector<task_id> ids;
+    for (auto t : tasks(m.b.g) | where(in_phase(phase::weight_update))) ids.push_back(t);
+    for (auto t : ids) m.b.g.set_phase(t, phase::backward);
+    CHECK(fused_adam::not_applicable(m.b.g).find("Optimizer.step#NAME.step") != std::string::npos);
+    CHECK_FALSE(apply(m.b.g, fused_adam{}).applied);
+  }
+}

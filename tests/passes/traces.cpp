@@ -140,7 +140,8 @@ std::string ratio(double x) {
 } // namespace
 
 // The table in docs/passes.md is this test's output:
-//   build/tests/passes/test_passes_traces --success=false | sed -n '/^Predicted/,$p'
+//   build/tests/passes/test_passes --test-case='every single-GPU pass runs on every real trace*' |
+//     sed -n '/^Predicted/,$p'
 TEST_CASE("every single-GPU pass runs on every real trace and keeps the graph valid and moves "
           "the prediction the physically right way (prints the table of predicted speedups)") {
   const auto cases = pass_cases();

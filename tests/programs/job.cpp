@@ -4,6 +4,8 @@
 // SPDX-License-Identifier: MIT
 #include <support/corpus.hpp>
 
+#include "captured.hpp"
+
 #include <whatif/whatif.hpp>
 
 #include <daydream/config.hpp>
@@ -17,16 +19,10 @@
 #include <string>
 #include <vector>
 
-namespace {
+using programs_test::num;
+using programs_test::slurp;
 
-std::string slurp(std::FILE* f) {
-  std::string s;
-  std::rewind(f);
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
-  std::fclose(f);
-  return s;
-}
+namespace {
 
 std::string run_json(whatif::options o) {
   std::FILE* out = std::tmpfile();
@@ -37,12 +33,6 @@ std::string run_json(whatif::options o) {
   CHECK(whatif::run(o, out, err) == 0);
   slurp(err);
   return slurp(out);
-}
-
-double num(simdjson::dom::element e) {
-  if (e.is_double()) return double(e.get_double());
-  if (e.is_int64()) return double(e.get_int64());
-  return double(e.get_uint64());
 }
 
 // The bundled 8-rank DLRM job: rank 0 with the examples, ranks 1-7 in one directory.

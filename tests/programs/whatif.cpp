@@ -1,6 +1,7 @@
 // Tests the what-if program's analysis and outputs, in process, on the bundled real traces and
 // on small generated ones with known answers.
 // SPDX-License-Identifier: MIT
+#include "captured.hpp"
 #include "trace_builder.hpp"
 
 #include <support/corpus.hpp>
@@ -32,15 +33,6 @@ struct result {
   std::string out, err;
 };
 
-std::string slurp(std::FILE* f) {
-  std::string s;
-  std::rewind(f);
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
-  std::fclose(f);
-  return s;
-}
-
 result run(whatif::options o, const daydream::passes::registry<daydream::graph>& reg = daydream::passes::bundled()) {
   std::FILE* out = std::tmpfile();
   std::FILE* err = std::tmpfile();
@@ -71,12 +63,6 @@ struct parsed {
     root = doc.value();
   }
 };
-
-double num(simdjson::dom::element e) {
-  if (e.is_int64()) return double(e.get_int64().value());
-  if (e.is_uint64()) return double(e.get_uint64().value());
-  return e.get_double().value();
-}
 
 /// A pass for the tests: makes every kernel `factor` times longer and says it models
 /// `workers` data-parallel workers (as the distributed passes do).

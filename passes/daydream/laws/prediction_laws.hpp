@@ -135,6 +135,15 @@ struct law_options {
   double replay_tolerance = 0.02;   ///< the baseline's error against the trace
 };
 
+//! @cond Doxygen_Suppress
+namespace detail {
+inline bool any_gpu_kernel(const graph& g) {
+  auto kernels = tasks<gpu_kernel>(g);
+  return kernels.begin() != kernels.end();
+}
+} // namespace detail
+//! @endcond
+
 /// A series of specs ordered from slowest to fastest setting: each must predict a step no
 /// slower than the one before it (within the tolerance).
 struct series {
@@ -147,12 +156,15 @@ struct series {
 /// and at neutral ones.
 inline std::vector<series> default_series(const graph& g) {
   std::vector<series> out;
-  if (passes::amp::applicable(g))
+  // amp runs on every trace with kernels, also where it refuses (reduced precision already).
+  if (detail::any_gpu_kernel(g))
     out.push_back({"amp: compute/memory speedup 0.05 -> 1 -> 1.01 -> 3 -> 20 (kernels only)",
                    {"amp:compute=0.05,tf32=0.05,memory=0.05,casts=false,scaler=false",
                     "amp:compute=1,tf32=1,memory=1,activations=1,casts=false,scaler=false",
                     "amp:compute=1.01,tf32=1.01,memory=1.01,casts=false,scaler=false", "amp:casts=false,scaler=false",
                     "amp:compute=20,tf32=20,memory=20,casts=false,scaler=false"}});
+  if (detail::any_gpu_kernel(g))
+    out.push_back({"speedup: every GPU task 0.5 -> 4x faster", {"speedup:factor=0.5", "speedup:factor=4"}});
   if (passes::precision::applicable(g))
     out.push_back({"precision:to=fp8: GEMM speedup 1 -> 2 -> 8", {"precision:gemm=1", "precision", "precision:gemm=8"}});
   if (passes::dataloader::applicable(g))
@@ -169,7 +181,10 @@ inline std::vector<series> default_series(const graph& g) {
 /// that it changed nothing.
 inline std::vector<std::string> neutral_specs(const graph& g) {
   std::vector<std::string> out;
-  if (passes::amp::applicable(g)) out.push_back("amp:compute=1,tf32=1,memory=1,activations=1,casts=false,scaler=false");
+  if (detail::any_gpu_kernel(g)) {
+    out.push_back("amp:compute=1,tf32=1,memory=1,activations=1,casts=false,scaler=false");
+    out.push_back("speedup:factor=1");
+  }
   if (passes::precision::applicable(g)) out.push_back("precision:gemm=1");
   if (passes::ddp::applicable(g)) out.push_back("ddp:workers=1");
   // A trace that already loads in workers: dataloader must say it changes nothing.

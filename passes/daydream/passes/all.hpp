@@ -19,6 +19,7 @@
 #include <daydream/passes/precision.hpp>
 #include <daydream/passes/recompute.hpp>
 #include <daydream/passes/reconstruct_bn.hpp>
+#include <daydream/passes/speedup.hpp>
 #include <daydream/passes/support/registry.hpp>
 #include <daydream/passes/substitute.hpp>
 #include <daydream/passes/tensor_fusion.hpp>
@@ -41,7 +42,7 @@ registry<graph> bundled();
 #else
 DAYDREAM_COMPILED_INLINE registry<graph> bundled() {
   return registry<graph>::of<amp, precision, fused_adam, reconstruct_bn, gist, vdnn, substitute, recompute,
-                             grad_accum, dataloader, cuda_graphs, ddp, p3, blueconnect, dgc, tictac, tensor_fusion,
+                             grad_accum, dataloader, cuda_graphs, speedup, ddp, p3, blueconnect, dgc, tictac, tensor_fusion,
                              tensor_partition>();
 }
 #endif

@@ -124,11 +124,45 @@ struct amp {
     return a;
   }
 
-  /// Whether `g` has GPU kernels.
-  static bool applicable(const graph& g) {
-    auto kernels = tasks<gpu_kernel>(g);
-    return kernels.begin() != kernels.end();
+  /// The GEMM and convolution time of `g` (compute-bound kernels, by `classes`) and how
+  /// much of it already runs in reduced precision, with the precisions found ("bf16 (12)").
+  struct precision_found {
+    time_ns compute_time = 0, reduced_time = 0;
+    std::string which;
+  };
+  static precision_found precision_of(const graph& g, classified& classes, kernel_families& fam) {
+    precision_found p;
+    std::map<std::string, std::size_t> reduced_names;
+    for (auto k : tasks<gpu_kernel>(g)) {
+      if (classes(k) != kernel_class::compute_bound) continue;
+      p.compute_time += g.duration(k);
+      if (reduced_precision(fam.precision(k))) {
+        p.reduced_time += g.duration(k);
+        ++reduced_names[std::string(to_string(fam.precision(k)))];
+      }
+    }
+    for (auto& [n, c] : reduced_names) p.which += (p.which.empty() ? "" : ", ") + n + " (" + std::to_string(c) + ")";
+    return p;
   }
+
+  /// Why the pass at its defaults changes nothing on `g` ("" when it does): no GPU
+  /// kernel, or the GEMMs and convolutions run in reduced precision already.
+  static std::string not_applicable(const graph& g) {
+    auto kernels = tasks<gpu_kernel>(g);
+    if (kernels.begin() == kernels.end())
+      return "the trace has no GPU kernel: AMP changes how long kernels take";
+    const amp a;
+    classified classes(g, a.classifier);
+    kernel_families fam(g);
+    const auto p = precision_of(g, classes, fam);
+    if (p.compute_time > 0 && double(p.reduced_time) >= a.already * double(p.compute_time))
+      return a.already_reduced(p);
+    return {};
+  }
+
+  /// Whether `g` has GPU kernels whose GEMMs and convolutions are not in reduced
+  /// precision already.
+  static bool applicable(const graph& g) { return not_applicable(g).empty(); }
 
   /// Scales every classified kernel not yet in reduced precision and the
   /// forward/backward memory, inserts the casts and GradScaler's work; returns the
@@ -141,24 +175,11 @@ struct amp {
     classified classes(g, classifier);
     kernel_families fam(g);
     // 1. The precision the run already has.
-    time_ns compute_time = 0, reduced_time = 0;
-    std::map<std::string, std::size_t> reduced_names;
-    for (auto k : tasks<gpu_kernel>(g)) {
-      if (classes(k) != kernel_class::compute_bound) continue;
-      compute_time += g.duration(k);
-      if (reduced_precision(fam.precision(k))) {
-        reduced_time += g.duration(k);
-        ++reduced_names[std::string(to_string(fam.precision(k)))];
-      }
-    }
-    if (compute_time > 0 && double(reduced_time) >= already * double(compute_time)) {
-      std::string which;
-      for (auto& [n, c] : reduced_names) which += (which.empty() ? "" : ", ") + n + " (" + std::to_string(c) + ")";
+    const auto found = precision_of(g, classes, fam);
+    if (found.compute_time > 0 && double(found.reduced_time) >= already * double(found.compute_time)) {
       rep.add("compute-bound time already in reduced precision",
-              fmt_share(reduced_time, compute_time) + " (" + which + " kernels)");
-      rep.not_applied("already reduced precision: " + fmt_share(reduced_time, compute_time) +
-                      " of the GEMM/convolution time runs in " + which +
-                      " kernels (by their names): nothing to gain from AMP");
+              fmt_share(found.reduced_time, found.compute_time) + " (" + found.which + " kernels)");
+      rep.not_applied(already_reduced(found));
       return rep;
     }
     std::array<std::size_t, kernel_class_count> count{};
@@ -245,6 +266,10 @@ struct amp {
   }
 
 private:
+  static std::string already_reduced(const precision_found& p) {
+    return "already reduced precision: " + fmt_share(p.reduced_time, p.compute_time) +
+           " of the GEMM/convolution time runs in " + p.which + " kernels (by their names): nothing to gain from AMP";
+  }
   void check_dtype() const {
     if (dtype != "fp16" && dtype != "bf16")
       throw usage_error("daydream: pass 'amp': dtype must be fp16 or bf16 (got '" + dtype +

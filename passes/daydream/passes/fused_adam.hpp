@@ -11,6 +11,9 @@
 #include <daydream/passes/support/edit.hpp>
 #include <daydream/passes/support/format.hpp>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -68,17 +71,56 @@ struct fused_adam {
     return f;
   }
 
-  /// Whether `g` has a weight-update phase.
-  static bool applicable(const graph& g) {
-    auto update = tasks(g) | where(in_phase(phase::weight_update));
-    return update.begin() != update.end();
+  /// The optimizers the trace's step annotations name (`Optimizer.step#NAME.step`, as
+  /// PyTorch's profiler marks each optimizer step): "SGD", "Adam", "FusedAdam", ... in
+  /// order of first appearance; empty when the trace marks none.
+  static std::vector<std::string> traced_optimizers(const graph& g) {
+    constexpr std::string_view marker = "Optimizer.step#";
+    std::vector<std::string> out;
+    for (auto t : tasks<cpu_task>(g) | where(in_phase(phase::weight_update))) {
+      const auto n = g.name(t);
+      if (!n.starts_with(marker)) continue;
+      auto opt = n.substr(marker.size());
+      if (opt.ends_with(".step")) opt.remove_suffix(5);
+      if (std::find(out.begin(), out.end(), opt) == out.end()) out.emplace_back(opt);
+    }
+    return out;
   }
+
+  /// Why the pass changes nothing on `g` ("" when it applies): no weight-update phase, or
+  /// an optimizer step that is fused already (a `Fused...` optimizer, or fused Adam
+  /// kernels: apex's and PyTorch's `fused=True`).
+  static std::string not_applicable(const graph& g) {
+    auto update = tasks(g) | where(in_phase(phase::weight_update) && !of_kind<comm_task>);
+    if (update.begin() == update.end())
+      return "no weight-update phase: the trace has no optimizer step (PyTorch's profiler marks one "
+             "`Optimizer.step#NAME.step` when the optimizer runs inside the profiled steps)";
+    for (auto& opt : traced_optimizers(g))
+      if (opt.find("Fused") != std::string::npos || opt.find("fused") != std::string::npos)
+        return "the optimizer step is fused already (Optimizer.step#" + opt + ".step): nothing to fuse";
+    for (auto t : update) {
+      const auto n = g.name(t);
+      if (n.find("FusedAdam") != std::string_view::npos || n.find("fused_adam") != std::string_view::npos)
+        return "the optimizer step is fused already (its kernel " + std::string(n.substr(0, 80)) +
+               "): nothing to fuse";
+    }
+    return {};
+  }
+
+  /// Whether the pass changes `g`: a weight-update phase that is not fused already.
+  static bool applicable(const graph& g) { return not_applicable(g).empty(); }
 
   /// Replaces each iteration's weight-update tasks by one launch and one fused kernel;
   /// returns the counts and times. Invalidates the handles of the removed tasks.
   pass_report operator()(graph& g) const {
     pass_report rep;
     rep.pass = std::string(name);
+    if (auto why = not_applicable(g); !why.empty()) {
+      rep.add("optimizer steps", "0");
+      rep.not_applied(std::move(why));
+      return rep;
+    }
+    const auto optimizers = traced_optimizers(g); // before the step's tasks are replaced
     std::map<std::int32_t, std::vector<task_id>> steps;
     for (auto t : tasks(g) | where(in_phase(phase::weight_update) && !of_kind<comm_task>))
       steps[t.iteration()].push_back(t);
@@ -107,7 +149,12 @@ struct fused_adam {
     rep.add("fused kernels", std::to_string(fused));
     rep.add("optimizer kernel time", format_time(old_time) + " -> " + format_time(new_time));
     rep.add("optimizer CPU time removed", format_time(cpu_time));
-    if (steps.empty()) rep.not_applied("no weight-update phase in the graph: nothing to fuse");
+    // The traffic ratio is Adam's: say so when the trace steps another optimizer.
+    for (auto& opt : optimizers)
+      if (opt.find("Adam") == std::string::npos && !estimate)
+        rep.note("the trace's optimizer is " + opt + " (Optimizer.step#" + opt +
+                 ".step): this pass models Adam's fused step (traffic=" + fmt::format("{:g}", traffic) +
+                 ": 7 of Adam's 20 memory passes per parameter); give traffic= for " + opt + "'s fused kernel");
     return rep;
   }
 };

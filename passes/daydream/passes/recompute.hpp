@@ -59,11 +59,27 @@ struct recompute {
     return r;
   }
 
+  /// Why no layer of `g` has forward and backward kernels ("" when one has): what the
+  /// trace lacks and how to record it.
+  static std::string not_applicable(const graph& g) {
+    return no_stashing_layer_reason(g, layer_instances(g), layer_filter{}, false);
+  }
   /// Whether some layer of `g` has forward and backward kernels.
-  static bool applicable(const graph& g) {
-    for (auto& l : layer_instances(g))
-      if (l.stashes()) return true;
-    return false;
+  static bool applicable(const graph& g) { return not_applicable(g).empty(); }
+
+  /// The tasks of `g` that show it re-computes activations already: calls of PyTorch's
+  /// activation checkpointing (`torch/utils/checkpoint.py`, `CheckpointFunction`,
+  /// `CheckpointWrapper`), as with_stack and with_modules record them.
+  static std::size_t traced_checkpoint_calls(const graph& g) {
+    std::size_t n = 0;
+    g.for_each_task([&](task_id t) {
+      if (!g.is<cpu_task>(t)) return;
+      const auto s = g.name(t);
+      n += s.find("torch/utils/checkpoint.py") != std::string_view::npos ||
+           s.find("CheckpointFunction") != std::string_view::npos ||
+           s.find("CheckpointWrapper") != std::string_view::npos;
+    });
+    return n;
   }
 
   /// Copies the forward of each selected layer before its backward (and moves memory
@@ -74,6 +90,7 @@ struct recompute {
     rep.pass = std::string(name);
     const layer_filter selected(layers);
     const bool memory = has_memory_accounting(g);
+    const auto checkpoint_calls = traced_checkpoint_calls(g); // before the copies
     std::size_t layers_done = 0, copied = 0;
     std::uint64_t bytes = 0;
     time_ns gpu_time = 0;
@@ -116,7 +133,13 @@ struct recompute {
     if (!memory) rep.note("the graph has no memory model: peak memory not predicted "
                           "(the trace has no [memory] events, profile_memory=True, and no estimate "
                           "from tensor sizes, record_shapes=True)");
-    if (layers_done == 0) rep.not_applied("no selected layer has forward and backward kernels: nothing re-computed");
+    if (const auto calls = checkpoint_calls; calls > 0)
+      rep.note("the trace re-computes activations already (" + std::to_string(calls) +
+               (calls == 1 ? " call" : " calls") +
+               " of PyTorch's activation checkpointing): a layer it checkpoints is re-computed twice here; "
+               "select the others with layers=");
+    if (layers_done == 0)
+      rep.not_applied(no_stashing_layer_reason(g, layer_instances(g), selected, false) + ": nothing re-computed");
     return rep;
   }
 };

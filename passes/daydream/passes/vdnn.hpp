@@ -84,12 +84,13 @@ struct vdnn {
     return v;
   }
 
-  /// Whether some layer of `g` stashes tensors of known size for its backward.
-  static bool applicable(const graph& g) {
-    for (auto& l : layer_instances(g))
-      if (l.stashes() && l.stash_bytes > 0) return true;
-    return false;
+  /// Why no layer of `g` stashes tensors of known size for its backward ("" when one
+  /// does): what the trace lacks and how to record it.
+  static std::string not_applicable(const graph& g) {
+    return no_stashing_layer_reason(g, layer_instances(g), layer_filter{}, true);
   }
+  /// Whether some layer of `g` stashes tensors of known size for its backward.
+  static bool applicable(const graph& g) { return not_applicable(g).empty(); }
 
   /// Inserts the offloads and prefetches, their calls, dependencies and priorities (and
   /// moves memory when the graph has a memory model); returns the layers, bytes and copy
@@ -162,7 +163,7 @@ struct vdnn {
     if (!memory) rep.note("the graph has no memory model: peak memory not predicted "
                           "(the trace has no [memory] events, profile_memory=True, and no estimate "
                           "from tensor sizes, record_shapes=True)");
-    if (moved == 0) rep.not_applied("no selected layer stashes tensors of known size: nothing offloaded");
+    if (moved == 0) rep.not_applied(no_stashing_layer_reason(g, all, selected, true) + ": nothing offloaded");
     return rep;
   }
 

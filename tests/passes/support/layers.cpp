@@ -1,7 +1,12 @@
-// Tests of layer_instances and layer_filter.
+// Tests of layer_instances, layer_filter and no_stashing_layer_reason (with the passes on
+// stashed activations that say it: gist, vdnn, recompute).
 // SPDX-License-Identifier: MIT
 #include <daydream/graph.hpp>
+#include <daydream/pass.hpp>
+#include <daydream/passes/gist.hpp>
+#include <daydream/passes/recompute.hpp>
 #include <daydream/passes/support/layers.hpp>
+#include <daydream/passes/vdnn.hpp>
 #include "../builder.hpp"
 #include <support/pass_laws.hpp>
 
@@ -32,4 +37,56 @@ TEST_CASE("layer instances group forward and backward tasks and estimate the sta
   CHECK(layer_filter(".*relu.*")("ReLU_0")); // case is ignored: module names as PyTorch writes them
   CHECK(layer_filter("batchnorm2d_0")("BatchNorm2d_0"));
   CHECK_THROWS_AS(layer_filter("(("), daydream::usage_error);
+}
+
+TEST_CASE("a pass on stashed activations that cannot act says what the trace lacks and how to record it") {
+  SUBCASE("no layer names: record with_stack or with_modules") {
+    builder b;
+    b.op("k", 10, "", phase::forward);
+    b.op("k", 10, "", phase::backward);
+    for (auto why : {gist::not_applicable(b.g), vdnn::not_applicable(b.g), recompute::not_applicable(b.g)})
+      CHECK(why.find("record with with_stack=True, or with_modules=True") != std::string::npos);
+    auto rep = apply(b.g, vdnn{});
+    CHECK_FALSE(rep.applied);
+    CHECK(rep.reason.ends_with(": nothing offloaded"));
+  }
+  SUBCASE("no backward: an inference trace") {
+    builder b;
+    b.op("gemm", 10, "fc1", phase::forward, 0, 1000);
+    CHECK(gist::not_applicable(b.g).starts_with("the trace has no backward pass"));
+    CHECK(recompute::not_applicable(b.g).starts_with("the trace has no backward pass"));
+    CHECK_FALSE(recompute::applicable(b.g));
+  }
+  SUBCASE("no tensor sizes: record_shapes, which recompute does not need") {
+    builder b;
+    b.op("gemm", 10, "fc1", phase::forward);
+    b.op("gemm_bwd", 20, "fc1", phase::backward);
+    CHECK(vdnn::not_applicable(b.g) == "none of the 1 layer instances that stash activations has a known size: "
+                                       "the trace recorded no tensor shapes (record with record_shapes=True)");
+    CHECK(recompute::applicable(b.g));
+    CHECK(recompute::not_applicable(b.g).empty());
+  }
+  SUBCASE("a layer pattern that selects nothing names the pattern") {
+    mlp m;
+    CHECK(gist::applicable(m.b.g));
+    auto rep = apply(m.b.g, gist{.layers = "conv.*"});
+    CHECK_FALSE(rep.applied);
+    CHECK(rep.reason == "no layer matches layers='conv.*' (2 layer instances stash activations of known size): "
+                        "nothing encoded");
+    auto rc = apply(m.b.g, recompute{.layers = "conv.*"});
+    CHECK(rc.reason == "no layer matches layers='conv.*' (2 layer instances stash activations): nothing re-computed");
+  }
+}
+
+TEST_CASE("recompute says when the trace re-computes activations already") {
+  mlp m;
+  CHECK(recompute::traced_checkpoint_calls(m.b.g) == 0);
+  m.b.cpu("torch/utils/checkpoint.py(343): checkpoint", 5, "fc1", phase::forward);
+  CHECK(recompute::traced_checkpoint_calls(m.b.g) == 1);
+  auto rep = apply(m.b.g, recompute{.layers = "fc1"});
+  CHECK(rep.applied);
+  REQUIRE(rep.notes.size() >= 1);
+  bool said = false;
+  for (auto& n : rep.notes) said = said || n.starts_with("the trace re-computes activations already (1 call of");
+  CHECK(said);
 }

@@ -9,6 +9,8 @@
 #include <daydream/task.hpp>
 #include <daydream/trace_order.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -136,6 +138,39 @@ private:
   std::string pattern_;
   std::regex rx_;
 };
+
+/// Why no layer instance of `all` (layer_instances(g)) is one a pass on stashed
+/// activations can act on ("" when one is): the layer must be selected by `selected`,
+/// have forward and backward kernels and, when `need_bytes`, a known stash size. Names
+/// what the trace lacks and how to record it, for gist, vdnn and recompute.
+inline std::string no_stashing_layer_reason(const graph& g, const std::vector<layer_instance>& all,
+                                            const layer_filter& selected, bool need_bytes) {
+  if (all.empty())
+    return "no task has a layer: the trace maps no operator to a module (record with with_stack=True, or "
+           "with_modules=True, so that operators carry their nn.Module)";
+  std::size_t stashing = 0, sized = 0, chosen = 0;
+  bool backward = false;
+  for (auto& l : all) {
+    backward = backward || !l.backward_gpu.empty() || !l.backward_cpu.empty();
+    if (!l.stashes()) continue;
+    ++stashing;
+    if (need_bytes && l.stash_bytes == 0) continue;
+    ++sized;
+    if (selected(g.str(l.layer))) ++chosen;
+  }
+  if (!backward)
+    return "the trace has no backward pass (inference, or a forward-only window): no layer stashes "
+           "activations for a backward";
+  if (stashing == 0) return "no layer has both forward and backward kernels: nothing is stashed for a backward";
+  if (sized == 0)
+    return fmt::format("none of the {} layer instances that stash activations has a known size: the trace "
+                       "recorded no tensor shapes (record with record_shapes=True)",
+                       stashing);
+  if (chosen == 0)
+    return fmt::format("no layer matches layers='{}' ({} layer instances stash activations{})", selected.pattern(),
+                       sized, need_bytes ? " of known size" : "");
+  return {};
+}
 
 } // namespace daydream::passes
 

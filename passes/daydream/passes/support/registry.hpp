@@ -36,6 +36,10 @@ template <class Graph> struct pass_entry {
   /// Parameters for a default what-if scenario ("workers=16,bandwidth=25Gbps" for the
   /// distributed passes, whose defaults describe a single worker); empty for none.
   std::string_view scenario_params;
+  /// Whether a default what-if run (no pass named) predicts the pass: false for a pass
+  /// that asks a question of the user's choosing (`speedup`), set by the pass's
+  /// `static constexpr bool default_scenario = false`.
+  bool default_scenario = true;
   std::function<erased_pass<Graph>(const pass_params&)> make;
   /// Whether a default what-if run includes the pass on a graph.
   std::function<bool(const Graph&)> applicable;
@@ -52,14 +56,15 @@ template <class Graph> struct pass_entry {
 /// Makes a registry entry for a pass type with the members of the bundled-pass contract:
 /// `name`, `help`, `static Pass from_params(const pass_params&)`, optionally `static bool
 /// applicable(const Graph&)`, `static std::string not_applicable(const Graph&)` (why not,
-/// "" when applicable) and `scenario_params`, and a call operator returning void or
-/// pass_report.
+/// "" when applicable), `scenario_params` and `default_scenario`, and a call operator
+/// returning void or pass_report.
 template <class Pass, class Graph> pass_entry<Graph> entry_for() {
   static_assert(pass_for<Pass, Graph>, "daydream::passes::entry_for: not a pass over this graph type");
   pass_entry<Graph> e;
   e.name = pass_traits<Pass>::name;
   if constexpr (requires { Pass::help; }) e.help = Pass::help;
   if constexpr (requires { Pass::scenario_params; }) e.scenario_params = Pass::scenario_params;
+  if constexpr (requires { Pass::default_scenario; }) e.default_scenario = Pass::default_scenario;
   e.make = [](const pass_params& p) {
     erased_pass<Graph> out;
     out.name = std::string(pass_traits<Pass>::name);

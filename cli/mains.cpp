@@ -1,17 +1,23 @@
-// daydream: one command, one subcommand per question.
+// The main functions of the programs daydream and daydream-whatif, compiled once in daydream_cli
+// (cli/daydream.cpp and cli/daydream_whatif.cpp each call one).
 // SPDX-License-Identifier: MIT
 //
+// daydream: one command, one subcommand per question.
 //   daydream whatif TRACE [--pass SPEC ...]   what would these optimizations do?
 //   daydream optimize TRACE... [--workers N]  which plan is best? (under mpirun: on every rank)
 //   daydream strategy TRACE --cluster C --strategy S ... [--grid]  which dp x tp x pp strategy is best?
 //   daydream dlc analyze|replay|export ...    SketchDLC communication traces
 //   daydream ps TRACE [--workers 1-16]       asynchronous parameter-server throughput for W workers
 //   daydream compare BEFORE AFTER [--pass S]  a prediction of AFTER from BEFORE next to AFTER as measured
+//   daydream sensitivity TRACE [--by layer]   the step if each layer alone were X times faster
+#include "mains.hpp"
+
 #include "compare/compare_cmd.hpp"
 #include "dlc/dlc.hpp"
 #include "optimize/optimize.hpp"
 #include "program.hpp"
 #include "ps/ps.hpp"
+#include "sensitivity/sensitivity_cmd.hpp"
 #include "strategy/strategy.hpp"
 #include "whatif/whatif.hpp"
 
@@ -21,11 +27,9 @@
 
 #include <unistd.h>
 
-#ifndef DAYDREAM_DEFAULT_TRACE
-#  define DAYDREAM_DEFAULT_TRACE "examples/traces/resnet50_v100.json.gz"
-#endif
+namespace program {
 
-int main(int argc, char** argv) {
+int daydream_main(int argc, char** argv, const char* default_trace) {
   CLI::App app{"daydream: what-if analysis of DNN training from PyTorch profiler (Kineto) traces.\n"
                "Run `daydream COMMAND --help` for a command's options."};
   app.set_version_flag("--version", fmt::format("daydream {}.{}.{}", DAYDREAM_VERSION_MAJOR,
@@ -33,7 +37,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   whatif::options wo;
-  wo.trace = DAYDREAM_DEFAULT_TRACE;
+  wo.trace = default_trace;
   auto* whatif_cmd = app.add_subcommand(
       "whatif", "predict the iteration time and memory of a training run under optimizations, from one trace");
   whatif::add_options(*whatif_cmd, wo);
@@ -59,8 +63,13 @@ int main(int argc, char** argv) {
       "compare", "put a prediction of AFTER (from BEFORE under --pass) next to AFTER as measured, or diff two "
                  "traces; with --manifest, the validation table of before/after pairs (docs/validation.md)");
   compare_cmd::add_options(*compare_sub, co);
+  sensitivity_cmd::options sen;
+  auto* sensitivity_sub = app.add_subcommand(
+      "sensitivity", "for every layer (kernel family, kernel) the step predicted if it alone ran X times faster, "
+                     "next to its share of GPU time: what is worth optimizing");
+  sensitivity_cmd::add_options(*sensitivity_sub, sen);
 
-  return program::run_program(app, argc, argv, [&] {
+  return run_program(app, argc, argv, [&] {
     if (whatif_cmd->parsed()) {
       wo.progress = !wo.json && ::isatty(STDERR_FILENO);
       return whatif::run(wo, stdout, stderr);
@@ -70,6 +79,23 @@ int main(int argc, char** argv) {
     if (dlc_cmds.dlc->parsed()) return dlc_cmd::run(dlc_cmds, dlco, stdout);
     if (ps_sub->parsed()) return ps_cmd::run(po, stdout);
     if (compare_sub->parsed()) return compare_cmd::run(co, stdout);
-    return int(program::usage);
+    if (sensitivity_sub->parsed()) return sensitivity_cmd::run(sen, stdout);
+    return int(usage);
   });
 }
+
+// daydream-whatif: predicts what optimizations would do to a traced training iteration
+// (the same program as `daydream whatif`).
+int daydream_whatif_main(int argc, char** argv, const char* default_trace) {
+  CLI::App app{"daydream-whatif: predict the iteration time and memory of a training run under "
+               "optimizations, from one PyTorch profiler (Kineto) trace (the same as `daydream whatif`)."};
+  whatif::options o;
+  o.trace = default_trace;
+  whatif::add_options(app, o);
+  return run_program(app, argc, argv, [&] {
+    o.progress = !o.json && ::isatty(STDERR_FILENO);
+    return whatif::run(o, stdout, stderr);
+  });
+}
+
+} // namespace program

@@ -1,0 +1,9 @@
+// daydream: one command, one subcommand per question (cli/mains.cpp).
+// SPDX-License-Identifier: MIT
+#include "mains.hpp"
+
+#ifndef DAYDREAM_DEFAULT_TRACE
+#  define DAYDREAM_DEFAULT_TRACE "examples/traces/resnet50_v100.json.gz"
+#endif
+
+int main(int argc, char** argv) { return program::daydream_main(argc, argv, DAYDREAM_DEFAULT_TRACE); }

@@ -58,7 +58,8 @@ TEST_CASE("reconstruct_bn does not apply to a graph without batch norm") {
   auto rep = reconstruct_bn{}(m.b.g);
   CHECK(makespan(m.b.g) == 510);
   CHECK_FALSE(rep.applied);
-  CHECK(rep.reason == "no batch-norm kernel in the graph: nothing to reconstruct");
+  CHECK(rep.reason == "no batch-norm kernel (no kernel or operator name matches bn_fw|bn_bw|batch_?norm): the model "
+                      "normalizes otherwise (LayerNorm, RMSNorm) or not at all: nothing to reconstruct");
   CHECK(rep.notes.empty());
   CHECK(reconstruct_bn::from_params(pass_params::parse("reconstruct_bn", "bn_speedup=1.5")).bn_speedup == 1.5);
 }

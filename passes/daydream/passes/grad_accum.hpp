@@ -63,9 +63,13 @@ struct grad_accum {
   }
 
   /// Whether `g` trains: it has backward tasks.
-  static bool applicable(const graph& g) {
+  static bool applicable(const graph& g) { return not_applicable(g).empty(); }
+  /// Why the pass changes nothing on `g` ("" when it does): no backward pass.
+  static std::string not_applicable(const graph& g) {
     auto backward = tasks(g) | where(in_phase(phase::backward));
-    return backward.begin() != backward.end();
+    if (backward.begin() != backward.end()) return {};
+    return "the trace has no backward pass (inference, or a forward-only window): there is no weight "
+           "update to accumulate micro-batches for";
   }
 
   /// Repeats each iteration's forward-backward window `k` times; returns the counts and

@@ -64,11 +64,15 @@ struct reconstruct_bn {
   }
 
   /// Whether `g` has batch-norm kernels.
-  static bool applicable(const graph& g) {
+  static bool applicable(const graph& g) { return not_applicable(g).empty(); }
+  /// Why the pass changes nothing on `g` ("" when it does): no batch-norm kernel.
+  static std::string not_applicable(const graph& g) {
     reconstruct_bn r;
     auto m = r.matcher(g);
     auto bn = tasks<gpu_kernel>(g) | where(pred([&](const auto& k) { return m.is_bn(k); }));
-    return bn.begin() != bn.end();
+    if (bn.begin() != bn.end()) return {};
+    return "no batch-norm kernel (no kernel or operator name matches bn_fw|bn_bw|batch_?norm): the model "
+           "normalizes otherwise (LayerNorm, RMSNorm) or not at all";
   }
 
   /// Speeds up batch norm and removes the activations next to it; returns the counts
@@ -119,7 +123,11 @@ struct reconstruct_bn {
                                       " -> " + format_time(bn_after));
     rep.add("activation kernels removed", std::to_string(act.size()) + ", " + format_time(act_time));
     rep.add("CPU tasks removed", std::to_string(gone.size() - act.size()) + ", " + format_time(cpu_time));
-    if (bn.empty()) rep.not_applied("no batch-norm kernel in the graph: nothing to reconstruct");
+    if (bn.empty()) {
+      const auto why = not_applicable(g);
+      rep.not_applied((why.empty() ? std::string("no batch-norm kernel matches the pass's patterns") : why) +
+                      ": nothing to reconstruct");
+    }
     return rep;
   }
 

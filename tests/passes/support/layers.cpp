@@ -4,6 +4,8 @@
 #include <daydream/graph.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/passes/gist.hpp>
+#include <daydream/passes/grad_accum.hpp>
+#include <daydream/passes/reconstruct_bn.hpp>
 #include <daydream/passes/recompute.hpp>
 #include <daydream/passes/support/layers.hpp>
 #include <daydream/passes/vdnn.hpp>
@@ -89,4 +91,15 @@ TEST_CASE("recompute says when the trace re-computes activations already") {
   bool said = false;
   for (auto& n : rep.notes) said = said || n.starts_with("the trace re-computes activations already (1 call of");
   CHECK(said);
+}
+
+TEST_CASE("reconstruct_bn and grad_accum say what the trace lacks") {
+  builder b;
+  b.op("volta_sgemm_128x64_tn", 10, "fc1", phase::forward);
+  CHECK(reconstruct_bn::not_applicable(b.g).starts_with("no batch-norm kernel (no kernel or operator name matches"));
+  CHECK(apply(b.g, reconstruct_bn{}).reason.ends_with(": nothing to reconstruct"));
+  CHECK(grad_accum::not_applicable(b.g).starts_with("the trace has no backward pass"));
+  CHECK_FALSE(grad_accum::applicable(b.g));
+  mlp m;
+  CHECK(grad_accum::not_applicable(m.b.g).empty());
 }

@@ -43,7 +43,9 @@ TEST_CASE("the prediction laws hold on every trace of the corpus (prints the cou
       FAIL_CHECK((std::string(to_string(c.which)) + " broken by " + c.scenario + ": " + c.detail));
     }
   }
-  CHECK(traces > 30);
+  // A second run over extra traces alone (DAYDREAM_SKIP_BUNDLED=1) has those only.
+  if (testing::skip_bundled()) CHECK(traces > 0);
+  else CHECK(traces > 30);
   std::printf("| law | cases checked | violations |\n|---|---:|---:|\n");
   for (std::size_t k = 0; k < checked.size(); ++k)
     std::printf("| `%s` | %zu | %zu |\n", std::string(to_string(laws::law(k))).c_str(), checked[k], broken[k]);

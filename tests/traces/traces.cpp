@@ -89,7 +89,9 @@ TEST_CASE("every real trace loads, accounts for every event and has an acyclic g
     ++n;
   }
   MESSAGE(n << " real traces loaded");
-  CHECK(n >= bundled_count);
+  // A second run over extra traces alone (DAYDREAM_SKIP_BUNDLED=1) has those only.
+  if (testing::skip_bundled()) CHECK(n > 0);
+  else CHECK(n >= bundled_count);
 }
 
 TEST_CASE("the unmodified graph replays every steady-state iteration within 2% of the trace") {
@@ -123,7 +125,8 @@ TEST_CASE("the unmodified graph replays every steady-state iteration within 2% o
   }
   MESSAGE(checked << " steady-state iterations of " << traces << " real traces checked (" << bundled_checked
                   << " of bundled traces)");
-  CHECK(bundled_checked >= 30);
+  if (testing::skip_bundled()) CHECK(checked > 0);
+  else CHECK(bundled_checked >= 30);
 }
 
 TEST_CASE("the replay's peak memory plus what was allocated before equals the trace's peak") {

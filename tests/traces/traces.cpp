@@ -66,7 +66,7 @@ TEST_CASE("the bundled corpus is all there, and the run says how many traces it 
   std::size_t used_bundled = 0;
   for (auto& t : all) used_bundled += t.bundled;
   MESSAGE("real traces used: " << all.size() << " (" << used_bundled << " bundled"
-                               << (testing::skip_bundled() ? ", checked by an earlier run" : "") << ", "
+                               << std::string(testing::skip_bundled() ? ", checked by an earlier run" : "") << ", "
                                << all.size() - used_bundled << " extra"
                                << (extra ? " from " + extra->string() : std::string(", none found")) << ")");
   for (auto& root : testing::bundled_roots()) CHECK(fs::is_directory(root));

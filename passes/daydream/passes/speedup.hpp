@@ -137,8 +137,11 @@ struct speedup {
     rep.pass = std::string(name);
     const auto sel = selected(g);
     time_ns all = 0, before = 0, after = 0;
+    std::size_t gpu_tasks = 0;
     g.for_each_task([&](task_id t) {
-      if (!g.is<cpu_task>(t)) all += g.duration(t);
+      if (g.is<cpu_task>(t)) return;
+      all += g.duration(t);
+      ++gpu_tasks;
     });
     std::map<std::string_view, std::pair<std::size_t, time_ns>> by_name;
     for (auto t : sel) {
@@ -169,7 +172,7 @@ struct speedup {
       rep.add("longest selected", names);
     }
     if (sel.empty())
-      rep.not_applied("no GPU task matches " + describe() + " (of " + std::to_string(count_gpu(g)) +
+      rep.not_applied("no GPU task matches " + describe() + " (of " + std::to_string(gpu_tasks) +
                       " GPU tasks in the graph)");
     else if (before == after)
       rep.not_applied(duration >= 0 ? "every selected task already takes " + format_time(duration)
@@ -225,11 +228,6 @@ private:
                           "' (use forward, backward, weight_update or other, separated by |)");
     }
     return out;
-  }
-  static std::size_t count_gpu(const graph& g) {
-    std::size_t n = 0;
-    g.for_each_task([&](task_id t) { n += !g.is<cpu_task>(t); });
-    return n;
   }
 };
 

@@ -312,6 +312,7 @@ inline std::string job_json(const job_analysis& a) {
       for (auto& rr : s.res.ranks) {
         w.begin_object().field("rank", rr.rank).field("predicted_us", us(rr.predicted));
         w.field("compute_us", us(rr.compute)).field("transfer_us", us(rr.transfer)).field("wait_us", us(rr.wait));
+        w.field("other_us", us(rr.other));
         w.end_object();
       }
     w.end_array();

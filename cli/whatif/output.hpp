@@ -150,7 +150,9 @@ inline std::string explain_bound(const graph& g, const daydream::iteration_break
   auto with = [](std::string head, std::string res, std::string tail) {
     return res.empty() ? head + ": " + tail : head + ": " + res + "; " + tail;
   };
-  const double on_path = share(b.critical[static_cast<int>(b.bound)], b.duration);
+  // input-bound is CPU work on the critical path (critical[0]); the others index it directly.
+  const auto kind = b.bound == daydream::bound_by::input ? daydream::bound_by::cpu : b.bound;
+  const double on_path = share(b.critical[static_cast<int>(kind)], b.duration);
   switch (b.bound) {
   case daydream::bound_by::gpu:
     return with("GPU-bound", top_resource({resource_kind::gpu_stream}),
@@ -166,6 +168,12 @@ inline std::string explain_bound(const graph& g, const daydream::iteration_break
                                 ? fmt::format(" ({:.0f}% between traced operators: Python, data loading)",
                                               share(b.critical_cpu_gaps, b.duration))
                                 : std::string(),
+                            share(b.gpu_busy, b.duration)));
+  case daydream::bound_by::input:
+    return with("input-bound", top_resource({resource_kind::cpu_thread}),
+                fmt::format("{:.0f}% of the step waits in DataLoader.__next__ on the training thread (data loading "
+                            "holds {:.0f}% of the critical path's CPU time), the GPUs are busy {:.0f}%",
+                            share(b.critical_input, b.duration), share(b.critical_input, b.critical[0]),
                             share(b.gpu_busy, b.duration)));
   case daydream::bound_by::communication:
     return with("communication-bound", top_resource({resource_kind::link, resource_kind::gpu_stream, resource_kind::other}),

@@ -131,8 +131,10 @@ void prepare(const options& o, daydream::io::kineto_trace& trace, analysis& a, s
   if (a.whole_trace)
     a.warnings.push_back(o.trace + ": " + iterations_line(a) +
                          "; record several steps with torch.profiler.schedule and prof.step() to analyse one");
-  for (auto i : a.iterations)
+  for (auto i : a.iterations) {
     a.measured.push_back(trace.iterations.empty() ? trace.info.end - trace.info.begin : trace.measured(i));
+    if (auto n = trace.measurement_note(i); !n.empty()) a.warnings.push_back("measured: " + n);
+  }
 
   // Memory: the trace's [memory] events from the level allocated before the first one,
   // else the tensor-size estimate of activations.

@@ -23,7 +23,12 @@
 namespace daydream {
 
 /// What bounds an iteration: the kind of work that holds most of its critical path.
-enum class bound_by : std::uint8_t { cpu, gpu, communication, memory_copies, idle };
+enum class bound_by : std::uint8_t {
+  cpu, gpu, communication, memory_copies, idle,
+  /// CPU-bound, with most of the critical path's CPU time in a DataLoader's `__next__`
+  /// on the training thread: the step waits for its input (iteration_breakdown::critical_input).
+  input,
+};
 
 inline constexpr std::string_view to_string(bound_by b) noexcept {
   switch (b) {
@@ -32,6 +37,7 @@ inline constexpr std::string_view to_string(bound_by b) noexcept {
   case bound_by::communication: return "communication";
   case bound_by::memory_copies: return "memory copies";
   case bound_by::idle: return "idle gaps";
+  case bound_by::input: return "input";
   }
   return "?";
 }
@@ -211,6 +217,12 @@ struct iteration_breakdown {
   /// profiler did not record). A gap the chain waited through for another reason (launch
   /// latency, a dependency) is idle.
   time_ns critical_cpu_gaps = 0;
+  /// Of critical[0]: time in a DataLoader's `__next__` (tasks named
+  /// `enumerate(DataLoader)#...__next__`, and the thread's untraced time just before
+  /// them): the training thread loading its batch while the step waits.
+  time_ns critical_input = 0;
+  /// What bounds the iteration: the kind of work holding most of the critical path;
+  /// `input` when that is CPU work and at least half of it is data loading.
   bound_by bound = bound_by::idle;
   /// Critical-path time per (layer, phase), largest first (gaps, CPU or idle, are in no entry).
   std::vector<std::pair<std::pair<std::string, phase>, time_ns>> critical_by_layer;
@@ -282,6 +294,10 @@ iteration_breakdown breakdown(const Graph& g, const replay_result& r, std::int32
   for (auto& [res, v] : per_res) b.busy.push_back({res, union_length(v, b.begin, b.end)});
   std::stable_sort(b.busy.begin(), b.busy.end(), [](auto& x, auto& y) { return x.second > y.second; });
 
+  auto loads_input = [&](task_id t) {
+    auto n = g.name(t);
+    return n.starts_with("enumerate(DataLoader)") && n.ends_with("__next__");
+  };
   auto path = iteration_critical_path(g, r, iteration);
   b.critical_tasks = path.size();
   std::map<std::pair<std::string, phase>, time_ns> by_layer;
@@ -298,6 +314,7 @@ iteration_breakdown breakdown(const Graph& g, const replay_result& r, std::int32
       if (program_order && res != no_resource && is_cpu(g.resource_at(res).kind)) {
         b.critical[0] += s - prev_end; // the thread's own untraced time
         b.critical_cpu_gaps += s - prev_end;
+        if (loads_input(t)) b.critical_input += s - prev_end;
         by_res[res] += s - prev_end;
       } else {
         b.critical[4] += s - prev_end;
@@ -307,8 +324,10 @@ iteration_breakdown breakdown(const Graph& g, const replay_result& r, std::int32
     const auto d = e - s;
     auto k = work_kind_of(g, t);
     b.critical[static_cast<std::size_t>(k)] += d; // work_kind's order is critical's
-    if (k == work_kind::cpu)
+    if (k == work_kind::cpu) {
       if (auto h = g.template as<cpu_task>(t); h && g.payload(h).call == cpu_call::launch) b.critical_launch += d;
+      if (loads_input(t)) b.critical_input += d;
+    }
     by_layer[{std::string(g.layer(t)), g.phase_of(t)}] += d;
     if (g.resource_of(t) != no_resource) by_res[g.resource_of(t)] += d;
   }
@@ -317,6 +336,7 @@ iteration_breakdown breakdown(const Graph& g, const replay_result& r, std::int32
   constexpr bound_by order[] = {bound_by::cpu, bound_by::gpu, bound_by::communication,
                                 bound_by::memory_copies, bound_by::idle};
   b.bound = order[top];
+  if (b.bound == bound_by::cpu && 2 * b.critical_input >= b.critical[0] && b.critical_input > 0) b.bound = bound_by::input;
   for (auto& [k, d] : by_layer) b.critical_by_layer.push_back({k, d});
   std::stable_sort(b.critical_by_layer.begin(), b.critical_by_layer.end(),
                    [](auto& x, auto& y) { return x.second > y.second; });

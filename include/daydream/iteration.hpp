@@ -5,6 +5,7 @@
 
 #include <daydream/config.hpp>
 #include <daydream/replay.hpp>
+#include <daydream/resource.hpp>
 #include <daydream/task.hpp>
 
 #include <algorithm>
@@ -28,13 +29,78 @@ inline time_ns median_of(std::vector<time_ns> v) {
 /// Where one iteration lies in a replay.
 struct iteration_span {
   std::int32_t iteration = 0; ///< its number
-  time_ns begin = 0;      ///< earliest start of its tasks
+  /// Where its step begins: the earliest start of its tasks (first_start), except for a
+  /// last iteration (no next one follows) whose start found the GPU still running earlier
+  /// work (the previous iteration's, or work queued before the trace's first step): then
+  /// when that earlier work ended. That backlog is not this iteration's; measured from
+  /// the end of the earlier work to the end of its own, the step is the period a loop
+  /// repeats with, as from one iteration's start to the next one's.
+  time_ns begin = 0;
   time_ns end = 0;        ///< earliest start of the next iteration's tasks, or its latest end
   time_ns last_end = 0;   ///< latest end of its own tasks
   std::size_t tasks = 0;  ///< its live tasks
+  time_ns first_start = 0; ///< earliest start of its tasks
   /// How long the iteration took: `end - begin`.
   time_ns duration() const noexcept { return end - begin; }
+  /// The earlier work it waited for at its start (`begin - first_start`, 0 for most).
+  time_ns backlog() const noexcept { return begin - first_start; }
 };
+
+//! @cond DAYDREAM_INTERNAL
+namespace detail {
+/// Gathers a graph's iteration spans task by task and closes them (the rule of
+/// iteration_spans): `add` each replayed task, then `close`.
+struct span_builder {
+  std::map<std::int32_t, iteration_span> spans;
+  std::map<std::int32_t, time_ns> device_first; ///< earliest start of each iteration's GPU-side tasks
+  std::vector<std::pair<time_ns, time_ns>> outside; ///< GPU-side tasks of no iteration
+
+  void add(std::int32_t i, time_ns start, time_ns end, bool device) {
+    if (i < 0) {
+      if (device) outside.push_back({start, end});
+      return;
+    }
+    auto [it, fresh] = spans.try_emplace(i);
+    auto& s = it->second;
+    if (fresh) {
+      s.iteration = i;
+      s.first_start = start;
+      s.last_end = end;
+    }
+    s.first_start = std::min(s.first_start, start);
+    s.last_end = std::max(s.last_end, end);
+    ++s.tasks;
+    if (device) {
+      auto [d, first] = device_first.try_emplace(i, start);
+      if (!first) d->second = std::min(d->second, start);
+    }
+  }
+
+  std::vector<iteration_span> close() const {
+    std::vector<iteration_span> out;
+    for (auto& [i, s] : spans) out.push_back(s);
+    time_ns earlier = std::numeric_limits<time_ns>::min(); // latest end of earlier iterations' tasks
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      auto& s = out[k];
+      s.begin = s.first_start;
+      if (k + 1 < out.size() && out[k + 1].iteration == s.iteration + 1) {
+        s.end = out[k + 1].first_start;
+      } else {
+        s.end = s.last_end;
+        // Work queued before it that its own GPU work waited for.
+        time_ns prior = earlier;
+        if (auto d = device_first.find(s.iteration); d != device_first.end())
+          for (auto [b, e] : outside)
+            if (b < d->second) prior = std::max(prior, e);
+        if (prior > s.first_start && prior < s.last_end) s.begin = prior;
+      }
+      earlier = std::max(earlier, s.last_end);
+    }
+    return out;
+  }
+};
+} // namespace detail
+//! @endcond
 
 /// Throws daydream::error unless `r` can be a replay of `g`: one start and one end per
 /// task id of `g` (a replay of another graph, or of `g` before compact() or before tasks
@@ -49,38 +115,27 @@ void check_replay_of(const Graph& g, const replay_result& r, const char* what) {
 }
 
 /// The iterations of a replayed graph in increasing order. Tasks with a negative
-/// iteration number (outside any iteration: set-up, profiler overhead) are ignored.
+/// iteration number (outside any iteration: set-up, profiler overhead) are ignored, except
+/// as the earlier work a last iteration may wait for.
 ///
 /// An iteration runs from the earliest start of its tasks to the earliest start of the
 /// next iteration's tasks (the period a training loop repeats with), or, for the last
-/// one, to the latest end of its own tasks. Passes may remove any task: the spans are
-/// computed from whatever is left. Throws daydream::error if `r` is not a replay of `g`
-/// (check_replay_of). O(V log I).
+/// one, to the latest end of its own tasks. A last iteration whose GPU work waited for
+/// earlier work still running when it started (a GPU that lags its CPU: the previous
+/// step's kernels, or kernels queued before a one-step trace) is measured from the end of
+/// that earlier work instead (iteration_span::begin, backlog()). Passes may remove any
+/// task: the spans are computed from whatever is left. Throws daydream::error if `r` is
+/// not a replay of `g` (check_replay_of). O(V log I).
 template <class Graph>
 std::vector<iteration_span> iteration_spans(const Graph& g, const replay_result& r) {
   check_replay_of(g, r, "iteration_spans");
-  std::map<std::int32_t, iteration_span> m;
+  detail::span_builder b;
   g.for_each_task([&](task_id t) {
-    auto i = g.iteration(t);
-    if (i < 0 || r.start[t] < 0) return;
-    auto [it, fresh] = m.try_emplace(i);
-    auto& s = it->second;
-    if (fresh) {
-      s.iteration = i;
-      s.begin = r.start[t];
-      s.last_end = r.end[t];
-    }
-    s.begin = std::min(s.begin, r.start[t]);
-    s.last_end = std::max(s.last_end, r.end[t]);
-    ++s.tasks;
+    if (r.start[t] < 0) return;
+    const auto res = g.resource_of(t);
+    b.add(g.iteration(t), r.start[t], r.end[t], res != no_resource && g.resource_at(res).kind != resource_kind::cpu_thread);
   });
-  std::vector<iteration_span> out;
-  for (auto& [i, s] : m) out.push_back(s);
-  for (std::size_t k = 0; k < out.size(); ++k)
-    out[k].end = k + 1 < out.size() && out[k + 1].iteration == out[k].iteration + 1
-                     ? out[k + 1].begin
-                     : out[k].last_end;
-  return out;
+  return b.close();
 }
 
 /// The replayed duration of iteration `i` (see iteration_spans), or -1 if `g` has no

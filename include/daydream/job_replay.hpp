@@ -26,12 +26,14 @@ namespace daydream {
 struct rank_result {
   std::int32_t rank = -1;
   std::vector<time_ns> per_iteration; ///< replayed time of each analysed iteration (-1: none)
-  time_ns predicted = -1;             ///< the median of per_iteration
-  time_ns measured = -1;              ///< the trace's median over the same iterations (-1: unknown)
-  /// In the focus iteration (job_result::iteration), the rank's span split into time
-  /// computing (a GPU kernel or copy of the rank running), else transferring (a
-  /// collective's transfer), else waiting for other ranks at a collective, else other
-  /// (the GPU idle: CPU-bound or between iterations); the four add up to the span.
+  /// Its replayed time in the focus iteration (job_result::iteration; per_iteration
+  /// there), -1 if it has none. The job's iteration is the largest of these.
+  time_ns predicted = -1;
+  time_ns measured = -1;              ///< the trace's time of the same iteration (-1: unknown)
+  /// In the focus iteration, the rank's span split into time computing (a GPU kernel or
+  /// copy of the rank running), else transferring (a collective's transfer), else waiting
+  /// for other ranks at a collective, else other (the GPU idle: CPU-bound or between
+  /// iterations); the four add up to `predicted`.
   time_ns compute = 0, transfer = 0, wait = 0, other = 0;
   /// The waiting time by the rank waited for (the last to arrive); sums to `wait`.
   std::map<std::int32_t, time_ns> waited_for;
@@ -59,10 +61,14 @@ struct critical_segment {
 struct job_result {
   replay_result r;                      ///< the replay of job_graph::g
   std::vector<std::int32_t> iterations; ///< the analysed iterations
-  std::int32_t iteration = -1;          ///< the focus iteration: the one whose job time is the median
+  /// The focus iteration: the one whose job time is the median (the first such); every
+  /// rank's predicted time and its parts are of this iteration.
+  std::int32_t iteration = -1;
   std::vector<rank_result> ranks;       ///< by rank index
   std::vector<time_ns> per_iteration;   ///< job time per analysed iteration: the slowest rank's
-  time_ns predicted = -1;               ///< the job's iteration time (median of per_iteration)
+  /// The job's iteration time: the median of per_iteration, which is the focus
+  /// iteration's, the slowest rank's predicted time.
+  time_ns predicted = -1;
   straggler_report straggler;
   std::vector<critical_segment> critical; ///< the critical path across ranks, in order
 };
@@ -91,26 +97,17 @@ struct interval {
 /// rank's own tasks).
 inline std::vector<std::vector<iteration_span>> rank_iteration_spans(const job_graph& jg, const replay_result& r) {
   check_replay_of(jg.g, r, "rank_iteration_spans");
-  std::vector<std::map<std::int32_t, iteration_span>> m(jg.ranks.size());
+  std::vector<detail::span_builder> m(jg.ranks.size());
   jg.g.for_each_task([&](task_id t) {
-    auto i = jg.g.iteration(t);
-    if (i < 0 || r.start[t] < 0) return;
+    if (r.start[t] < 0) return;
     auto k = jg.rank_index_of(t);
     if (k < 0) return;
-    auto [it, fresh] = m[std::size_t(k)].try_emplace(i);
-    auto& s = it->second;
-    if (fresh) { s.iteration = i; s.begin = r.start[t]; s.last_end = r.end[t]; }
-    s.begin = std::min(s.begin, r.start[t]);
-    s.last_end = std::max(s.last_end, r.end[t]);
-    ++s.tasks;
+    const auto res = jg.g.resource_of(t);
+    m[std::size_t(k)].add(jg.g.iteration(t), r.start[t], r.end[t],
+                          res != no_resource && jg.g.resource_at(res).kind != resource_kind::cpu_thread);
   });
-  std::vector<std::vector<iteration_span>> out(jg.ranks.size());
-  for (std::size_t k = 0; k < m.size(); ++k) {
-    for (auto& [i, s] : m[k]) out[k].push_back(s);
-    auto& v = out[k];
-    for (std::size_t x = 0; x < v.size(); ++x)
-      v[x].end = x + 1 < v.size() && v[x + 1].iteration == v[x].iteration + 1 ? v[x + 1].begin : v[x].last_end;
-  }
+  std::vector<std::vector<iteration_span>> out;
+  for (auto& b : m) out.push_back(b.close());
   return out;
 }
 
@@ -142,19 +139,12 @@ inline job_result analyse_job(const job& j, const job_graph& jg, std::vector<std
   for (std::size_t k = 0; k < jg.ranks.size(); ++k) {
     auto& rr = out.ranks[k];
     rr.rank = jg.ranks[k];
-    std::vector<time_ns> meas;
     for (auto i : iterations) {
       time_ns t = -1;
       for (auto& s : spans[k])
         if (s.iteration == i) t = s.duration();
       rr.per_iteration.push_back(t);
-      if (k < j.ranks.size()) {
-        auto it = j.ranks[k].measured.find(i);
-        meas.push_back(it == j.ranks[k].measured.end() ? -1 : it->second);
-      }
     }
-    rr.predicted = median_of(rr.per_iteration);
-    rr.measured = median_of(meas);
   }
   for (std::size_t x = 0; x < iterations.size(); ++x) {
     time_ns t = -1;
@@ -162,8 +152,20 @@ inline job_result analyse_job(const job& j, const job_graph& jg, std::vector<std
     out.per_iteration.push_back(t);
   }
   out.predicted = median_of(out.per_iteration);
-  for (std::size_t x = 0; x < iterations.size(); ++x)
-    if (out.per_iteration[x] == out.predicted) { out.iteration = iterations[x]; break; }
+  // Every rank is told in the focus iteration, so that the job's time is the slowest
+  // rank's and each rank's parts add up to its time (a rank's own median iteration may
+  // be another one, and the largest of those medians is not the job's median).
+  for (std::size_t x = 0; x < iterations.size(); ++x) {
+    if (out.per_iteration[x] != out.predicted) continue;
+    out.iteration = iterations[x];
+    for (std::size_t k = 0; k < jg.ranks.size(); ++k) {
+      auto& rr = out.ranks[k];
+      rr.predicted = rr.per_iteration[x];
+      if (k < j.ranks.size())
+        if (auto it = j.ranks[k].measured.find(out.iteration); it != j.ranks[k].measured.end()) rr.measured = it->second;
+    }
+    break;
+  }
 
   // Intervals per rank in the focus iteration.
   std::vector<std::vector<detail::interval>> iv(jg.ranks.size());
@@ -313,18 +315,29 @@ struct no_straggler_result {
 };
 
 /// dPRO-style what-if "what if these ranks were not slow": each rank of `ranks` takes the
-/// task durations and gaps of rank `like` (by default the rank whose predicted iteration
-/// is the median of `res`), task by task: the k-th task of a kind and name on one rank is
-/// the k-th of that kind and name on the other. Recorded collective kernels are left
-/// alone (the collective model sets them), and the ranks start when `like` starts. Tasks
-/// without a counterpart keep their own times and are counted.
+/// task durations and gaps of rank `like`, task by task: the k-th task of a kind and name
+/// on one rank is the k-th of that kind and name on the other. Recorded collective
+/// kernels are left alone (the collective model sets them), and the ranks start when
+/// `like` starts. Tasks without a counterpart keep their own times and are counted.
+///
+/// By default `like` is the median rank of `res` by its own time (its predicted iteration
+/// less its waiting for other ranks; ties by rank) among the ranks not in `ranks` (among
+/// all when `ranks` names every rank). Not by the predicted iteration alone: in a job
+/// whose ranks synchronize every iteration, each rank's iteration is the straggler's (the
+/// others wait for it), and the median of equal times could be the straggler itself.
 inline no_straggler_result no_straggler(const job& j, const job_result& res, std::vector<std::int32_t> ranks,
                                         std::int32_t like = -1) {
   no_straggler_result out;
   out.j = j;
   if (like < 0) {
+    // The ranks left as they are with a predicted iteration; else any with one; else any.
     std::vector<std::pair<time_ns, std::int32_t>> v;
-    for (auto& rr : res.ranks) v.emplace_back(rr.predicted, rr.rank);
+    for (int pass = 0; pass < 3 && v.empty(); ++pass)
+      for (auto& rr : res.ranks) {
+        const bool changed = std::find(ranks.begin(), ranks.end(), rr.rank) != ranks.end();
+        if ((pass == 0 && changed) || (pass < 2 && rr.predicted < 0)) continue;
+        v.emplace_back(rr.predicted - rr.wait, rr.rank);
+      }
     std::sort(v.begin(), v.end());
     if (!v.empty()) like = v[(v.size() - 1) / 2].second;
   }

@@ -2,6 +2,7 @@
 // SPDX-License-Identifier: MIT
 #include <daydream/io/detail/decimal.hpp>
 #include <daydream/io/detail/tensor_bytes.hpp>
+#include <daydream/io/job.hpp>
 #include <daydream/io/kineto.hpp>
 #include <daydream/iteration.hpp>
 #include <daydream/replay.hpp>
@@ -652,6 +653,37 @@ TEST_CASE("NCCL kernels are communication tasks sized from collective metadata o
   CHECK(g.dependency_kind(ar, a2a) == dep_kind::stream_order);
 }
 
+TEST_CASE("kernels that move data between GPUs without NCCL are communication too") {
+  // DeepEP's expert dispatch and combine, an inference engine's custom all-reduce: each is
+  // a communication task with its collective; a Triton kernel named after the functional
+  // collective it copies for is computation.
+  auto json = trace({
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "0", "5", corr(1)),
+      X("kernel", "void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*)", 0, 7, "10", "100", gpu(1)),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "10", "5", corr(2)),
+      X("kernel", "void deep_ep::intranode::notify_dispatch<8>(int const*, int*)", 0, 7, "110", "10", gpu(2)),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "20", "5", corr(3)),
+      X("kernel", "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*)", 0, 7, "120", "30", gpu(3)),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "30", "5", corr(4)),
+      X("kernel", "void tensorrt_llm::kernels::oneShotAllReduceKernel<float, 8>(AllReduceParams)", 0, 7, "150", "30", gpu(4)),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "40", "5", corr(5)),
+      X("kernel", "triton_poi_fused_all_reduce_0", 0, 7, "180", "5", gpu(5)),
+  });
+  auto t = dio::parse_kineto(json, "no nccl");
+  auto& g = t.g;
+  auto op_of = [&](std::string_view name) {
+    auto c = g.as<comm_task>(find(g, name));
+    REQUIRE_MESSAGE(c, name);
+    return g.payload(c).op;
+  };
+  CHECK(op_of("void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*)") == comm_op::all_to_all);
+  CHECK(op_of("void deep_ep::intranode::notify_dispatch<8>(int const*, int*)") == comm_op::all_to_all);
+  CHECK(op_of("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*)") == comm_op::all_reduce);
+  CHECK(op_of("void tensorrt_llm::kernels::oneShotAllReduceKernel<float, 8>(AllReduceParams)") == comm_op::all_reduce);
+  CHECK(g.is<gpu_kernel>(find(g, "triton_poi_fused_all_reduce_0")));
+  check_accounting(t);
+}
+
 TEST_CASE("legacy category names and HIP runtime names are understood") {
   auto json = trace({
       X("Operator", "aten::mm", 1, 1, "0", "50"),
@@ -763,20 +795,26 @@ TEST_CASE("a single iteration is measured to the end of the GPU work it launched
   CHECK(t.measured(1) == 900'000);
   auto r = replay(t.g);
   CHECK(iteration_time(t.g, r, 1) == 900'000);
-  // An inference trace with one ProfilerStep: the same
+  // An inference trace with one ProfilerStep#3 from 30 us: the gemm was launched before
+  // it (at 5 us, outside any iteration), so the GPU was still running it when the step
+  // began; the step is its own kernel, from the gemm's end to its own.
   auto step = json;
   step.replace(step.find("Optimizer.step#SGD.step"), 23, "ProfilerStep#3");
   auto u = dio::parse_kineto(step, "one profiler step");
   CHECK(u.info.iterations_from == dio::iteration_source::profiler_steps);
   REQUIRE(u.iterations.size() == 1);
   CHECK(u.iterations[0].number == 3);
-  CHECK(u.measured(3) == 900'000 - 30'000);
+  CHECK(u.iterations[0].backlog_end == 710'000);
+  CHECK(u.measured(3) == 900'000 - 710'000);
   CHECK(iteration_time(u.g, replay(u.g), 3) == u.measured(3));
 }
 
-TEST_CASE("with several iterations, only the last one is measured past its marker") {
+TEST_CASE("with several iterations, only the last one is measured past its marker, and not its backlog") {
   // Steps of 100 us; the GPU lags 150 us behind the CPU. Iterations before the last
-  // repeat with the marker's period (the replay's too); the last one runs to its GPU work.
+  // repeat with the marker's period (the replay's too). The last one runs to the end of
+  // its GPU work, but its kernel first waits 160 us for the previous step's: that backlog
+  // is not its own, and from the end of the earlier work to the end of its own the step
+  // is the 100 us period the loop repeats with.
   auto t = dio::parse_kineto(trace({
                                  X("user_annotation", "ProfilerStep#1", 1, 1, "0", "100"),
                                  X("cuda_runtime", "cudaLaunchKernel", 1, 1, "10", "5", corr(1)),
@@ -788,10 +826,88 @@ TEST_CASE("with several iterations, only the last one is measured past its marke
                              "lagging");
   REQUIRE(t.iterations.size() == 2);
   CHECK(t.measured(1) == 100'000);
+  CHECK(t.measurement_note(1).empty());
   CHECK(t.iterations[1].work_end == 360'000);
-  CHECK(t.measured(2) == 260'000);
+  CHECK(t.iterations[1].backlog_end == 260'000);
+  CHECK(t.measured(2) == 100'000);
+  CHECK(t.measurement_note(2) ==
+        "ProfilerStep#2 lasts 0.100 ms; the GPU work it launched ends 0.160 ms after it and the GPU was still "
+        "running 0.160 ms of earlier work when it began (that backlog belongs to the steps before it): measured "
+        "from the end of that earlier work to the end of its own, 0.100 ms, as the replay is");
   auto r = replay(t.g);
   CHECK(iteration_time(t.g, r, 2) == t.measured(2));
+  auto spans = iteration_spans(t.g, r);
+  REQUIRE(spans.size() == 2);
+  CHECK(spans[1].first_start == 100'000);
+  CHECK(spans[1].begin == 260'000);
+  CHECK(spans[1].backlog() == 160'000);
+  CHECK(spans[0].backlog() == 0);
+}
+
+TEST_CASE("a one-step trace does not count the GPU work queued before its step") {
+  // The kernel k0 was launched before the profiled step (its launch is outside any
+  // iteration) and keeps the GPU busy for the step's first 300 us; the step's own kernel
+  // waits for it. The step is its own 200 us of GPU work after that, not 500 us.
+  const auto json = trace({
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "0", "5", corr(1)),
+      X("user_annotation", "ProfilerStep#7", 1, 1, "10", "100"),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "20", "5", corr(2)),
+      X("kernel", "k0", 0, 7, "10", "300", gpu(1)),
+      X("kernel", "k1", 0, 7, "310", "200", gpu(2)),
+  });
+  auto t = dio::parse_kineto(json, "backlog before the step");
+  REQUIRE(t.iterations.size() == 1);
+  CHECK(t.iterations[0].backlog_end == 310'000);
+  CHECK(t.measured(7) == 200'000);
+  CHECK(t.measurement_note(7).find("the GPU was still running 0.300 ms of earlier work") != std::string::npos);
+  auto r = replay(t.g);
+  CHECK(iteration_time(t.g, r, 7) == t.measured(7));
+  // Without the earlier kernel, the step runs from its marker to the end of its work.
+  auto u = dio::parse_kineto(trace({
+                                 X("user_annotation", "ProfilerStep#7", 1, 1, "10", "100"),
+                                 X("cuda_runtime", "cudaLaunchKernel", 1, 1, "20", "5", corr(2)),
+                                 X("kernel", "k1", 0, 7, "25", "200", gpu(2)),
+                             }),
+                             "no backlog");
+  CHECK(u.measured(7) == 215'000);
+  CHECK(u.measurement_note(7) == "ProfilerStep#7 lasts 0.100 ms; the GPU work it launched ends 0.115 ms after it: "
+                                 "measured from its start to the end of its own, 0.215 ms, as the replay is");
+  CHECK(iteration_time(u.g, replay(u.g), 7) == u.measured(7));
+}
+
+TEST_CASE("traces of different runs are refused as a job: their steps begin hours apart on the wall clock") {
+  // Two ranks of a 2-rank job, each one ProfilerStep#5 of 100 us; Kineto's timestamps are
+  // microseconds since 1970. Recorded together, the step begins 3 ms apart (clock skew);
+  // rank 1's file from a run two hours later cannot be the same job.
+  auto rank = [](int r, std::string_view ts) {
+    const std::string t(ts);
+    return dio::parse_kineto(trace({X("user_annotation", "ProfilerStep#5", 1, 1, t, "100"),
+                                    X("cuda_runtime", "cudaLaunchKernel", 1, 1, t, "5", corr(1)),
+                                    X("kernel", "gemm", 0, 7, t, "50", gpu(1))},
+                                   "\"distributedInfo\": {\"rank\": " + std::to_string(r) +
+                                       ", \"world_size\": 2, \"backend\": \"nccl\"}, "),
+                             "rank" + std::to_string(r) + ".json");
+  };
+  auto together = [&](std::string_view second) {
+    std::vector<dio::kineto_trace> v;
+    v.push_back(rank(0, "1694128201421205"));
+    v.push_back(rank(1, second));
+    return v;
+  };
+  auto j = dio::make_job(together("1694128201424205"));
+  CHECK(j.ranks.size() == 2);
+  try {
+    (void)dio::make_job(together("1694135401421205"));
+    FAIL("two runs were taken for one job");
+  } catch (const error& e) {
+    CHECK(std::string(e.what()) ==
+          "daydream: load_job: iteration 5 begins 7200 s later in rank1.json than in rank0.json, on the traces' "
+          "wall clocks: the ranks of one job run each step together, so these are traces of different runs (if "
+          "they are one job whose hosts' clocks disagree by more than 600 s, set job_options::max_clock_spread)");
+  }
+  dio::job_options o;
+  o.max_clock_spread = 0; // hosts whose clocks disagree: the check is off
+  CHECK(dio::make_job(together("1694135401421205"), o).ranks.size() == 2);
 }
 
 // ---------------------------------------------------------------------------------- errors

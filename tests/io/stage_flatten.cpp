@@ -75,7 +75,6 @@ TEST_CASE("flattening: a record_function range outlives the Python call that ope
   }));
   flattened f(std::move(t));
   auto& d = f.src->d;
-  auto& tt = f.tt;
   auto& F = f.F;
   const auto step = cpu_named(d, "Optimizer.step#SGD.step"), add = cpu_named(d, "aten::_foreach_add_");
   CHECK(F.attr[step].parent == cpu_named(d, "torch/optim/optimizer.py(512): wrapper"));

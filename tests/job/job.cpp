@@ -1,4 +1,4 @@
-// Jobs built by hand with exact answers: loading checks, collective matching, the coarse collective model, the straggler, no_straggler and the representative worker.
+// Jobs built by hand with exact answers: loading checks, collective matching, the coarse collective model, the straggler, no_straggler and the representative worker; a 4-rank DDP job whose scenarios add up.
 // SPDX-License-Identifier: MIT
 #include <daydream/daydream.hpp>
 #include <daydream/io/job.hpp>
@@ -449,4 +449,341 @@ TEST_CASE("alignment quality: spread of completions and causality violations") {
   auto q = alignment_quality(in, {{0, 0}, {1, -500 * us}});
   CHECK(q.second == 0);
   CHECK(q.first == 0);
+}
+
+namespace {
+// A 4-rank DDP job as each rank's profiler records it. Every ProfilerStep the CPU launches
+// two forward and three backward kernels on stream 7, an all-reduce bucket on stream 84
+// after each backward kernel (it waits for that kernel: DDP's buckets, overlapping the
+// rest of the backward pass), and the optimizer, which waits for the last bucket; then
+// it synchronizes (cudaDeviceSynchronize, 10 us once the optimizer is done) and starts
+// the next step. Launches take 10 us each, nine a step, back to back.
+//
+// Kernels, normal speed: forward 4000 + 6000 us, backward 6000 + 5000 + 4000 us, adam
+// 2000 us (27000 us of compute); the buckets transfer 1500, 1500 and 2000 us (25, 25 and
+// 40 MiB). `permille(rank, step)` scales a rank's kernels in a step (1000: normal). What the
+// trace records is what happened: a bucket's kernel starts when its rank is ready (its
+// backward kernel and the previous bucket done) and ends for every rank when the last
+// rank is ready plus its transfer, so a rank that waited records its waiting. Rank r's
+// clock reads the true time plus clock[r].
+constexpr struct { const char* name; time_ns dur; } ddp_kernels[] = {
+    {"fwd_linear_1", 4000 * us}, {"fwd_linear_2", 6000 * us}, {"bwd_linear_2", 6000 * us},
+    {"bwd_linear_1", 5000 * us}, {"bwd_linear_0", 4000 * us}, {"adam", 2000 * us}};
+constexpr time_ns ddp_transfer[] = {1500 * us, 1500 * us, 2000 * us};
+constexpr std::uint64_t ddp_bytes[] = {25u << 20, 25u << 20, 40u << 20};
+constexpr time_ns ddp_launch = 10 * us, ddp_sync = 10 * us;
+
+template <class Permille>
+std::vector<io::kineto_trace> ddp_job(const std::vector<time_ns>& clock, std::int32_t steps, Permille permille) {
+  const std::size_t n = clock.size();
+  struct state {
+    io::kineto_trace t;
+    resource_id thr = no_resource, st = no_resource, nc = no_resource;
+    task_id cpu = no_task, comp = no_task, comm = no_task; // the last task on each
+    time_ns cpu_free = 0, comp_free = 0, comm_free = 0;      // when each is free (true time)
+    time_ns step_start = 0;
+    std::vector<task_id> kernels, bucket_launches;
+    task_id adam_launch = no_task;
+  };
+  std::vector<state> rs(n);
+  for (std::size_t r = 0; r < n; ++r) {
+    auto& s = rs[r];
+    const auto node = std::int32_t(r);
+    s.thr = s.t.g.add_resource({"thread 1", resource_kind::cpu_thread, sharing::exclusive, node, -1, 0});
+    s.st = s.t.g.add_resource({"stream 7", resource_kind::gpu_stream, sharing::exclusive, node, node, 0});
+    s.nc = s.t.g.add_resource({"stream 84", resource_kind::gpu_stream, sharing::exclusive, node, node, 0});
+    s.t.info.rank = node;
+    s.t.info.world_size = std::int32_t(n);
+    s.t.info.backend = "nccl";
+    s.t.info.path = "rank" + std::to_string(r) + ".json";
+  }
+  for (std::int32_t i = 1; i <= steps; ++i) {
+    for (std::size_t r = 0; r < n; ++r) {
+      auto& s = rs[r];
+      auto& g = s.t.g;
+      const auto node = std::int32_t(r);
+      s.step_start = s.cpu_free;
+      s.kernels.clear();
+      s.bucket_launches.clear();
+      auto launch = [&](phase ph) {
+        auto l = g.add(cpu_task{cpu_call::launch}, {.name = "cudaLaunchKernel", .duration = ddp_launch, .resource = s.thr,
+                                                    .trace_start = s.cpu_free + clock[r], .phase = ph, .iteration = i});
+        if (s.cpu != no_task) g.add_dependency(s.cpu, l.id, dep_kind::cpu_order);
+        s.cpu = l.id;
+        s.cpu_free += ddp_launch;
+        return l.id;
+      };
+      for (std::size_t k = 0; k < 5; ++k) {
+        const phase ph = k < 2 ? phase::forward : phase::backward;
+        const auto l = launch(ph);
+        const time_ns b = std::max(s.cpu_free, s.comp_free), d = ddp_kernels[k].dur * permille(node, i) / 1000;
+        auto x = g.add(gpu_kernel{.device = node, .stream = 7}, {.name = ddp_kernels[k].name, .duration = d,
+                                                                 .resource = s.st, .trace_start = b + clock[r],
+                                                                 .phase = ph, .iteration = i});
+        g.add_dependency(l, x.id, dep_kind::launch);
+        if (s.comp != no_task) g.add_dependency(s.comp, x.id, dep_kind::stream_order);
+        s.comp = x.id;
+        s.comp_free = b + d;
+        s.kernels.push_back(x.id);
+        if (k >= 2) s.bucket_launches.push_back(launch(phase::backward));
+      }
+      s.adam_launch = launch(phase::weight_update);
+    }
+    // The buckets: each ends on every rank when the last rank is ready, plus its transfer.
+    for (std::size_t b = 0; b < 3; ++b) {
+      std::vector<time_ns> ready;
+      for (std::size_t r = 0; r < n; ++r) {
+        const auto& g = rs[r].t.g;
+        const auto bwd = rs[r].kernels[b + 2];
+        ready.push_back(std::max(g.trace_start(bwd) - clock[r] + g.duration(bwd), rs[r].comm_free));
+      }
+      const time_ns end = *std::max_element(ready.begin(), ready.end()) + ddp_transfer[b];
+      for (std::size_t r = 0; r < n; ++r) {
+        auto& s = rs[r];
+        auto& g = s.t.g;
+        auto ar = g.add(comm_task{.op = comm_op::all_reduce, .bytes = ddp_bytes[b], .group_size = std::uint32_t(n),
+                                  .device = std::int32_t(r), .stream = 84},
+                        {.name = "ncclKernel_AllReduce_RING_LL_Sum_float", .duration = end - ready[r], .resource = s.nc,
+                         .trace_start = ready[r] + clock[r], .phase = phase::backward, .iteration = i});
+        g.add_dependency(s.bucket_launches[b], ar.id, dep_kind::launch);
+        g.add_dependency(s.kernels[b + 2], ar.id, dep_kind::sync);
+        if (s.comm != no_task) g.add_dependency(s.comm, ar.id, dep_kind::stream_order);
+        s.comm = ar.id;
+        s.comm_free = end;
+      }
+    }
+    for (std::size_t r = 0; r < n; ++r) {
+      auto& s = rs[r];
+      auto& g = s.t.g;
+      const time_ns b = std::max(s.comp_free, s.comm_free), d = ddp_kernels[5].dur * permille(std::int32_t(r), i) / 1000;
+      auto o = g.add(gpu_kernel{.device = std::int32_t(r), .stream = 7},
+                     {.name = ddp_kernels[5].name, .duration = d, .resource = s.st, .trace_start = b + clock[r],
+                      .phase = phase::weight_update, .iteration = i});
+      g.add_dependency(s.adam_launch, o.id, dep_kind::launch);
+      g.add_dependency(s.comp, o.id, dep_kind::stream_order);
+      g.add_dependency(s.comm, o.id, dep_kind::sync);
+      s.comp = o.id;
+      s.comp_free = b + d;
+      // The synchronization: called after the last launch, it returns 10 us after adam.
+      auto y = g.add(cpu_task{cpu_call::sync}, {.name = "cudaDeviceSynchronize", .duration = ddp_sync, .resource = s.thr,
+                                                .trace_start = s.cpu_free + clock[r], .phase = phase::weight_update,
+                                                .iteration = i});
+      g.add_dependency(s.cpu, y.id, dep_kind::cpu_order);
+      g.add_dependency(o.id, y.id, dep_kind::sync);
+      s.cpu = y.id;
+      s.cpu_free = s.comp_free + ddp_sync;
+      const time_ns b0 = s.step_start + clock[r], e0 = s.cpu_free + clock[r];
+      s.t.iterations.push_back({i, b0, e0, "ProfilerStep#" + std::to_string(i), e0, b0});
+    }
+  }
+  std::vector<io::kineto_trace> out;
+  for (auto& s : rs) out.push_back(std::move(s.t));
+  return out;
+}
+
+// Each rank's clock: an epoch base as real traces have, rank 0's, and the others seconds off.
+const std::vector<time_ns> ddp_clock{1'712'345'678'901'234'567, 1'712'345'676'555'555'666, 1'712'345'679'888'888'888,
+                                     1'712'345'682'901'234'584};
+
+// The job programs' path (cli/whatif/job.cpp): the job, its matched collectives, the
+// offsets (here the known ones: rank r's clock + offset r = rank 0's clock), the cluster
+// of world-size machines, the baseline over the analysed iterations.
+struct ddp_built {
+  job j;
+  collective_matching m;
+  alignment_result a;
+  job_model_options o;
+  job_graph jg;
+  job_result res;
+};
+template <class Permille> ddp_built ddp_run(Permille permille, std::int32_t steps = 4) {
+  ddp_built b;
+  b.j = io::make_job(ddp_job(ddp_clock, steps, permille));
+  b.m = match_collectives(b.j);
+  b.a = no_alignment(make_alignment_input(b.j, b.m));
+  for (std::size_t r = 0; r < ddp_clock.size(); ++r) b.a.offset[std::int32_t(r)] = ddp_clock[0] - ddp_clock[r];
+  b.o.cluster = cluster::from_params(pass_params::parse("cluster", "workers=4"));
+  b.jg = build_job_graph(b.j, b.m, b.a, b.o);
+  b.res = analyse_job(b.j, b.jg);
+  return b;
+}
+// A scenario replayed as the job programs do: the baseline's matching, offsets and iterations.
+job_result ddp_scenario(const ddp_built& b, const job& j, const job_model_options& o) {
+  return analyse_job(j, build_job_graph(j, b.m, b.a, o), b.res.iterations);
+}
+
+// The laws of a job's explanation: every rank's compute, transfer, wait and other add up
+// to its predicted iteration, which is its time in the focus iteration; the job's
+// iteration is the slowest rank's, and the median of its iterations.
+void check_laws(const job_result& res) {
+  REQUIRE(res.iteration >= 0);
+  const auto x = std::size_t(std::find(res.iterations.begin(), res.iterations.end(), res.iteration) - res.iterations.begin());
+  REQUIRE(x < res.iterations.size());
+  CHECK(res.per_iteration[x] == res.predicted);
+  time_ns slowest = -1;
+  for (auto& rr : res.ranks) {
+    CAPTURE(rr.rank);
+    CHECK(rr.compute + rr.transfer + rr.wait + rr.other == rr.predicted);
+    CHECK(rr.predicted == rr.per_iteration[x]);
+    time_ns waited = 0;
+    for (auto& [who, t] : rr.waited_for) waited += t;
+    CHECK(waited == rr.wait);
+    slowest = std::max(slowest, rr.predicted);
+  }
+  CHECK(res.predicted == slowest);
+}
+} // namespace
+
+TEST_CASE("a 4-rank DDP job with a straggler: every job scenario adds up, no_straggler to the exact job without it") {
+  // Rank `slow`'s kernels take 1.3x as long: 5200 + 7800 us forward, 7800 + 6500 + 5200 us
+  // backward, 2600 us adam (35100 us). Rank 1 as the straggler too: every rank's
+  // iteration is then the same (the others wait for it), and the median rank by
+  // iteration was the straggler itself, which no_straggler left as it was.
+  for (std::int32_t slow : {3, 1}) {
+    CAPTURE(slow);
+    auto b = ddp_run([&](std::int32_t r, std::int32_t) { return r == slow ? 1300 : 1000; });
+    const auto& res = b.res;
+    // The offsets are the clocks' differences: every bucket ends at one instant on every rank.
+    auto q = alignment_quality(make_alignment_input(b.j, b.m), b.a.offset);
+    CHECK(q.first == 0);
+    CHECK(q.second == 0);
+    REQUIRE(b.m.collectives.size() == 4 * 3);
+    // Each bucket's transfer from the straggler's kernel, which waited for nobody.
+    for (std::size_t c = 0; c < b.jg.collectives.size(); ++c) {
+      CHECK(b.jg.collectives[c].calibrated_from == slow);
+      CHECK(b.jg.collectives[c].transfer == ddp_transfer[c % 3]);
+    }
+    // Four steps: the analysed ones are 2 and 3 (the first and the last left out).
+    CHECK(res.iterations == std::vector<std::int32_t>{2, 3});
+    CHECK(res.iteration == 2);
+    // A step of the straggler from its first launch (S): 10 us launching, its kernels back
+    // to back until its last backward kernel ends at S + 10 + 5200 + 7800 + 7800 + 6500 +
+    // 5200 = S + 32510; the buckets end at S + 22310, S + 28810 and S + 34510 (each
+    // starts when its backward kernel ends: the straggler is the last ready); adam until
+    // S + 37110; the synchronization returns at S + 37120, when its next step starts.
+    // Every rank: 37120 us.
+    //   straggler: compute 32500 + 2600 = 35100, transfer 2000 (the last bucket; the
+    //   others overlap its kernels), wait 0, other 20 (the first launch, the sync).
+    //   The others, from S - 600 (their adam is 600 us shorter): kernels back to back
+    //   until S + 24410; bucket 1 waits from its backward kernel to S + 20810 and
+    //   transfers until S + 22310 (under their kernels); bucket 2 waits from S + 22310 to
+    //   S + 27310 (kernels until S + 24410: 2900 us waiting), transfers 1500 us; bucket 3
+    //   waits from S + 28810 to S + 32510 (3700 us) and transfers 2000 us; adam until
+    //   S + 36510, the sync until S + 36520. Compute 25000 + 2000 = 27000, transfer
+    //   3500, wait 6600 (for the straggler), other 20.
+    CHECK(res.predicted == 37'120 * us);
+    CHECK(res.per_iteration == std::vector<time_ns>{37'120 * us, 37'120 * us});
+    for (auto& rr : res.ranks) {
+      CAPTURE(rr.rank);
+      CHECK(rr.predicted == 37'120 * us);
+      CHECK(rr.measured == 37'120 * us);
+      CHECK(rr.other == 20 * us);
+      if (rr.rank == slow) {
+        CHECK(rr.compute == 35'100 * us);
+        CHECK(rr.transfer == 2'000 * us);
+        CHECK(rr.wait == 0);
+      } else {
+        CHECK(rr.compute == 27'000 * us);
+        CHECK(rr.transfer == 3'500 * us);
+        CHECK(rr.wait == 6'600 * us);
+        CHECK(rr.waited_for.at(slow) == 6'600 * us);
+      }
+    }
+    check_laws(res);
+    CHECK(res.straggler.rank == slow);
+    // What it caused counts each bucket's whole wait, under the others' kernels too:
+    // S + 15410 .. S + 20810, S + 22310 .. S + 27310, S + 28810 .. S + 32510 on three ranks.
+    CHECK(res.straggler.caused == 3 * (5'400 + 5'000 + 3'700) * us);
+
+    // The same job with the straggler at normal speed, as its traces record it: a step
+    // is 10 + 4000 + 6000 + 6000 + 5000 + 4000 us of launching and kernels, the last
+    // bucket's 2000 us (the first two end under the next backward kernels), adam's 2000,
+    // the 10 us sync: 29020 us on every rank; compute 27000, transfer 2000, wait 0,
+    // other 20.
+    auto even = ddp_run([](std::int32_t, std::int32_t) { return 1000; });
+    CHECK(even.res.predicted == 29'020 * us);
+    for (auto& rr : even.res.ranks) {
+      CHECK(rr.predicted == 29'020 * us);
+      CHECK(rr.measured == 29'020 * us);
+    }
+    check_laws(even.res);
+
+    // no_straggler as the job programs run it: the straggler takes the durations of the
+    // median of the other ranks (they all took 27000 + 3500 + 20 us of their own: by
+    // rank, the middle one) and starts when it does.
+    auto ns = no_straggler(b.j, res, {res.straggler.rank});
+    CHECK(ns.like == (slow == 1 ? 2 : 1));
+    CHECK(ns.changed == 4 * 16); // per step 10 CPU calls and 6 compute kernels; the buckets are the model's
+    CHECK(ns.unmatched == 0);
+    auto o = b.o;
+    o.start_like = ns.start_like;
+    auto s = ddp_scenario(b, ns.j, o);
+    CHECK(s.predicted == 29'020 * us);
+    CHECK(s.predicted == even.res.predicted);
+    CHECK(s.per_iteration == even.res.per_iteration);
+    for (std::size_t k = 0; k < 4; ++k) {
+      CAPTURE(k);
+      auto& rr = s.ranks[k];
+      CHECK(rr.predicted == 29'020 * us);
+      CHECK(rr.compute == 27'000 * us);
+      CHECK(rr.transfer == 2'000 * us);
+      CHECK(rr.wait == 0);
+      CHECK(rr.other == 20 * us);
+    }
+    CHECK(s.straggler.rank == -1);
+    check_laws(s);
+
+    // network:scale=2 and collective:algorithm=tree, the other scenarios the job programs
+    // run: the straggler still sets every step, its last bucket's transfer in place of
+    // 2000 us (the first two still end before its next backward kernel does).
+    const auto link = b.o.cluster.ring_link();
+    auto net = b.o;
+    net.network_scale = 2;
+    auto jn = build_job_graph(b.j, b.m, b.a, net);
+    const time_ns alpha = ring_all_reduce_time(0, 4, link);
+    for (std::size_t c = 0; c < jn.collectives.size(); ++c)
+      CHECK(jn.collectives[c].transfer == alpha + (ddp_transfer[c % 3] - alpha) / 2);
+    auto sn = analyse_job(b.j, jn, res.iterations);
+    CHECK(sn.predicted == 37'120 * us - 2'000 * us + jn.collectives[2].transfer);
+    CHECK(sn.straggler.rank == slow);
+    check_laws(sn);
+    auto tree = b.o;
+    tree.changed_to = all_reduce_algorithm::tree;
+    auto jt = build_job_graph(b.j, b.m, b.a, tree);
+    for (std::size_t c = 0; c < jt.collectives.size(); ++c) {
+      const double bytes = double(ddp_bytes[c % 3]);
+      const double ratio = double(tree_all_reduce_time(bytes, 4, link)) / double(ring_all_reduce_time(bytes, 4, link));
+      CHECK(jt.collectives[c].transfer == time_ns(std::llround(double(ddp_transfer[c % 3]) * ratio)));
+    }
+    REQUIRE(jt.collectives[1].transfer < 5'200 * us);
+    auto st = analyse_job(b.j, jt, res.iterations);
+    CHECK(st.predicted == 37'120 * us - 2'000 * us + jt.collectives[2].transfer);
+    check_laws(st);
+  }
+}
+
+TEST_CASE("a job whose steps differ by rank: every rank is told in the focus iteration, and the parts add up") {
+  // Steps of different lengths (110, 90, 120, 100, 80, 110% of the kernels' times), in
+  // each another rank 10% or 20% longer (rank r in step i: 1 + ((r + i) mod 3) / 10), rank
+  // 3 1.3x on top: the ranks' own medians come from different steps, and the largest of
+  // them is not the job's median step.
+  auto permille = [](std::int32_t r, std::int32_t i) {
+    constexpr std::int64_t step[] = {0, 110, 90, 120, 100, 80, 110};
+    return step[i] * (10 + (r + i) % 3) * (r == 3 ? 13 : 10) / 10;
+  };
+  auto b = ddp_run(permille, 6);
+  const auto& res = b.res;
+  CHECK(res.iterations == std::vector<std::int32_t>{2, 3, 4, 5});
+  check_laws(res);
+  bool own_median_elsewhere = false;
+  for (auto& rr : res.ranks) own_median_elsewhere = own_median_elsewhere || median_of(rr.per_iteration) != rr.predicted;
+  CHECK(own_median_elsewhere);
+  for (auto& rr : res.ranks) CHECK(rr.measured == rr.predicted); // the replay is the trace
+  auto ns = no_straggler(b.j, res, {res.straggler.rank});
+  CHECK(ns.like != res.straggler.rank);
+  auto o = b.o;
+  o.start_like = ns.start_like;
+  auto s = ddp_scenario(b, ns.j, o);
+  CHECK(s.predicted < res.predicted);
+  check_laws(s);
 }

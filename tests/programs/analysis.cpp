@@ -137,6 +137,38 @@ TEST_CASE("a CPU thread's gaps between traced tasks on the critical path are CPU
   CHECK(b.bound == bound_by::gpu);
 }
 
+TEST_CASE("a step whose training thread loads its own batch is input-bound, not CPU-bound") {
+  // Each iteration: the main thread fetches a batch in DataLoader.__next__ (60 us), then
+  // launches a 20 us kernel (10 us); the next fetch starts when the launch returns. Of the
+  // 70 us step, 60 us wait for the input.
+  builder f;
+  const char* fetch = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+  auto d0 = f.cpu(fetch, 60 * us, 0, cpu_call::op, phase::other);
+  auto l0 = f.cpu("cudaLaunchKernel", 10 * us, 0, cpu_call::launch);
+  auto k0 = f.kernel("gemm", 20 * us, 0, phase::forward, "Linear_0");
+  auto d1 = f.cpu(fetch, 60 * us, 1, cpu_call::op, phase::other);
+  f.g.add_dependency(d0, l0, dep_kind::cpu_order);
+  f.g.add_dependency(l0, k0, dep_kind::launch);
+  f.g.add_dependency(l0, d1, dep_kind::cpu_order);
+  auto r = replay(f.g);
+  auto b = breakdown(f.g, r, 0);
+  CHECK(b.duration == 70 * us);
+  CHECK(b.critical[0] == 70 * us);
+  CHECK(b.critical_input == 60 * us);
+  CHECK(b.bound == bound_by::input);
+  CHECK(to_string(b.bound) == "input");
+  // With the fetch shorter than the rest of the thread's work, the step is CPU-bound.
+  builder h;
+  auto e0 = h.cpu(fetch, 10 * us, 0, cpu_call::op, phase::other);
+  auto m0 = h.cpu("aten::mm", 50 * us, 0);
+  auto e1 = h.cpu(fetch, 10 * us, 1, cpu_call::op, phase::other);
+  h.g.add_dependency(e0, m0, dep_kind::cpu_order);
+  h.g.add_dependency(m0, e1, dep_kind::cpu_order);
+  auto c = breakdown(h.g, replay(h.g), 0);
+  CHECK(c.critical_input == 10 * us);
+  CHECK(c.bound == bound_by::cpu);
+}
+
 TEST_CASE("busy time never exceeds the iteration: concurrent transfers on a shared link count once") {
   two_iterations f;
   // A second all-reduce beside a0: on the fair link both take twice as long.

@@ -87,7 +87,12 @@ TEST_CASE("whatif job mode: the JSON contract on the 8-rank DLRM job") {
     simdjson::dom::array per = s["ranks"];
     REQUIRE(per.size() == 8);
     double mx = 0;
-    for (auto r : per) mx = std::max(mx, num(r["predicted_us"]));
+    for (auto r : per) {
+      mx = std::max(mx, num(r["predicted_us"]));
+      // A scenario's parts add up to each rank's prediction, as the baseline's do.
+      const double parts = num(r["compute_us"]) + num(r["transfer_us"]) + num(r["wait_us"]) + num(r["other_us"]);
+      CHECK(std::fabs(parts - num(r["predicted_us"])) < 0.01);
+    }
     CHECK(num(s["predicted_us"]) == mx);
   }
   CHECK(std::string_view(scen.at(0)["name"]) == "no_straggler");

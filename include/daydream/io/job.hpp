@@ -31,6 +31,11 @@ struct job_options {
   ingest_options ingest; ///< how each trace is read
   /// Threads that read the traces at once (load_kineto_files; 0: one per hardware thread).
   unsigned threads = 0;
+  /// The ranks of one job run each step together: when the traces' clocks are wall-clock
+  /// time (Kineto's microseconds since 1970), a step that begins further apart than this
+  /// on two ranks means the traces come from different runs, and make_job refuses them.
+  /// 0 turns the check off (hosts whose clocks disagree by more).
+  time_ns max_clock_spread = 600'000'000'000; // 10 minutes
 };
 
 /// The trace files of `paths`: a directory stands for the Kineto traces in it (`*.json`,
@@ -97,6 +102,10 @@ inline job make_job(std::vector<kineto_trace> traces, const job_options& o = {})
       throw error("daydream: load_job: " + traces[0].info.path + " ran on backend " + traces[0].info.backend + ", " +
                   traces[k].info.path + " on " + traces[k].info.backend + ": traces of different jobs");
   j.world_size = world;
+  // Where each trace's steps begin on its own clock, to tell one run from several.
+  std::vector<std::map<std::int32_t, time_ns>> step_begins(traces.size());
+  for (std::size_t k = 0; k < traces.size(); ++k)
+    for (auto& it : traces[k].iterations) step_begins[k][it.number] = it.trace_begin;
   std::map<std::int32_t, std::string> host_of;
   for (std::size_t h = 0; h < o.same_host.size(); ++h)
     for (auto r : o.same_host[h]) host_of[r] = "host " + std::to_string(h);
@@ -128,6 +137,28 @@ inline job make_job(std::vector<kineto_trace> traces, const job_options& o = {})
       for (auto& [i, d] : r.measured) s += " " + std::to_string(i);
     }
     throw error("daydream: load_job: the traces share no iteration (different steps or different jobs): " + s);
+  }
+  // Wall-clock traces (timestamps past 2001 in ns) whose common step begins far apart on
+  // two ranks were recorded at different times: not one job.
+  if (o.max_clock_spread > 0) {
+    constexpr time_ns wall_clock = 1'000'000'000'000'000'000; // 2001-09-09 in ns since 1970
+    const auto first = j.common_iterations().front();
+    std::size_t lo = traces.size(), hi = traces.size();
+    for (std::size_t k = 0; k < traces.size(); ++k) {
+      auto it = step_begins[k].find(first);
+      if (it == step_begins[k].end() || it->second < wall_clock) continue;
+      if (lo == traces.size() || it->second < step_begins[lo][first]) lo = k;
+      if (hi == traces.size() || it->second > step_begins[hi][first]) hi = k;
+    }
+    if (lo != traces.size() && step_begins[hi][first] - step_begins[lo][first] > o.max_clock_spread) {
+      const double apart = double(step_begins[hi][first] - step_begins[lo][first]) / 1e9;
+      throw error("daydream: load_job: iteration " + std::to_string(first) + " begins " +
+                  std::to_string(static_cast<long long>(apart)) + " s later in " + traces[hi].info.path + " than in " +
+                  traces[lo].info.path + ", on the traces' wall clocks: the ranks of one job run each step together, "
+                  "so these are traces of different runs (if they are one job whose hosts' clocks disagree by more "
+                  "than " + std::to_string(o.max_clock_spread / 1'000'000'000) +
+                  " s, set job_options::max_clock_spread)");
+    }
   }
   if (j.partial()) {
     auto miss = j.missing();

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <map>
@@ -111,6 +112,10 @@ struct iteration_info {
   /// The latest trace end of the iteration's work: its CPU slices and the GPU operations
   /// they launched, which may run long after the marker ended (at least trace_begin).
   time_ns work_end = 0;
+  /// For an iteration no next one follows: when the GPU finished the earlier work its own
+  /// GPU work waited for (the previous iteration's kernels, or kernels queued before a
+  /// one-step trace), when that is after trace_begin; else trace_begin. See measured().
+  time_ns backlog_end = 0;
 };
 
 /// Where the trace came from.
@@ -155,18 +160,50 @@ struct kineto_trace {
   std::vector<module_node> modules;
 
   /// The trace's own duration of iteration `iteration`, -1 if there is no such
-  /// iteration: ProfilerStep#N's `dur`, or the span of an optimizer-step iteration; for
-  /// the last iteration of the trace (the only one of a one-step trace), up to the end
-  /// of its work when that is later (the GPU still running what it launched), as the
-  /// replay of the last iteration runs to the end of its tasks.
+  /// iteration: ProfilerStep#N's `dur`, or the span of an optimizer-step iteration. An
+  /// iteration no next one follows (the last of the trace, the only one of a one-step
+  /// trace) runs to the end of its work when that is later (the GPU still running what
+  /// it launched), as the replay of such an iteration runs to the end of its tasks; and
+  /// when its GPU work first had to wait for earlier work still running (a GPU that lags
+  /// its CPU), it is measured from the end of that earlier work (iteration_info::
+  /// backlog_end): that backlog belongs to the steps before it. iteration_spans measures
+  /// the replay by the same rule; measurement_note() says in words when either applies.
   time_ns measured(std::int32_t iteration) const {
     for (std::size_t k = 0; k < iterations.size(); ++k) {
       auto& it = iterations[k];
       if (it.number != iteration) continue;
-      const time_ns end = k + 1 == iterations.size() ? std::max(it.trace_end, it.work_end) : it.trace_end;
-      return end - it.trace_begin;
+      const bool last = k + 1 == iterations.size() || iterations[k + 1].number != it.number + 1;
+      if (!last) return it.trace_end - it.trace_begin;
+      return std::max(it.trace_end, it.work_end) - std::max(it.trace_begin, it.backlog_end);
     }
     return -1;
+  }
+
+  /// Why measured(iteration) is not the step marker's own duration, in one sentence
+  /// (empty when it is): the GPU work ran past the marker, the GPU was still busy with
+  /// earlier work when the step began, or both; each with its numbers in milliseconds.
+  std::string measurement_note(std::int32_t iteration) const {
+    for (std::size_t k = 0; k < iterations.size(); ++k) {
+      auto& it = iterations[k];
+      if (it.number != iteration) continue;
+      const bool last = k + 1 == iterations.size() || iterations[k + 1].number != it.number + 1;
+      const bool late = it.work_end > it.trace_end, backlog = it.backlog_end > it.trace_begin;
+      if (!last || (!late && !backlog)) return {};
+      auto ms = [](time_ns x) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.3f ms", double(x) / 1e6);
+        return std::string(buf);
+      };
+      std::string out = it.marker + " lasts " + ms(it.trace_end - it.trace_begin);
+      if (late) out += "; the GPU work it launched ends " + ms(it.work_end - it.trace_end) + " after it";
+      if (backlog)
+        out += std::string(late ? " and" : ";") + " the GPU was still running " + ms(it.backlog_end - it.trace_begin) +
+               " of earlier work when it began (that backlog belongs to the steps before it)";
+      out += ": measured " + std::string(backlog ? "from the end of that earlier work" : "from its start") +
+             " to the end of its own, " + ms(measured(iteration)) + ", as the replay is";
+      return out;
+    }
+    return {};
   }
 
   /// A steady-state iteration: with three or more iterations the last one that has a
@@ -276,7 +313,8 @@ inline kineto_trace ingest(decoded_trace& d, std::string_view source, const inge
   if (b.warnings.dropped)
     t.report.warnings.push_back("... and " + std::to_string(b.warnings.dropped) + " more warnings");
   for (auto& it : b.iterations)
-    t.iterations.push_back({it.number, it.begin, it.end, std::move(it.marker), std::max(it.begin, it.work_end)});
+    t.iterations.push_back({it.number, it.begin, it.end, std::move(it.marker), std::max(it.begin, it.work_end),
+                            std::max(it.begin, it.backlog_end)});
   t.info.iterations_from = b.iterations_from;
   t.info.path = std::string(source);
   t.info.gpus = std::move(d.gpus);

@@ -353,6 +353,10 @@ inline comparison compare(const io::kineto_trace& before, const io::kineto_trace
   }
   c.reports = pred.reports;
   if (!pred.backlog.empty()) c.warnings.push_back("steady state: " + pred.backlog);
+  for (auto i : bits)
+    if (auto n = before.measurement_note(i); !n.empty()) c.warnings.push_back("before: " + n);
+  for (auto i : aits)
+    if (auto n = after.measurement_note(i); !n.empty()) c.warnings.push_back("after: " + n);
   detail::add_rows(c, b, p, m, o.max_layers);
   c.explanations = detail::explain(c, b, p, m, plain);
   if (before.iterations.empty() || after.iterations.empty())

@@ -165,7 +165,10 @@ struct problem {
 
 /// The one-iteration graph of `g`: every task of another iteration (or of none) removed,
 /// bridging dependencies, then compacted (task ids renumbered). Iterations of a steady state are alike, so the search
-/// optimizes one and the plan applies to every one (symmetry across iterations).
+/// optimizes one and the plan applies to every one (symmetry across iterations). The
+/// next iteration's first tasks (those that wait for none of its own) stay: the
+/// iteration then ends where the next one starts, as iteration_spans measures it in the
+/// whole graph, and its time as traced is the baseline every command gives for it.
 ///
 /// The tasks are removed in an order that keeps bridging trivial: those before the
 /// iteration's first task in a topological order from the front (each a source when
@@ -187,10 +190,17 @@ inline graph single_iteration_graph(graph g, std::int32_t iteration) {
   std::size_t first = order.size();
   for (std::size_t k = 0; k < order.size() && first == order.size(); ++k)
     if (g.iteration(order[k]) == iteration) first = k;
+  // The next iteration's entry tasks: none of their predecessors is of that iteration.
+  auto entry = [&](task_id t) {
+    if (g.iteration(t) != iteration + 1) return false;
+    for (auto d : g.predecessors(t))
+      if (g.iteration(d.from) == iteration + 1) return false;
+    return true;
+  };
   std::vector<task_id> doomed;
   for (std::size_t k = 0; k < first; ++k) doomed.push_back(order[k]);
   for (std::size_t k = order.size(); k-- > first;)
-    if (g.iteration(order[k]) != iteration) doomed.push_back(order[k]);
+    if (g.iteration(order[k]) != iteration && !entry(order[k])) doomed.push_back(order[k]);
   daydream::remove(g, doomed);
   g.compact(); // candidates copy the graph: no dead tasks to carry along
   return g;
@@ -354,16 +364,24 @@ inline std::pair<graph, pass_report> apply_plan(const problem& p, const plan& x)
   return {std::move(h), std::move(rep)};
 }
 
+/// The steady-state step of iteration `it` in replay `r` of `h` (steady_steps): its span
+/// to the next iteration's first task, or the work of a resource that falls behind when
+/// that is longer (a slow link whose all-reduces pile up while the CPU runs ahead). The
+/// baseline `daydream whatif` gives for the same iteration.
+inline time_ns step_time(const graph& h, const replay_result& r, std::int32_t it) {
+  return steady_steps(h, r, {it}).front().step();
+}
+
 /// What one replay of a plan predicts.
 struct evaluation {
-  time_ns time = -1;         ///< the iteration's replayed time, ns
+  time_ns time = -1;         ///< the iteration's steady-state step (step_time), ns
   std::int64_t peak = 0;     ///< peak memory (problem::memory_initial included), bytes
 };
 
 /// Replays graph `h` (a plan's, or a baseline's) as the search does.
 inline evaluation measure(const problem& p, const graph& h) {
   auto r = daydream::replay(h, trace_order_policy{}, p.replay);
-  return {iteration_time(h, r, p.iteration), p.memory_initial + r.peak_memory};
+  return {step_time(h, r, p.iteration), p.memory_initial + r.peak_memory};
 }
 
 /// Applies plan `x` to `p` and replays it.

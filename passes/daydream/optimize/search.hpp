@@ -483,7 +483,7 @@ inline search_result search(const problem& p, const std::vector<strategy>& strat
   auto gain_enough = [&](double cand, double cur) { return cand < cur * (1.0 - o.min_gain); };
   {
     auto r = daydream::replay(p.g, trace_order_policy{}, p.replay);
-    res.start_time = iteration_time(p.g, r, p.iteration);
+    res.start_time = step_time(p.g, r, p.iteration);
   }
   // 1. Seeds.
   std::vector<std::pair<std::string, plan>> seeds = {

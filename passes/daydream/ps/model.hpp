@@ -3,6 +3,7 @@
 #ifndef DAYDREAM_PS_MODEL_HPP
 #define DAYDREAM_PS_MODEL_HPP
 
+#include <daydream/analysis.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/iteration.hpp>
 #include <daydream/kinds.hpp>
@@ -42,7 +43,9 @@ struct model {
   double bytes = 0;          ///< model size: the tensors' bytes
   double compute_ns = 0;     ///< mean over the steps of the worker's computation per step (scaled)
   double update_ns = 0;      ///< mean over the steps of the trace's weight-update time per step
-  double trace_step_ns = 0;  ///< mean replayed iteration time of the steps' iterations
+  /// The trace's step: the baseline `daydream whatif` gives for the same iterations, the
+  /// median steady-state step (steady_steps) of the trace replayed as recorded.
+  double trace_step_ns = 0;
   std::size_t collectives = 0; ///< recorded collective tasks whose time was set to 0
   std::vector<std::string> notes; ///< what was estimated, left out or fallen back to
 };
@@ -106,6 +109,11 @@ inline model extract_steps(graph g, const std::vector<std::int32_t>& iterations,
   if (!(o.alpha >= 0) || !(o.beta >= 0) || !(o.update_scale >= 0) || !(o.compute_scale > 0) || !std::isfinite(o.alpha) ||
       !std::isfinite(o.beta) || !std::isfinite(o.update_scale) || !std::isfinite(o.compute_scale))
     throw usage_error("daydream ps: alpha, beta and the update scale must be finite and not negative, the compute scale positive");
+  {
+    std::vector<time_ns> steps;
+    for (auto& st : steady_steps(g, replay(g), iterations)) steps.push_back(st.step());
+    m.trace_step_ns = double(median_of(std::move(steps)));
+  }
   g.for_each<comm_task>([&](handle<comm_task> h) {
     if (g.duration(h.id) > 0) set_duration(g, h.id, 0);
     ++m.collectives;
@@ -118,6 +126,10 @@ inline model extract_steps(graph g, const std::vector<std::int32_t>& iterations,
   if (!gs.note.empty()) m.notes.push_back(gs.note);
   const auto r = replay(g);
   const auto spans = iteration_spans(g, r);
+  // A step lasts the iteration's steady-state step: its span, or, when a resource falls
+  // behind (a GPU whose queue grows while the CPU runs ahead), that resource's work.
+  std::map<std::int32_t, time_ns> step_of;
+  for (auto& st : steady_steps(g, r, iterations)) step_of[st.iteration] = st.step();
   const auto fwd = passes::forward_gpu_tasks_by_iteration(g);
 
   std::vector<std::pair<time_ns, time_ns>> wu;
@@ -127,7 +139,7 @@ inline model extract_steps(graph g, const std::vector<std::int32_t>& iterations,
   detail::interval_set update;
   update.build(std::move(wu));
 
-  double compute = 0, upd = 0, trace = 0;
+  double compute = 0, upd = 0;
   for (auto it : iterations) {
     const iteration_span* sp = nullptr;
     for (auto& s : spans)
@@ -146,13 +158,13 @@ inline model extract_steps(graph g, const std::vector<std::int32_t>& iterations,
                         std::to_string(m.tensors.size()) + ", and is left out");
       continue;
     }
-    const time_ns begin = sp->begin;
+    const time_ns begin = sp->begin, end = begin + std::max(sp->duration(), step_of[it]);
     const auto compressed = [&](time_ns t) {
-      t = std::clamp(t, begin, sp->end);
+      t = std::clamp(t, begin, end);
       return double(t - begin - (update.covered_before(t) - update.covered_before(begin)));
     };
-    const double length = compressed(sp->end);
-    const double upd_time = double(update.covered_before(sp->end) - update.covered_before(begin)) * o.update_scale;
+    const double length = compressed(end);
+    const double upd_time = double(update.covered_before(end) - update.covered_before(begin)) * o.update_scale;
     // Where each tensor is used and produced, in compressed time; by position (0: used first).
     const auto& f = passes::of_iteration(fwd, it);
     const std::size_t n = idx.size();
@@ -227,7 +239,6 @@ inline model extract_steps(graph g, const std::vector<std::int32_t>& iterations,
     }
     compute += length * o.compute_scale;
     upd += upd_time;
-    trace += double(sp->duration());
     m.steps.push_back(std::move(st));
   }
   if (m.tensors.empty())
@@ -236,7 +247,6 @@ inline model extract_steps(graph g, const std::vector<std::int32_t>& iterations,
   const double k = double(m.steps.size());
   m.compute_ns = compute / k;
   m.update_ns = upd / k;
-  m.trace_step_ns = trace / k;
   return m;
 }
 

@@ -24,6 +24,7 @@ struct iteration_rec {
   time_ns begin = 0, end = 0;
   std::string marker;
   time_ns work_end = 0; ///< latest trace end of its CPU slices and of the GPU work they launched
+  time_ns backlog_end = 0; ///< when the earlier work its GPU work waited for ended (set_work_ends), at least begin
 };
 
 /// The iterations of a trace, in trace order, and the events that mark them.

@@ -115,9 +115,20 @@ inline bool is_backward_root(std::string_view name, bool is_op) noexcept {
   return is_op && contains(name, "Backward");
 }
 
-/// Whether a kernel is a NCCL / RCCL communication kernel.
+/// Whether a kernel is communication: NCCL / RCCL / MSCCL(++) kernels, and the ones that
+/// move data between GPUs without those libraries: DeepEP's dispatch and combine
+/// (`deep_ep::intranode::dispatch`, `notify_dispatch`, `notify_combine`), the custom
+/// all-reduces of inference engines (`cross_device_reduce_1stage`,
+/// `oneShotAllReduceKernel`) and other kernels named for a collective. A Triton kernel
+/// (`triton_poi_fused_all_reduce_0`: the copies around a functional collective) is not.
 inline bool is_comm_kernel(std::string_view name) noexcept {
-  return icontains(name, "nccl") || icontains(name, "rccl");
+  if (icontains(name, "nccl") || icontains(name, "rccl") || icontains(name, "msccl") || icontains(name, "deep_ep") ||
+      icontains(name, "notify_dispatch") || icontains(name, "notify_combine") || icontains(name, "cross_device_reduce"))
+    return true;
+  if (starts_with(name, "triton")) return false;
+  return icontains(name, "allreduce") || icontains(name, "all_reduce") || icontains(name, "alltoall") ||
+         icontains(name, "all_to_all") || icontains(name, "allgather") || icontains(name, "all_gather") ||
+         icontains(name, "reducescatter") || icontains(name, "reduce_scatter");
 }
 
 /// The collective of a `Collective name` argument or a `nccl:` annotation suffix.
@@ -147,7 +158,14 @@ inline comm_op collective_of_kernel(std::string_view n) noexcept {
   if (contains(n, "SendRecv")) return comm_op::other;
   if (contains(n, "Send")) return comm_op::send;
   if (contains(n, "Recv")) return comm_op::recv;
-  return comm_op::other;
+  // Kernels of other libraries: DeepEP's dispatch and combine exchange tokens between
+  // experts' GPUs (an all-to-all); a custom all-reduce names itself in lower case.
+  if (icontains(n, "deep_ep") || icontains(n, "notify_dispatch") || icontains(n, "notify_combine"))
+    return comm_op::all_to_all;
+  if (icontains(n, "cross_device_reduce")) return comm_op::all_reduce;
+  comm_op op = comm_op::other;
+  collective_from_name(n, op);
+  return op;
 }
 
 /// The direction of a copy from its Kineto name ("Memcpy HtoD (Pageable -> Device)").

@@ -283,8 +283,11 @@ inline task_map make_tasks(const decoded_trace& d, thread_table& tt, gpu_links& 
 }
 
 /// Stage 13b: the latest trace end of each iteration's work: its CPU slices and the GPU
-/// ops they launched (which may run long after the iteration's marker ended). With the
-/// whole trace as one iteration, sets its bounds to `mains`' span.
+/// ops they launched (which may run long after the iteration's marker ended); and, for an
+/// iteration no next one follows, when the GPU finished the earlier work its own GPU work
+/// waited for (iteration_spans' rule: earlier iterations' work, GPU ops of no iteration
+/// that started before its first one). With the whole trace as one iteration, sets its
+/// bounds to `mains`' span.
 inline void set_work_ends(iteration_table& its, const decoded_trace& d, const thread_table& tt, const task_map& T,
                           const main_threads& mains, const daydream::graph& g) {
   if (its.source == iteration_source::whole_trace) {
@@ -296,7 +299,10 @@ inline void set_work_ends(iteration_table& its, const decoded_trace& d, const th
       if (its.list[k].number == n) return k;
     return its.list.size();
   };
-  for (auto& it : its.list) it.work_end = it.begin;
+  constexpr time_ns none = std::numeric_limits<time_ns>::max();
+  std::vector<time_ns> device_first(its.list.size(), none);
+  std::vector<std::pair<time_ns, time_ns>> outside; // GPU ops of no iteration
+  for (auto& it : its.list) it.work_end = it.backlog_end = it.begin;
   auto extend = [&](std::int32_t n, time_ns end) {
     if (n < 0) return;
     auto k = index_of(n);
@@ -304,8 +310,30 @@ inline void set_work_ends(iteration_table& its, const decoded_trace& d, const th
   };
   for (auto& th : tt.threads)
     for (auto& s : th.slices) extend(s.iteration, s.end);
-  for (std::uint32_t o = 0; o < d.gpu.size(); ++o)
-    if (T.gpu_task[o] != no_task) extend(g.iteration(T.gpu_task[o]), d.gpu[o].ts + d.gpu[o].dur);
+  for (std::uint32_t o = 0; o < d.gpu.size(); ++o) {
+    if (T.gpu_task[o] == no_task) continue;
+    const auto n = g.iteration(T.gpu_task[o]);
+    const time_ns b = d.gpu[o].ts, e = d.gpu[o].ts + d.gpu[o].dur;
+    if (n < 0) {
+      outside.push_back({b, e});
+      continue;
+    }
+    extend(n, e);
+    if (auto k = index_of(n); k < its.list.size()) device_first[k] = std::min(device_first[k], b);
+  }
+  time_ns earlier = std::numeric_limits<time_ns>::min();
+  for (std::size_t k = 0; k < its.list.size(); ++k) {
+    auto& it = its.list[k];
+    const bool last = k + 1 == its.list.size() || its.list[k + 1].number != it.number + 1;
+    if (last) {
+      time_ns prior = earlier;
+      if (device_first[k] != none)
+        for (auto [b, e] : outside)
+          if (b < device_first[k]) prior = std::max(prior, e);
+      if (prior > it.begin && prior < std::max(it.end, it.work_end)) it.backlog_end = prior;
+    }
+    earlier = std::max(earlier, std::max(it.end, it.work_end));
+  }
 }
 
 //! @endcond

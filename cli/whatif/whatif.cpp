@@ -135,6 +135,7 @@ void prepare(const options& o, daydream::io::kineto_trace& trace, analysis& a, s
     a.measured.push_back(trace.iterations.empty() ? trace.info.end - trace.info.begin : trace.measured(i));
     if (auto n = trace.measurement_note(i); !n.empty()) a.warnings.push_back("measured: " + n);
   }
+  if (auto n = daydream::passes::neighbours_note(trace.g); !n.empty()) a.warnings.push_back(n);
 
   // Memory: the trace's [memory] events from the level allocated before the first one,
   // else the tensor-size estimate of activations.

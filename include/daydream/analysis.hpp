@@ -188,9 +188,12 @@ inline std::string_view layer_kind(std::string_view layer) noexcept {
 /// critical path's parts add up to `duration` exactly.
 struct iteration_breakdown {
   std::int32_t iteration = 0;
-  time_ns begin = 0;    ///< the span, in replay time
+  /// The window, in replay time: the iteration's span (iteration_spans), or, when a
+  /// resource falls behind (steady_step::backlogged), its steady-state step from the
+  /// span's begin: the step `daydream whatif` gives, of which the breakdown is.
+  time_ns begin = 0;
   time_ns end = 0;
-  time_ns duration = 0; ///< end - begin, as iteration_time
+  time_ns duration = 0; ///< end - begin: iteration_time, or the steady-state step
   /// Time during which at least one CPU task of the phase runs (index: phase).
   std::array<time_ns, 4> cpu_by_phase{};
   /// Time during which at least one GPU kernel or memory copy of the phase runs.
@@ -208,7 +211,8 @@ struct iteration_breakdown {
   std::vector<std::pair<resource_id, time_ns>> busy;
   /// Critical-path time per kind of work: CPU (with critical_cpu_gaps), GPU kernels,
   /// communication, copies, idle (other time between the chain's tasks). The five add up
-  /// to `duration`.
+  /// to `duration`: past the span, a backlogged step's time is the kind of work its
+  /// busiest resource does.
   std::array<time_ns, 5> critical{};
   /// Critical-path CPU time spent in calls that launch GPU work (cpu_call::launch).
   time_ns critical_launch = 0;
@@ -243,10 +247,15 @@ iteration_breakdown breakdown(const Graph& g, const replay_result& r, std::int32
   if (!span) return b;
   b.begin = span->begin;
   b.end = span->end;
-  b.duration = span->duration();
+  // A resource that falls behind decides the step (steady_steps): the window is then the
+  // step, from the span's begin, so that the breakdown is of the step the headline gives.
+  const auto steady = steady_steps(g, r, {iteration}).front();
+  if (steady.backlogged()) b.end = b.begin + steady.step();
+  b.duration = b.end - b.begin;
   using intervals = std::vector<std::pair<time_ns, time_ns>>;
   std::array<intervals, 4> cpu, gpu, comm;
   std::map<resource_id, intervals> per_res;
+  std::array<time_ns, 5> busiest_kinds{}; // the backlogged resource's own time per work_kind
   // GPU compute and communication edges for the overlap sweep: (time, +1/-1, phase or 4 for comm).
   std::vector<std::pair<time_ns, std::pair<int, int>>> edges;
   g.for_each_task([&](task_id t) {
@@ -264,6 +273,7 @@ iteration_breakdown breakdown(const Graph& g, const replay_result& r, std::int32
       edges.push_back({e, {-1, tag}});
     }
     if (g.resource_of(t) != no_resource) per_res[g.resource_of(t)].push_back({s, e});
+    if (steady.backlogged() && g.resource_of(t) == steady.busiest) busiest_kinds[static_cast<std::size_t>(k)] += e - s;
   });
   for (std::size_t p = 0; p < 4; ++p) {
     b.cpu_by_phase[p] = union_length(cpu[p], b.begin, b.end);
@@ -331,7 +341,13 @@ iteration_breakdown breakdown(const Graph& g, const replay_result& r, std::int32
     by_layer[{std::string(g.layer(t)), g.phase_of(t)}] += d;
     if (g.resource_of(t) != no_resource) by_res[g.resource_of(t)] += d;
   }
-  if (b.end > prev_end) b.critical[4] += b.end - prev_end;
+  if (span->end > prev_end) b.critical[4] += span->end - prev_end;
+  // Past the span, the step is the backlogged resource's work: its kind of work holds it.
+  if (b.end > span->end) {
+    const auto kind = std::max_element(busiest_kinds.begin(), busiest_kinds.end()) - busiest_kinds.begin();
+    b.critical[static_cast<std::size_t>(kind)] += b.end - span->end;
+    by_res[steady.busiest] += b.end - span->end;
+  }
   auto top = std::max_element(b.critical.begin(), b.critical.end()) - b.critical.begin();
   constexpr bound_by order[] = {bound_by::cpu, bound_by::gpu, bound_by::communication,
                                 bound_by::memory_copies, bound_by::idle};

@@ -169,6 +169,37 @@ TEST_CASE("a step whose training thread loads its own batch is input-bound, not 
   CHECK(c.bound == bound_by::cpu);
 }
 
+TEST_CASE("a step whose GPU falls behind is broken down over the steady-state step, not the shorter span") {
+  // The CPU launches three 50 us kernels in 30 us and starts the next iteration: the span
+  // is 30 us, the stream works 150 us in it, so the step is 150 us (steady_steps), and the
+  // breakdown is of that step: its critical path adds up to it, GPU-bound.
+  builder f;
+  auto c0 = f.cpu("cudaLaunchKernel", 10 * us, 0, cpu_call::launch);
+  auto c1 = f.cpu("cudaLaunchKernel", 10 * us, 0, cpu_call::launch);
+  auto c2 = f.cpu("cudaLaunchKernel", 10 * us, 0, cpu_call::launch);
+  auto d0 = f.cpu("aten::mm", 10 * us, 1);
+  task_id prev = no_task;
+  for (auto c : {c0, c1, c2}) {
+    auto k = f.kernel("gemm", 50 * us, 0, phase::forward, "Linear_0");
+    f.g.add_dependency(c, k, dep_kind::launch);
+    if (prev != no_task) f.g.add_dependency(prev, k, dep_kind::stream_order);
+    prev = k;
+  }
+  f.g.add_dependency(c0, c1, dep_kind::cpu_order);
+  f.g.add_dependency(c1, c2, dep_kind::cpu_order);
+  f.g.add_dependency(c2, d0, dep_kind::cpu_order);
+  auto r = replay(f.g);
+  REQUIRE(iteration_time(f.g, r, 0) == 30 * us);
+  auto b = breakdown(f.g, r, 0);
+  CHECK(b.duration == 150 * us);
+  CHECK(b.critical[0] == 30 * us);
+  CHECK(b.critical[1] == 120 * us);
+  CHECK(sum(b.critical) == b.duration);
+  CHECK(b.bound == bound_by::gpu);
+  CHECK(b.gpu_by_phase[0] == 140 * us); // the kernels from 10 us to the window's end
+  for (auto& [res, t] : b.busy) CHECK(t <= b.duration);
+}
+
 TEST_CASE("busy time never exceeds the iteration: concurrent transfers on a shared link count once") {
   two_iterations f;
   // A second all-reduce beside a0: on the fair link both take twice as long.

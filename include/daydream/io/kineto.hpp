@@ -180,21 +180,26 @@ struct kineto_trace {
   }
 
   /// Why measured(iteration) is not the step marker's own duration, in one sentence
-  /// (empty when it is): the GPU work ran past the marker, the GPU was still busy with
-  /// earlier work when the step began, or both; each with its numbers in milliseconds.
+  /// (empty when it is, or differs by less than 1%): the GPU work ran past the marker,
+  /// the GPU was still busy with earlier work when the step began, or both (each told
+  /// when it is over 1% of the marker's span), with the numbers in milliseconds.
   std::string measurement_note(std::int32_t iteration) const {
     for (std::size_t k = 0; k < iterations.size(); ++k) {
       auto& it = iterations[k];
       if (it.number != iteration) continue;
       const bool last = k + 1 == iterations.size() || iterations[k + 1].number != it.number + 1;
-      const bool late = it.work_end > it.trace_end, backlog = it.backlog_end > it.trace_begin;
+      // Each effect is told when it is over 1% of the marker's span (a kernel's tail of
+      // microseconds after the marker is not worth a sentence).
+      const time_ns marker = it.trace_end - it.trace_begin;
+      const bool late = (it.work_end - it.trace_end) * 100 > marker,
+                 backlog = (it.backlog_end - it.trace_begin) * 100 > marker;
       if (!last || (!late && !backlog)) return {};
       auto ms = [](time_ns x) {
         char buf[32];
         std::snprintf(buf, sizeof buf, "%.3f ms", double(x) / 1e6);
         return std::string(buf);
       };
-      std::string out = it.marker + " lasts " + ms(it.trace_end - it.trace_begin);
+      std::string out = it.marker + " lasts " + ms(marker);
       if (late) out += "; the GPU work it launched ends " + ms(it.work_end - it.trace_end) + " after it";
       if (backlog)
         out += std::string(late ? " and" : ";") + " the GPU was still running " + ms(it.backlog_end - it.trace_begin) +

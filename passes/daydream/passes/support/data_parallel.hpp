@@ -188,6 +188,44 @@ inline recorded_collectives find_recorded_collectives(const graph& g) {
   return out;
 }
 
+/// The recorded communication of `g` with particular other ranks rather than all of
+/// them: point-to-point sends and receives (pipeline stages) and all-to-alls (experts,
+/// sharded embeddings). A single-GPU pass changes this rank alone; these ranks'
+/// neighbours are not in the trace.
+struct neighbour_traffic {
+  std::size_t point_to_point = 0; ///< send, recv and SendRecv kernels
+  std::size_t all_to_all = 0;     ///< all-to-all kernels (NCCL, DeepEP dispatch and combine)
+  bool any() const noexcept { return point_to_point + all_to_all > 0; }
+};
+
+/// Counts the recorded neighbour communication of `g` (is_recorded_communication). O(V).
+inline neighbour_traffic find_neighbour_traffic(const graph& g) {
+  neighbour_traffic out;
+  for (auto t : tasks(g) | where(pred([](const auto& r) { return is_recorded_communication(*r.g, r.id); }))) {
+    comm_op op = comm_op::other;
+    if (auto c = g.as<comm_task>(t)) op = g.payload(c).op;
+    if (op == comm_op::all_to_all) ++out.all_to_all;
+    else if (op == comm_op::send || op == comm_op::recv || g.name(t).find("SendRecv") != std::string_view::npos)
+      ++out.point_to_point;
+  }
+  return out;
+}
+
+/// What a single-GPU what-if on one rank of a job with neighbour traffic leaves out, in one
+/// sentence; empty when `g` has none.
+inline std::string neighbours_note(const graph& g) {
+  const auto n = find_neighbour_traffic(g);
+  if (!n.any()) return {};
+  std::string what;
+  if (n.point_to_point) what = std::to_string(n.point_to_point) + " point-to-point (pipeline stages)";
+  if (n.all_to_all)
+    what += (what.empty() ? "" : " and ") + std::to_string(n.all_to_all) + " all-to-all (experts, sharded embeddings)";
+  return "this trace is one rank of a job that exchanges data with particular other ranks (" + what +
+         " communication kernels): a single-GPU scenario changes this rank alone; the ranks it sends to and "
+         "receives from are not modelled, and its recorded waits for them stay as traced (give every rank's "
+         "trace to model the job: daydream whatif DIR)";
+}
+
 inline std::string data_parallel_params::not_applicable(const graph& g) {
   bool backward = false;
   for ([[maybe_unused]] auto t : tasks(g) | where(in_phase(phase::backward))) { backward = true; break; }

@@ -61,20 +61,9 @@ What the numbers say, and what they do not:
   ResNet-50 rows is what is left of that.
 - **DataLoader workers**: the V100 pair's `contention=0.25` was set on that pair (its
   error is in-sample); the H100 and H200 rows are out-of-sample checks of the same pass.
-- **A GPU-bound step is measured as the GPU runs it.** The recorded traces keep two steps,
-  and the second is the one analysed. When the GPU lags the CPU, that step's marker begins
-  while the GPU still runs the first step's kernels; those belong to the step before, and
-  the step is measured from their end to the end of its own (docs/ingest.md). Before,
-  they were counted: GPT-2 FP32 on the H100 measured 144.40 ms and now 93.62 ms (93.17 ms
-  without the profiler); ResNet-50 with fused Adam on the H200 54.24 ms and now 32.20 ms
-  (31.94 ms without). Predictions are measured by the same rule. The `fused_adam` rows,
-  which looked 14-30% fast against the inflated AFTER, are 11% and 34% slow against the
-  real one: the pass removes the per-parameter Adam kernels but too little of the host's
-  optimizer time, so its prediction stays partly CPU-bound (CPU 58%, GPU 73% on the H200)
-  where AFTER is GPU-bound.
 - **CUDA graphs** (`cuda_graphs`): the MLP whose whole step `torch.cuda.graph` captures is
   predicted within 9% (GPU time within 2%); GPT-2's `reduce-overhead` (`scope=model`) is
-  predicted 42-50% faster than measured, with its GPU time exact: `compare` names the
+  predicted about 30% faster than measured, with its GPU time exact: `compare` names the
   CPU work `torch.compile`'s CUDA-graph wrappers keep per call (`CompiledFunction`,
   `CompiledFunctionBackward`: about 11 ms per traced step), which the pass, a model of a
   plain graph replay, does not. **`torch.compile`** (`compile`): no such pass exists yet,

@@ -30,11 +30,9 @@ inline time_ns median_of(std::vector<time_ns> v) {
 struct iteration_span {
   std::int32_t iteration = 0; ///< its number
   /// Where its step begins: the earliest start of its tasks (first_start), except for a
-  /// last iteration (no next one follows) whose start found the GPU still running earlier
-  /// work (the previous iteration's, or work queued before the trace's first step): then
-  /// when that earlier work ended. That backlog is not this iteration's; measured from
-  /// the end of the earlier work to the end of its own, the step is the period a loop
-  /// repeats with, as from one iteration's start to the next one's.
+  /// last iteration (no next one follows) whose own GPU work waited for GPU work queued
+  /// before the trace's iterations (kernels launched before a one-step window, outside
+  /// any iteration): then when that work ended. That backlog is not this iteration's.
   time_ns begin = 0;
   time_ns end = 0;        ///< earliest start of the next iteration's tasks, or its latest end
   time_ns last_end = 0;   ///< latest end of its own tasks
@@ -79,7 +77,6 @@ struct span_builder {
   std::vector<iteration_span> close() const {
     std::vector<iteration_span> out;
     for (auto& [i, s] : spans) out.push_back(s);
-    time_ns earlier = std::numeric_limits<time_ns>::min(); // latest end of earlier iterations' tasks
     for (std::size_t k = 0; k < out.size(); ++k) {
       auto& s = out[k];
       s.begin = s.first_start;
@@ -87,14 +84,13 @@ struct span_builder {
         s.end = out[k + 1].first_start;
       } else {
         s.end = s.last_end;
-        // Work queued before it that its own GPU work waited for.
-        time_ns prior = earlier;
+        // GPU work queued before the iterations that its own GPU work waited for.
+        time_ns prior = std::numeric_limits<time_ns>::min();
         if (auto d = device_first.find(s.iteration); d != device_first.end())
           for (auto [b, e] : outside)
             if (b < d->second) prior = std::max(prior, e);
         if (prior > s.first_start && prior < s.last_end) s.begin = prior;
       }
-      earlier = std::max(earlier, s.last_end);
     }
     return out;
   }
@@ -121,9 +117,9 @@ void check_replay_of(const Graph& g, const replay_result& r, const char* what) {
 /// An iteration runs from the earliest start of its tasks to the earliest start of the
 /// next iteration's tasks (the period a training loop repeats with), or, for the last
 /// one, to the latest end of its own tasks. A last iteration whose GPU work waited for
-/// earlier work still running when it started (a GPU that lags its CPU: the previous
-/// step's kernels, or kernels queued before a one-step trace) is measured from the end of
-/// that earlier work instead (iteration_span::begin, backlog()). Passes may remove any
+/// GPU work queued before the trace's iterations (kernels launched before a one-step
+/// window) is measured from the end of that work instead (iteration_span::begin,
+/// backlog()). The previous iteration's GPU work running into the last one still counts. Passes may remove any
 /// task: the spans are computed from whatever is left. Throws daydream::error if `r` is
 /// not a replay of `g` (check_replay_of). O(V log I).
 template <class Graph>

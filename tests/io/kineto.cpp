@@ -809,12 +809,10 @@ TEST_CASE("a single iteration is measured to the end of the GPU work it launched
   CHECK(iteration_time(u.g, replay(u.g), 3) == u.measured(3));
 }
 
-TEST_CASE("with several iterations, only the last one is measured past its marker, and not its backlog") {
+TEST_CASE("with several iterations, only the last one is measured past its marker") {
   // Steps of 100 us; the GPU lags 150 us behind the CPU. Iterations before the last
-  // repeat with the marker's period (the replay's too). The last one runs to the end of
-  // its GPU work, but its kernel first waits 160 us for the previous step's: that backlog
-  // is not its own, and from the end of the earlier work to the end of its own the step
-  // is the 100 us period the loop repeats with.
+  // repeat with the marker's period (the replay's too); the last one runs to its GPU work,
+  // the previous step's kernel it waits for included (that work is in the trace).
   auto t = dio::parse_kineto(trace({
                                  X("user_annotation", "ProfilerStep#1", 1, 1, "0", "100"),
                                  X("cuda_runtime", "cudaLaunchKernel", 1, 1, "10", "5", corr(1)),
@@ -828,20 +826,15 @@ TEST_CASE("with several iterations, only the last one is measured past its marke
   CHECK(t.measured(1) == 100'000);
   CHECK(t.measurement_note(1).empty());
   CHECK(t.iterations[1].work_end == 360'000);
-  CHECK(t.iterations[1].backlog_end == 260'000);
-  CHECK(t.measured(2) == 100'000);
-  CHECK(t.measurement_note(2) ==
-        "ProfilerStep#2 lasts 0.100 ms; the GPU work it launched ends 0.160 ms after it and the GPU was still "
-        "running 0.160 ms of earlier work when it began (that backlog belongs to the steps before it): measured "
-        "from the end of that earlier work to the end of its own, 0.100 ms, as the replay is");
+  CHECK(t.iterations[1].backlog_end == 100'000);
+  CHECK(t.measured(2) == 260'000);
+  CHECK(t.measurement_note(2) == "ProfilerStep#2 lasts 0.100 ms; the GPU work it launched ends 0.160 ms after it: "
+                                 "measured from its start to the end of its own, 0.260 ms, as the replay is");
   auto r = replay(t.g);
   CHECK(iteration_time(t.g, r, 2) == t.measured(2));
   auto spans = iteration_spans(t.g, r);
   REQUIRE(spans.size() == 2);
-  CHECK(spans[1].first_start == 100'000);
-  CHECK(spans[1].begin == 260'000);
-  CHECK(spans[1].backlog() == 160'000);
-  CHECK(spans[0].backlog() == 0);
+  CHECK(spans[1].backlog() == 0);
 }
 
 TEST_CASE("a one-step trace does not count the GPU work queued before its step") {
@@ -859,7 +852,17 @@ TEST_CASE("a one-step trace does not count the GPU work queued before its step")
   REQUIRE(t.iterations.size() == 1);
   CHECK(t.iterations[0].backlog_end == 310'000);
   CHECK(t.measured(7) == 200'000);
-  CHECK(t.measurement_note(7).find("the GPU was still running 0.300 ms of earlier work") != std::string::npos);
+  CHECK(t.measurement_note(7) == "ProfilerStep#7 lasts 0.100 ms; the GPU work it launched ends 0.400 ms after it and "
+                                 "the GPU was still running 0.300 ms of work queued before it when it began (that "
+                                 "backlog belongs to the steps before it): measured from the end of that work to the "
+                                 "end of its own, 0.200 ms, as the replay is");
+  auto spans = iteration_spans(t.g, replay(t.g));
+  REQUIRE(spans.size() == 1);
+  // The replay starts k0 when its launch returns (5 us, not the trace's 10 us), so the
+  // backlog ends at 305 us there; the step is the same 200 us.
+  CHECK(spans[0].first_start == 10'000);
+  CHECK(spans[0].begin == 305'000);
+  CHECK(spans[0].backlog() == 295'000);
   auto r = replay(t.g);
   CHECK(iteration_time(t.g, r, 7) == t.measured(7));
   // Without the earlier kernel, the step runs from its marker to the end of its work.

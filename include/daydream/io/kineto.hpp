@@ -112,9 +112,9 @@ struct iteration_info {
   /// The latest trace end of the iteration's work: its CPU slices and the GPU operations
   /// they launched, which may run long after the marker ended (at least trace_begin).
   time_ns work_end = 0;
-  /// For an iteration no next one follows: when the GPU finished the earlier work its own
-  /// GPU work waited for (the previous iteration's kernels, or kernels queued before a
-  /// one-step trace), when that is after trace_begin; else trace_begin. See measured().
+  /// For an iteration no next one follows: when the GPU finished the work queued before
+  /// the trace's iterations that its own GPU work waited for (kernels launched before a
+  /// one-step window), when that is after trace_begin; else trace_begin. See measured().
   time_ns backlog_end = 0;
 };
 
@@ -164,10 +164,11 @@ struct kineto_trace {
   /// iteration no next one follows (the last of the trace, the only one of a one-step
   /// trace) runs to the end of its work when that is later (the GPU still running what
   /// it launched), as the replay of such an iteration runs to the end of its tasks; and
-  /// when its GPU work first had to wait for earlier work still running (a GPU that lags
-  /// its CPU), it is measured from the end of that earlier work (iteration_info::
-  /// backlog_end): that backlog belongs to the steps before it. iteration_spans measures
-  /// the replay by the same rule; measurement_note() says in words when either applies.
+  /// when its GPU work first had to wait for GPU work queued before the trace's iterations
+  /// (a one-step window opened on a GPU that lags its CPU), it is measured from the end of
+  /// that work (iteration_info::backlog_end): that backlog belongs to the steps before it.
+  /// iteration_spans measures the replay by the same rule; measurement_note() says in
+  /// words when either applies.
   time_ns measured(std::int32_t iteration) const {
     for (std::size_t k = 0; k < iterations.size(); ++k) {
       auto& it = iterations[k];
@@ -203,8 +204,8 @@ struct kineto_trace {
       if (late) out += "; the GPU work it launched ends " + ms(it.work_end - it.trace_end) + " after it";
       if (backlog)
         out += std::string(late ? " and" : ";") + " the GPU was still running " + ms(it.backlog_end - it.trace_begin) +
-               " of earlier work when it began (that backlog belongs to the steps before it)";
-      out += ": measured " + std::string(backlog ? "from the end of that earlier work" : "from its start") +
+               " of work queued before it when it began (that backlog belongs to the steps before it)";
+      out += ": measured " + std::string(backlog ? "from the end of that work" : "from its start") +
              " to the end of its own, " + ms(measured(iteration)) + ", as the replay is";
       return out;
     }

@@ -284,9 +284,9 @@ inline task_map make_tasks(const decoded_trace& d, thread_table& tt, gpu_links& 
 
 /// Stage 13b: the latest trace end of each iteration's work: its CPU slices and the GPU
 /// ops they launched (which may run long after the iteration's marker ended); and, for an
-/// iteration no next one follows, when the GPU finished the earlier work its own GPU work
-/// waited for (iteration_spans' rule: earlier iterations' work, GPU ops of no iteration
-/// that started before its first one). With the whole trace as one iteration, sets its
+/// iteration no next one follows, when the GPU finished the work queued before the
+/// iterations that its own GPU work waited for (iteration_spans' rule: GPU ops of no
+/// iteration that started before its first one). With the whole trace as one iteration, sets its
 /// bounds to `mains`' span.
 inline void set_work_ends(iteration_table& its, const decoded_trace& d, const thread_table& tt, const task_map& T,
                           const main_threads& mains, const daydream::graph& g) {
@@ -321,18 +321,14 @@ inline void set_work_ends(iteration_table& its, const decoded_trace& d, const th
     extend(n, e);
     if (auto k = index_of(n); k < its.list.size()) device_first[k] = std::min(device_first[k], b);
   }
-  time_ns earlier = std::numeric_limits<time_ns>::min();
   for (std::size_t k = 0; k < its.list.size(); ++k) {
     auto& it = its.list[k];
     const bool last = k + 1 == its.list.size() || its.list[k + 1].number != it.number + 1;
-    if (last) {
-      time_ns prior = earlier;
-      if (device_first[k] != none)
-        for (auto [b, e] : outside)
-          if (b < device_first[k]) prior = std::max(prior, e);
-      if (prior > it.begin && prior < std::max(it.end, it.work_end)) it.backlog_end = prior;
-    }
-    earlier = std::max(earlier, std::max(it.end, it.work_end));
+    if (!last || device_first[k] == none) continue;
+    time_ns prior = std::numeric_limits<time_ns>::min();
+    for (auto [b, e] : outside)
+      if (b < device_first[k]) prior = std::max(prior, e);
+    if (prior > it.begin && prior < std::max(it.end, it.work_end)) it.backlog_end = prior;
   }
 }
 

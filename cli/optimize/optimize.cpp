@@ -74,12 +74,11 @@ inline daydream::cluster cluster_of(const options& o, std::int32_t default_worke
   return c;
 }
 
-/// The iteration whose steady-state step is the median of `its` on `g` (the one whose
-/// step `daydream whatif` gives as the baseline).
-inline std::int32_t median_iteration(const graph& g, const std::vector<std::int32_t>& its) {
-  auto r = daydream::replay(g);
+/// The iteration of `steps` whose steady-state step is the median (the one whose step
+/// `daydream whatif` gives as the baseline).
+inline std::int32_t median_iteration(const std::vector<daydream::steady_step>& steps) {
   std::vector<std::pair<time_ns, std::int32_t>> v;
-  for (auto& st : daydream::steady_steps(g, r, its)) v.push_back({st.step(), st.iteration});
+  for (auto& st : steps) v.push_back({st.step(), st.iteration});
   std::sort(v.begin(), v.end());
   return v[(v.size() - 1) / 2].second;
 }
@@ -198,7 +197,11 @@ int run(const options& o, std::FILE* out, const opt::evaluator& ev) {
   const auto c = cluster_of(o, default_workers);
   if (c.workers() <= 1)
     throw daydream::usage_error("daydream optimize: one worker has nothing to synchronize: give --workers N (N >= 2)");
-  const std::int32_t iteration = o.iteration >= 0 ? o.iteration : median_iteration(in.g, in.iterations);
+  // The whole trace replayed once: the median iteration, and the baseline every command
+  // gives for the one optimized (its steady-state step).
+  const auto whole_replay = daydream::replay(in.g);
+  const std::int32_t iteration =
+      o.iteration >= 0 ? o.iteration : median_iteration(daydream::steady_steps(in.g, whole_replay, in.iterations));
   if (std::find(in.iterations.begin(), in.iterations.end(), iteration) == in.iterations.end() && o.iteration >= 0) {
     bool any = false;
     in.g.for_each_task([&](daydream::task_id t) { any = any || in.g.iteration(t) == iteration; });
@@ -218,7 +221,7 @@ int run(const options& o, std::FILE* out, const opt::evaluator& ev) {
   // The baseline every command gives for this iteration: its steady-state step in the
   // whole trace. The search replays the iteration alone (the plans change only it), which
   // leaves out the GPU backlog the previous step left; the two differ by that much.
-  const time_ns whole = daydream::steady_steps(in.g, daydream::replay(in.g), {iteration}).front().step();
+  const time_ns whole = daydream::steady_steps(in.g, whole_replay, {iteration}).front().step();
   std::string whole_note;
   if (whole > 0 && res.start_time > 0 && whole != res.start_time)
     whole_note = fmt::format("the whole trace replays iteration {} in {} ({:+.2f}%): the search replays it alone, "

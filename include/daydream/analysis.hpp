@@ -304,10 +304,7 @@ iteration_breakdown breakdown(const Graph& g, const replay_result& r, std::int32
   for (auto& [res, v] : per_res) b.busy.push_back({res, union_length(v, b.begin, b.end)});
   std::stable_sort(b.busy.begin(), b.busy.end(), [](auto& x, auto& y) { return x.second > y.second; });
 
-  auto loads_input = [&](task_id t) {
-    auto n = g.name(t);
-    return n.starts_with("enumerate(DataLoader)") && n.ends_with("__next__");
-  };
+  auto loads_input = [&](task_id t) { return is_dataloader_fetch(g.name(t)); };
   auto path = iteration_critical_path(g, r, iteration);
   b.critical_tasks = path.size();
   std::map<std::pair<std::string, phase>, time_ns> by_layer;

@@ -46,12 +46,30 @@ struct iteration_span {
 
 //! @cond DAYDREAM_INTERNAL
 namespace detail {
+/// When the work of `outside` (intervals of GPU work of no iteration) that started before
+/// `first` (an iteration's first GPU work) ended: the backlog that iteration waited for;
+/// the lowest time when none did. The rule of iteration_spans and of the ingest's
+/// measured step (kineto_trace::measured) alike.
+inline time_ns end_of_work_queued_before(const std::vector<std::pair<time_ns, time_ns>>& outside, time_ns first) {
+  time_ns prior = std::numeric_limits<time_ns>::min();
+  for (auto [b, e] : outside)
+    if (b < first) prior = std::max(prior, e);
+  return prior;
+}
+
 /// Gathers a graph's iteration spans task by task and closes them (the rule of
 /// iteration_spans): `add` each replayed task, then `close`.
 struct span_builder {
   std::map<std::int32_t, iteration_span> spans;
   std::map<std::int32_t, time_ns> device_first; ///< earliest start of each iteration's GPU-side tasks
   std::vector<std::pair<time_ns, time_ns>> outside; ///< GPU-side tasks of no iteration
+
+  /// Adds task `t` of `g` as replay `r` ran it (a task the replay did not run is left out).
+  template <class Graph> void add(const Graph& g, task_id t, const replay_result& r) {
+    if (r.start[t] < 0) return;
+    const auto res = g.resource_of(t);
+    add(g.iteration(t), r.start[t], r.end[t], res != no_resource && !is_cpu(g.resource_at(res).kind));
+  }
 
   void add(std::int32_t i, time_ns start, time_ns end, bool device) {
     if (i < 0) {
@@ -85,11 +103,9 @@ struct span_builder {
       } else {
         s.end = s.last_end;
         // GPU work queued before the iterations that its own GPU work waited for.
-        time_ns prior = std::numeric_limits<time_ns>::min();
         if (auto d = device_first.find(s.iteration); d != device_first.end())
-          for (auto [b, e] : outside)
-            if (b < d->second) prior = std::max(prior, e);
-        if (prior > s.first_start && prior < s.last_end) s.begin = prior;
+          if (auto prior = end_of_work_queued_before(outside, d->second); prior > s.first_start && prior < s.last_end)
+            s.begin = prior;
       }
     }
     return out;
@@ -126,11 +142,7 @@ template <class Graph>
 std::vector<iteration_span> iteration_spans(const Graph& g, const replay_result& r) {
   check_replay_of(g, r, "iteration_spans");
   detail::span_builder b;
-  g.for_each_task([&](task_id t) {
-    if (r.start[t] < 0) return;
-    const auto res = g.resource_of(t);
-    b.add(g.iteration(t), r.start[t], r.end[t], res != no_resource && g.resource_at(res).kind != resource_kind::cpu_thread);
-  });
+  g.for_each_task([&](task_id t) { b.add(g, t, r); });
   return b.close();
 }
 

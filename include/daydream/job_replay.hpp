@@ -99,12 +99,7 @@ inline std::vector<std::vector<iteration_span>> rank_iteration_spans(const job_g
   check_replay_of(jg.g, r, "rank_iteration_spans");
   std::vector<detail::span_builder> m(jg.ranks.size());
   jg.g.for_each_task([&](task_id t) {
-    if (r.start[t] < 0) return;
-    auto k = jg.rank_index_of(t);
-    if (k < 0) return;
-    const auto res = jg.g.resource_of(t);
-    m[std::size_t(k)].add(jg.g.iteration(t), r.start[t], r.end[t],
-                          res != no_resource && jg.g.resource_at(res).kind != resource_kind::cpu_thread);
+    if (auto k = jg.rank_index_of(t); k >= 0) m[std::size_t(k)].add(jg.g, t, r);
   });
   std::vector<std::vector<iteration_span>> out;
   for (auto& b : m) out.push_back(b.close());

@@ -25,6 +25,12 @@ enum class cpu_call : std::uint8_t {
   runtime,  ///< any other runtime/driver call
 };
 
+/// Whether a CPU task is a slice of a PyTorch DataLoader batch fetch: named by the
+/// profiler's annotation `enumerate(DataLoader)#<iterator>.__next__`.
+inline constexpr bool is_dataloader_fetch(std::string_view name) noexcept {
+  return name.starts_with("enumerate(DataLoader)") && name.ends_with("__next__");
+}
+
 /// The name of a cpu_call value ("launch").
 inline constexpr std::string_view to_string(cpu_call c) noexcept {
   switch (c) {

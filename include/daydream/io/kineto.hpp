@@ -173,8 +173,7 @@ struct kineto_trace {
     for (std::size_t k = 0; k < iterations.size(); ++k) {
       auto& it = iterations[k];
       if (it.number != iteration) continue;
-      const bool last = k + 1 == iterations.size() || iterations[k + 1].number != it.number + 1;
-      if (!last) return it.trace_end - it.trace_begin;
+      if (!last(k)) return it.trace_end - it.trace_begin;
       return std::max(it.trace_end, it.work_end) - std::max(it.trace_begin, it.backlog_end);
     }
     return -1;
@@ -188,13 +187,12 @@ struct kineto_trace {
     for (std::size_t k = 0; k < iterations.size(); ++k) {
       auto& it = iterations[k];
       if (it.number != iteration) continue;
-      const bool last = k + 1 == iterations.size() || iterations[k + 1].number != it.number + 1;
       // Each effect is told when it is over 1% of the marker's span (a kernel's tail of
       // microseconds after the marker is not worth a sentence).
       const time_ns marker = it.trace_end - it.trace_begin;
       const bool late = (it.work_end - it.trace_end) * 100 > marker,
                  backlog = (it.backlog_end - it.trace_begin) * 100 > marker;
-      if (!last || (!late && !backlog)) return {};
+      if (!last(k) || (!late && !backlog)) return {};
       auto ms = [](time_ns x) {
         char buf[32];
         std::snprintf(buf, sizeof buf, "%.3f ms", double(x) / 1e6);
@@ -210,6 +208,12 @@ struct kineto_trace {
       return out;
     }
     return {};
+  }
+
+  /// Whether no next iteration follows iterations[k] (the trace's last, or one whose
+  /// successor's number is not the next): it runs to the end of its work (measured()).
+  bool last(std::size_t k) const noexcept {
+    return k + 1 == iterations.size() || iterations[k + 1].number != iterations[k].number + 1;
   }
 
   /// A steady-state iteration: with three or more iterations the last one that has a

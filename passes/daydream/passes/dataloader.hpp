@@ -47,7 +47,7 @@ struct dataloader_fetch {
 /// (a training step between two fetches always does). O(V).
 inline std::vector<dataloader_fetch> dataloader_fetches(const graph& g) {
   std::vector<task_id> slices;
-  for (auto t : tasks<cpu_task>(g) | where(name_matches(R"(^enumerate\(DataLoader\).*__next__$)")))
+  for (auto t : tasks<cpu_task>(g) | where(pred([](const auto& r) { return is_dataloader_fetch(r.name()); })))
     slices.push_back(t);
   std::stable_sort(slices.begin(), slices.end(), [&, before = trace_order(g)](task_id a, task_id b) {
     if (g.resource_of(a) != g.resource_of(b)) return g.resource_of(a) < g.resource_of(b);

@@ -109,9 +109,11 @@ inline model extract_steps(graph g, const std::vector<std::int32_t>& iterations,
   if (!(o.alpha >= 0) || !(o.beta >= 0) || !(o.update_scale >= 0) || !(o.compute_scale > 0) || !std::isfinite(o.alpha) ||
       !std::isfinite(o.beta) || !std::isfinite(o.update_scale) || !std::isfinite(o.compute_scale))
     throw usage_error("daydream ps: alpha, beta and the update scale must be finite and not negative, the compute scale positive");
+  // The trace's step, replayed as recorded (before the collectives are taken out).
+  const auto recorded = replay(g);
   {
     std::vector<time_ns> steps;
-    for (auto& st : steady_steps(g, replay(g), iterations)) steps.push_back(st.step());
+    for (auto& st : steady_steps(g, recorded, iterations)) steps.push_back(st.step());
     m.trace_step_ns = double(median_of(std::move(steps)));
   }
   g.for_each<comm_task>([&](handle<comm_task> h) {
@@ -124,7 +126,7 @@ inline model extract_steps(graph g, const std::vector<std::int32_t>& iterations,
   auto gs = passes::find_gradients(g, o.sizes, o.model_bytes);
   m.source = gs.source;
   if (!gs.note.empty()) m.notes.push_back(gs.note);
-  const auto r = replay(g);
+  const auto r = m.collectives ? replay(g) : recorded; // the same graph without collectives
   const auto spans = iteration_spans(g, r);
   // A step lasts the iteration's steady-state step: its span, or, when a resource falls
   // behind (a GPU whose queue grows while the CPU runs ahead), that resource's work.
@@ -158,7 +160,7 @@ inline model extract_steps(graph g, const std::vector<std::int32_t>& iterations,
                         std::to_string(m.tensors.size()) + ", and is left out");
       continue;
     }
-    const time_ns begin = sp->begin, end = begin + std::max(sp->duration(), step_of[it]);
+    const time_ns begin = sp->begin, end = begin + step_of[it]; // the step is never shorter than the span
     const auto compressed = [&](time_ns t) {
       t = std::clamp(t, begin, end);
       return double(t - begin - (update.covered_before(t) - update.covered_before(begin)));

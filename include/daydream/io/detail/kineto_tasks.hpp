@@ -13,6 +13,7 @@
 #include <daydream/io/detail/kineto_tables.hpp>
 #include <daydream/io/detail/kineto_threads.hpp>
 #include <daydream/io/detail/tensor_bytes.hpp>
+#include <daydream/iteration.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/resource.hpp>
 #include <daydream/task.hpp>
@@ -303,13 +304,12 @@ inline void set_work_ends(iteration_table& its, const decoded_trace& d, const th
   std::vector<time_ns> device_first(its.list.size(), none);
   std::vector<std::pair<time_ns, time_ns>> outside; // GPU ops of no iteration
   for (auto& it : its.list) it.work_end = it.backlog_end = it.begin;
-  auto extend = [&](std::int32_t n, time_ns end) {
-    if (n < 0) return;
-    auto k = index_of(n);
+  auto extend = [&](std::size_t k, time_ns end) {
     if (k < its.list.size()) its.list[k].work_end = std::max(its.list[k].work_end, end);
   };
   for (auto& th : tt.threads)
-    for (auto& s : th.slices) extend(s.iteration, s.end);
+    for (auto& s : th.slices)
+      if (s.iteration >= 0) extend(index_of(s.iteration), s.end);
   for (std::uint32_t o = 0; o < d.gpu.size(); ++o) {
     if (T.gpu_task[o] == no_task) continue;
     const auto n = g.iteration(T.gpu_task[o]);
@@ -318,16 +318,15 @@ inline void set_work_ends(iteration_table& its, const decoded_trace& d, const th
       outside.push_back({b, e});
       continue;
     }
-    extend(n, e);
-    if (auto k = index_of(n); k < its.list.size()) device_first[k] = std::min(device_first[k], b);
+    const auto k = index_of(n);
+    extend(k, e);
+    if (k < its.list.size()) device_first[k] = std::min(device_first[k], b);
   }
   for (std::size_t k = 0; k < its.list.size(); ++k) {
     auto& it = its.list[k];
     const bool last = k + 1 == its.list.size() || its.list[k + 1].number != it.number + 1;
     if (!last || device_first[k] == none) continue;
-    time_ns prior = std::numeric_limits<time_ns>::min();
-    for (auto [b, e] : outside)
-      if (b < device_first[k]) prior = std::max(prior, e);
+    const auto prior = daydream::detail::end_of_work_queued_before(outside, device_first[k]);
     if (prior > it.begin && prior < std::max(it.end, it.work_end)) it.backlog_end = prior;
   }
 }

@@ -5,6 +5,7 @@
 
 #include <daydream/graph.hpp>
 #include <daydream/task.hpp>
+#include <daydream/passes/support/name_memo.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -101,21 +102,27 @@ public:
   /// for a bad pattern.
   kernel_classifier& add(kernel_class c, std::string pattern) {
     rules_.push_back(make(c, std::move(pattern)));
+    memo_ = std::make_shared<name_memo<kernel_class>>();
     return *this;
   }
   /// Inserts a rule before every existing one.
   kernel_classifier& prepend(kernel_class c, std::string pattern) {
     rules_.insert(rules_.begin(), make(c, std::move(pattern)));
+    memo_ = std::make_shared<name_memo<kernel_class>>();
     return *this;
   }
   /// The rules, in the order they are tried.
   const std::vector<rule>& rules() const noexcept { return rules_; }
 
-  /// The class of a kernel named `name`.
+  /// The class of a kernel named `name`. Each distinct name is classified once by
+  /// this classifier and its copies (a name_memo shared until a rule is added).
   kernel_class classify(std::string_view name) const {
-    for (auto& r : rules_)
-      if (std::regex_search(name.begin(), name.end(), *r.rx)) return r.cls;
-    return kernel_class::unknown;
+    auto run = [this](std::string_view n) {
+      for (auto& r : rules_)
+        if (std::regex_search(n.begin(), n.end(), *r.rx)) return r.cls;
+      return kernel_class::unknown;
+    };
+    return memo_ ? (*memo_)(name, run) : run(name); // a moved-from classifier has no memo
   }
 
 private:
@@ -125,6 +132,7 @@ private:
     return {c, std::move(pattern), std::move(rx)};
   }
   std::vector<rule> rules_;
+  std::shared_ptr<name_memo<kernel_class>> memo_ = std::make_shared<name_memo<kernel_class>>();
 };
 
 /// A kernel_classifier applied to the tasks of one graph, computing each distinct task

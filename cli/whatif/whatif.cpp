@@ -148,6 +148,19 @@ void prepare(const options& o, daydream::io::kineto_trace& trace, analysis& a, s
   }
 
   a.base = baseline(trace.g, a.iterations, a.memory, o.replay);
+  // A replay that does not reproduce the trace says why (the kind of event it left out):
+  // the first iteration that misses by more than 2%, and how many others do.
+  std::vector<std::string> misses;
+  for (auto& st : a.base.steps)
+    for (std::size_t k = 0; k < a.iterations.size(); ++k)
+      if (a.iterations[k] == st.iteration)
+        if (auto n = daydream::replay_error_note(trace.g, st.iteration, st.span, a.measured[k]); !n.empty())
+          misses.push_back(std::move(n));
+  if (!misses.empty())
+    a.warnings.push_back("replay: " + misses.front() +
+                         (misses.size() > 1 ? fmt::format(" ({} more of the analysed iterations differ by over 2%)",
+                                                          misses.size() - 1)
+                                            : std::string()));
   // The iteration whose baseline time is the median: breakdowns and the critical path use it.
   a.iteration = a.iterations.front();
   for (std::size_t k = 0; k < a.iterations.size(); ++k)

@@ -6,6 +6,7 @@
 #include <daydream/analysis.hpp>
 #include <daydream/config.hpp>
 #include <daydream/dependency.hpp>
+#include <daydream/fidelity.hpp>
 #include <daydream/fwd.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>

@@ -150,6 +150,44 @@ TEST_CASE("a trace without GPU activity is analysed with a prominent warning") {
   CHECK(t.out.find("WARNING") < t.out.find("scenario"));
 }
 
+TEST_CASE("a replay that misses the trace by more than 2% warns and names what it did not model") {
+  // Each step's graph launch runs two 400 us kernels at once on stream 7 (a CUDA graph's
+  // parallel branches) and a 100 us kernel after them: 600 us steps that a replay, which
+  // runs a stream one kernel at a time, makes 990 us.
+  std::string ev;
+  auto add = [&](std::string e) { ev += (ev.empty() ? "" : ",\n") + e; };
+  int corr = 1;
+  for (long long k = 0, t = 0; k < 5; ++k, t += 600) {
+    add(X("user_annotation", "ProfilerStep#" + std::to_string(k + 1), 1, 1, t, 600));
+    add(X("cuda_runtime", "cudaGraphLaunch", 1, 1, t + 10, 5, "{\"correlation\": " + std::to_string(corr) + "}"));
+    const std::string on7 = "{\"device\": 0, \"stream\": 7, \"correlation\": " + std::to_string(corr) + "}";
+    add(X("kernel", "branch_a_gemm", 0, 7, t + 20, 400, on7));
+    add(X("kernel", "branch_b_gemm", 0, 7, t + 20, 400, on7));
+    add(X("kernel", "join_add", 0, 7, t + 420, 100, on7));
+    ++corr;
+    add(X("cuda_runtime", "cudaDeviceSynchronize", 1, 1, t + 16, 510, "{\"correlation\": " + std::to_string(corr++) + "}"));
+  }
+  auto path = write_file("graph-branches.json", "{\"traceEvents\": [" + ev + "]}");
+  auto r = run(json_of(path, {"amp"}));
+  parsed j(r.out);
+  std::vector<std::string> replay_warnings;
+  for (auto w : j.root["warnings"].get_array().value()) {
+    std::string s(w.get_string().value());
+    if (s.rfind("replay: ", 0) == 0) replay_warnings.push_back(s);
+  }
+  REQUIRE(replay_warnings.size() == 1);
+  CHECK(replay_warnings[0] ==
+        "replay: the replay of iteration 2 differs from the trace by +65.00% (replayed 0.990 ms, measured 0.600 ms): "
+        "along the trace's critical path, 1 GPU operation starts before the previous one on its stream ends (0.400 ms "
+        "of overlap, at `branch_b_gemm`): the replay runs a stream's work one at a time (kernels of several streams "
+        "recorded as one, or a CUDA graph's parallel branches) (2 more of the analysed iterations differ by over 2%)");
+  // A trace the replay reproduces says nothing of the kind.
+  auto fine = write_file("fine.json", training_trace({.kernel_us = {500, 500, 500, 500, 500}}));
+  parsed k(run(json_of(fine, {"amp"})).out);
+  for (auto w : k.root["warnings"].get_array().value())
+    CHECK(std::string(w.get_string().value()).rfind("replay: ", 0) == std::string::npos);
+}
+
 TEST_CASE("every steady-state iteration is replayed: median headline, spread, and a warning past 10%") {
   // Steps 2..4 are steady state (not the first, not the last); step 3's kernel is 3x longer.
   auto path = write_file("uneven.json", training_trace({.kernel_us = {500, 500, 1500, 500, 500}}));

@@ -4,6 +4,8 @@
 #define DAYDREAM_COMPARE_COMPARE_HPP
 
 #include <daydream/compare/profile.hpp>
+#include <daydream/fidelity.hpp>
+#include <daydream/iteration.hpp>
 #include <daydream/params.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/io/kineto.hpp>
@@ -357,6 +359,15 @@ inline comparison compare(const io::kineto_trace& before, const io::kineto_trace
     if (auto n = before.measurement_note(i); !n.empty()) c.warnings.push_back("before: " + n);
   for (auto i : aits)
     if (auto n = after.measurement_note(i); !n.empty()) c.warnings.push_back("after: " + n);
+  {
+    // A BEFORE the replay does not reproduce makes every prediction from it suspect: say why.
+    const auto spans = iteration_spans(bg, replay(bg));
+    for (std::size_t k = 0; k < bits.size(); ++k)
+      for (auto& sp : spans)
+        if (sp.iteration == bits[k])
+          if (auto n = replay_error_note(bg, sp.iteration, sp.duration(), btimes[k]); !n.empty())
+            c.warnings.push_back("before: " + n);
+  }
   detail::add_rows(c, b, p, m, o.max_layers);
   c.explanations = detail::explain(c, b, p, m, plain);
   if (before.iterations.empty() || after.iterations.empty())

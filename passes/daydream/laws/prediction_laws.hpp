@@ -4,6 +4,7 @@
 #define DAYDREAM_LAWS_PREDICTION_LAWS_HPP
 
 #include <daydream/analysis.hpp>
+#include <daydream/fidelity.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/iteration.hpp>
 #include <daydream/replay.hpp>
@@ -223,7 +224,11 @@ inline law_report check_laws(const graph& g, const std::vector<std::int32_t>& it
     if (base.steps[k] > base.spans[k])
       detail += fmt::format("; not a steady step: {} works {} in it (steady-state step {})", base.busiest_name[k],
                             ms(base.busiest[k]), ms(base.steps[k]));
-    rep.cases.push_back({law::replay_error, "baseline", std::abs(err) <= o.replay_tolerance, detail});
+    const bool held = std::abs(err) <= o.replay_tolerance;
+    if (!held)
+      if (auto why = replay_error_note(g, its[k], base.spans[k], measured[k], o.replay_tolerance); !why.empty())
+        detail += "; " + why;
+    rep.cases.push_back({law::replay_error, "baseline", held, detail});
   }
   for (auto& spec : neutral_specs(g)) {
     const auto s = run_scenario(g, its, spec);

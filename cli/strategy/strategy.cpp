@@ -257,6 +257,7 @@ int run(const options& o, std::FILE* out) {
   po.iteration = o.iteration >= 0 ? o.iteration : std::max(0, trace.default_iteration());
   po.model_bytes = model_bytes;
   po.batch = o.batch;
+  if (trace.info.memory_peak >= 0) po.recorded_peak = double(trace.info.memory_peak);
   auto model = ds::profile_model(trace.g, po);
   // The strategies in command-line order: specs as uniform plans, tree files configured.
   ds::strategy_tree shown_tree = model_tree(model, trace);
@@ -384,6 +385,7 @@ int run(const options& o, std::FILE* out) {
     w.begin_object();
     w.field("trace", o.trace).field("iteration", po.iteration).field("cluster", cluster.describe());
     w.field("layers", model.layers.size()).field("single_gpu_us", single / 1e3).field("ranks", world.size());
+    if (model.recorded_peak > 0) w.field("recorded_peak_memory_bytes", model.recorded_peak);
     w.key("strategies").begin_array();
     for (auto& e : evals) {
       w.begin_object();
@@ -439,10 +441,15 @@ int run(const options& o, std::FILE* out) {
     auto peak = std::max_element(e.memory.begin(), e.memory.end(),
                                  [](auto& a, auto& b) { return a.total() < b.total(); });
     fmt::print(out, "  memory per device (largest, stage {}): {} (parameters {}, gradients {}, optimizer {}, "
-                    "activations of {} micro-batches {})\n",
+                    "activations of {} micro-batches {}{})\n",
                peak - e.memory.begin(), format_bytes(e.peak_memory), format_bytes(peak->params),
                format_bytes(peak->gradients), format_bytes(peak->optimizer), peak->in_flight,
-               format_bytes(peak->activations));
+               format_bytes(peak->activations),
+               model.recorded_peak > 0
+                   ? fmt::format(", {} {} to match the trace's recorded peak of {} on one GPU",
+                                 peak->recorded_rest >= 0 ? "plus" : "less", format_bytes(std::abs(peak->recorded_rest)),
+                                 format_bytes(model.recorded_peak))
+                   : std::string());
   }
   for (auto& n : model.notes) fmt::print(out, "note: {}\n", n);
   if (!o.timeline.empty()) fmt::print(out, "timeline: {}\n", o.timeline);

@@ -112,14 +112,16 @@ inline std::pair<double, double> validation_gpu_time(const comparison& c) {
 }
 
 /// The validation table in Markdown: one row per pair (the traced step predicted and
-/// measured, the error, the GPU time predicted and measured, the steps timed without the
+/// measured, the error, the GPU time predicted and measured, the peak memory predicted and
+/// measured when both traces have [memory] events, the steps timed without the
 /// profiler when the manifest gives them, and the first explanation), then per pair the
 /// explanations in full.
 inline std::string validation_markdown(const std::vector<validation_row>& rows, const std::string& command) {
   std::string s;
   s += "| pair | GPU | what differs | pass | BEFORE | predicted | measured AFTER | error | GPU time: predicted / "
-       "AFTER (error) | without profiler: BEFORE -> AFTER | largest difference |\n";
-  s += "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|\n";
+       "AFTER (error) | peak memory: predicted / AFTER (error) | without profiler: BEFORE -> AFTER | largest "
+       "difference |\n";
+  s += "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n";
   auto ms = [](time_ns t) { return t < 0 ? std::string("-") : fmt::format("{:.2f} ms", double(t) / 1e6); };
   auto cell = [](std::string v) {
     for (auto& c : v)
@@ -138,11 +140,18 @@ inline std::string validation_markdown(const std::vector<validation_row>& rows, 
     return fmt::format("{:.2f} / {:.2f} ms ({:+.1f}%)", predicted / 1e3, measured / 1e3,
                        100 * (predicted - measured) / measured);
   };
+  auto memory_cell = [](const validation_pair& p, const comparison& c) {
+    if (!c.measured_memory || !c.predicted_memory) return std::string("-");
+    const double gib = 1024.0 * 1024 * 1024, measured = double(*c.measured_memory) / gib;
+    if (p.spec.empty()) return fmt::format("- / {:.2f} GiB", measured);
+    const double predicted = double(*c.predicted_memory) / gib;
+    return fmt::format("{:.2f} / {:.2f} GiB ({:+.1f}%)", predicted, measured, 100 * (predicted - measured) / measured);
+  };
   for (auto& r : rows) {
     const auto& p = r.pair;
     const std::string spec = p.spec.empty() ? std::string("(plain diff)") : "`" + p.spec + "`";
     if (!r.result) {
-      s += fmt::format("| {} | {} | {} | {} | - | - | - | - | - | {} | {} |\n", cell(p.name), cell(p.gpu),
+      s += fmt::format("| {} | {} | {} | {} | - | - | - | - | - | - | {} | {} |\n", cell(p.name), cell(p.gpu),
                        cell(p.differs), spec, unprofiled(p),
                        cell(p.skipped.empty() ? "failed: " + r.failure : "not recorded: " + p.skipped));
       continue;
@@ -151,9 +160,9 @@ inline std::string validation_markdown(const std::vector<validation_row>& rows, 
     const std::string err = p.spec.empty() || !std::isfinite(c.error) ? std::string("-")
                                                                         : fmt::format("{:+.1f}%", 100 * c.error);
     const std::string first = c.explanations.empty() ? std::string() : c.explanations.front();
-    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(p.name), cell(p.gpu),
+    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(p.name), cell(p.gpu),
                      cell(p.differs), spec, ms(c.before_measured), p.spec.empty() ? std::string("-") : ms(c.predicted),
-                     ms(c.measured), err, gpu_cell(p, c), unprofiled(p), cell(first));
+                     ms(c.measured), err, gpu_cell(p, c), memory_cell(p, c), unprofiled(p), cell(first));
   }
   s += "\nRegenerate with `" + command + "`.\n";
   for (auto& r : rows) {

@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -30,7 +31,8 @@ namespace daydream::passes {
 /// recorded tensor sizes, name selected by `layers`), an encode kernel goes right after
 /// its last forward kernel on the same stream and a decode kernel right before its first
 /// backward kernel, each with a launch call next to the launch of that kernel. Both
-/// take as long as an elementwise kernel over the stash: `stash_bytes` times the time
+/// take as long as an elementwise kernel over the stash (layer_instance::stash(): what
+/// the trace's [memory] events show the layer keeping, else its tensor sizes) times the time
 /// per byte measured on the trace's elementwise kernels (measure_rate), or over
 /// `bandwidth` when the trace has none with recorded sizes. Encoded, the stash takes
 /// `ratio` of its size (0.5: Gist's delayed precision reduction to FP16; its binarized
@@ -39,7 +41,9 @@ namespace daydream::passes {
 /// Memory (when the graph has a memory model, see estimate_activation_memory): the
 /// encode allocates the encoded copy and releases the stash, the decode allocates the
 /// stash again and releases the encoded copy (each netted at its start, as the replay
-/// accounts memory). So `stash_bytes x (1 - ratio)` less is held from encode to decode,
+/// accounts memory; on the launch calls instead when the model charges the layer's memory
+/// to its CPU calls, as the trace's [memory] events do). So `stash x (1 - ratio)` less is
+/// held from encode to decode,
 /// and the replay's peak memory shows what that saves. The report gives the bytes
 /// encoded and saved.
 ///
@@ -85,12 +89,13 @@ struct gist {
     const auto rate = measure_rate(g);
     std::size_t encoded = 0;
     std::uint64_t bytes = 0, saved = 0;
+    std::set<std::int32_t> iterations; // that had a layer acted on
     time_ns added = 0;
     for (auto& l : layer_instances(g)) {
-      if (!l.stashes() || l.stash_bytes == 0 || !selected(g.str(l.layer))) continue;
-      const auto b = static_cast<std::int64_t>(l.stash_bytes);
+      if (!l.stashes() || l.stash() == 0 || !selected(g.str(l.layer))) continue;
+      const auto b = static_cast<std::int64_t>(l.stash());
       const auto enc = static_cast<std::int64_t>(std::llround(double(b) * ratio));
-      const time_ns d = rate.estimate(l.stash_bytes, bandwidth);
+      const time_ns d = rate.estimate(l.stash(), bandwidth);
       const task_id last_fwd = l.forward_gpu.back(), first_bwd = l.backward_gpu.front();
       const auto& model = g.payload(g.as<gpu_kernel>(last_fwd));
       const gpu_kernel k{.device = model.device, .stream = model.stream};
@@ -107,17 +112,21 @@ struct gist {
                                  just_before(first_bwd), bwd_call == no_task ? position{} : just_before(bwd_call),
                                  launch_call{.duration = bwd_call == no_task ? 0 : g.duration(bwd_call)});
       if (memory) {
-        add_mem_delta(g, e.task, enc - b);
-        add_mem_delta(g, dec.task, b - enc);
+        // The stash is freed once the encode is issued and allocated again by the decode,
+        // where the model charges this layer's memory: its CPU calls or its kernels.
+        const bool host = l.stash_on_cpu && e.launch && dec.launch;
+        add_mem_delta(g, host ? release_point(g, e.launch.id) : e.task.id, enc - b);
+        add_mem_delta(g, host ? dec.launch.id : dec.task.id, b - enc);
       }
       ++encoded;
-      bytes += l.stash_bytes;
-      saved += l.stash_bytes - static_cast<std::uint64_t>(enc);
+      bytes += l.stash();
+      iterations.insert(l.iteration);
+      saved += l.stash() - static_cast<std::uint64_t>(enc);
       added += 2 * d;
     }
     rep.add("layers encoded", std::to_string(encoded));
-    rep.add("stashed bytes encoded", format_bytes(double(bytes)));
-    rep.add("bytes saved while stashed", format_bytes(double(saved)));
+    rep.add("stashed bytes encoded", format_bytes_per_iteration(double(bytes), iterations.size()));
+    rep.add("bytes saved while stashed", format_bytes_per_iteration(double(saved), iterations.size()));
     rep.add("encode + decode kernel time", format_time(added));
     rep.add("cost per byte", rate.samples ? std::to_string(rate.ns_per_byte()) + " ns/B from " +
                                                 std::to_string(rate.samples) + " elementwise kernels"

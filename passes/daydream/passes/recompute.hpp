@@ -16,6 +16,7 @@
 #include <daydream/passes/support/memory.hpp>
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -37,8 +38,11 @@ namespace daydream::passes {
 /// marked phase backward. The forward's memory copies are not repeated.
 ///
 /// Memory (when the graph has a memory model, see estimate_activation_memory): the
-/// stash is released after the layer's last forward kernel and allocated again when the
-/// first re-computed kernel starts; the copies allocate nothing else. The saving is an
+/// stash (layer_instance::stash(): what the trace's [memory] events show the layer keeping,
+/// else its tensor sizes) is released after the layer's last forward kernel and allocated
+/// again when the first re-computed kernel starts (with the trace's [memory] events, which
+/// charge memory to the CPU calls that allocate it: after its last forward CPU call, and
+/// when the first re-computed one starts); the copies allocate nothing else. The saving is an
 /// upper bound: checkpointing keeps each segment's input, which the per-layer stash
 /// estimate counts as part of the layer.
 ///
@@ -93,6 +97,7 @@ struct recompute {
     const auto checkpoint_calls = traced_checkpoint_calls(g); // before the copies
     std::size_t layers_done = 0, copied = 0;
     std::uint64_t bytes = 0;
+    std::set<std::int32_t> iterations; // that had a layer acted on
     time_ns gpu_time = 0;
     for (auto& l : layer_instances(g)) {
       if (!l.stashes() || !selected(g.str(l.layer))) continue;
@@ -117,19 +122,23 @@ struct recompute {
           if (!dep_mask::order().contains(d.kind))
             if (auto to = copy.find(d.to); to != copy.end()) g.add_dependency(c, to->second, d.kind);
       for (auto t : l.forward_gpu) gpu_time += g.duration(t);
-      if (memory && l.stash_bytes > 0) {
-        const auto b = static_cast<std::int64_t>(l.stash_bytes);
-        add_mem_delta(g, release_point(g, l.forward_gpu.back()), -b);
-        add_mem_delta(g, copy[l.forward_gpu.front()], b);
+      if (memory && l.stash() > 0) {
+        // Dropped after the forward and allocated again by the re-computation, where the
+        // model charges this layer's memory: its CPU calls or its kernels.
+        const auto b = static_cast<std::int64_t>(l.stash());
+        const bool host = l.stash_on_cpu && !l.forward_cpu.empty() && c0 != no_task;
+        add_mem_delta(g, release_point(g, host ? l.forward_cpu.back() : l.forward_gpu.back()), -b);
+        add_mem_delta(g, copy[host ? l.forward_cpu.front() : l.forward_gpu.front()], b);
       }
       ++layers_done;
       copied += copy.size();
-      bytes += l.stash_bytes;
+      bytes += l.stash();
+      iterations.insert(l.iteration);
     }
     rep.add("layers re-computed", std::to_string(layers_done));
     rep.add("tasks copied", std::to_string(copied));
     rep.add("re-computed kernel time", format_time(gpu_time));
-    rep.add("stash dropped", format_bytes(double(bytes)));
+    rep.add("stash dropped", format_bytes_per_iteration(double(bytes), iterations.size()));
     if (!memory) rep.note("the graph has no memory model: peak memory not predicted "
                           "(the trace has no [memory] events, profile_memory=True, and no estimate "
                           "from tensor sizes, record_shapes=True)");

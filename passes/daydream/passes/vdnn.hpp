@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,7 +34,8 @@ namespace daydream::passes {
 /// between.
 ///
 /// Cost model, for every layer instance that stashes (forward and backward kernels,
-/// recorded tensor sizes, name selected by `layers`), with `b` its stash_bytes:
+/// a known stash, name selected by `layers`), with `b` its stash (layer_instance::stash():
+/// what the trace's [memory] events show the layer keeping, else its tensor sizes):
 /// - Offload: a D2H copy of `b` bytes taking `b / bandwidth` (PCIe) on a copy engine of
 ///   its own (resource "vdnn d2h", one per device), issued by a `cudaMemcpyAsync` call
 ///   right after the launch of the layer's first forward kernel. It starts once the
@@ -51,7 +53,9 @@ namespace daydream::passes {
 ///
 /// Memory (when the graph has a memory model, see estimate_activation_memory): the
 /// stash is released when the stream passes the offload's synchronization point and
-/// allocated again when the prefetch starts. The predicted time overhead and peak-memory
+/// allocated again when the prefetch starts; with the trace's [memory] events, which
+/// charge memory to the CPU calls that allocate it, when the offload call has been issued
+/// and when the prefetch call is. The predicted time overhead and peak-memory
 /// reduction both come from the replay.
 ///
 /// Approximations: the copy engines are not shared with the trace's own copies; PCIe
@@ -111,14 +115,15 @@ struct vdnn {
       });
     std::size_t moved = 0;
     std::uint64_t bytes = 0;
+    std::set<std::int32_t> iterations; // that had a layer acted on
     time_ns copy_time = 0;
     std::int64_t rank = 0;
     for (auto& l : all) {
-      if (!l.stashes() || l.stash_bytes == 0 || !selected(g.str(l.layer))) continue;
+      if (!l.stashes() || l.stash() == 0 || !selected(g.str(l.layer))) continue;
       const auto& order = backward[l.iteration];
       const auto pos = std::size_t(std::find(order.begin(), order.end(), &l) - order.begin());
       const auto* trigger = order[pos - std::min<std::size_t>(pos, std::size_t(std::max<std::int64_t>(0, lookahead)))];
-      const auto b = l.stash_bytes;
+      const auto b = l.stash();
       const time_ns d = static_cast<time_ns>(std::llround(double(b) / bandwidth * 1e9));
       const task_id f0 = l.forward_gpu.front(), fn = l.forward_gpu.back();
       const task_id b0 = l.backward_gpu.front(), t0 = trigger->backward_gpu.front();
@@ -149,15 +154,22 @@ struct vdnn {
       reschedule(g, pre.task, std::int64_t(pos));
       ++rank;
       if (memory) {
-        add_mem_delta(g, sync == no_task ? off.task.id : sync, -static_cast<std::int64_t>(b));
-        add_mem_delta(g, pre.task, static_cast<std::int64_t>(b));
+        // Where the model charges this layer's memory: on its CPU calls (the trace's
+        // [memory] events: the caching allocator frees the stash once the offload is
+        // issued, and allocates it when the prefetch is), or on its kernels (the stream
+        // passes the offload's synchronization point; the prefetch starts).
+        const bool host = l.stash_on_cpu && off.launch && pre.launch;
+        add_mem_delta(g, host ? release_point(g, off.launch.id) : sync == no_task ? off.task.id : sync,
+                      -static_cast<std::int64_t>(b));
+        add_mem_delta(g, host ? pre.launch.id : pre.task.id, static_cast<std::int64_t>(b));
       }
       ++moved;
       bytes += b;
+      iterations.insert(l.iteration);
       copy_time += 2 * d;
     }
     rep.add("layers offloaded", std::to_string(moved));
-    rep.add("bytes offloaded", format_bytes(double(bytes)));
+    rep.add("bytes offloaded", format_bytes_per_iteration(double(bytes), iterations.size()));
     rep.add("copy time (offload + prefetch)", format_time(copy_time));
     rep.add("PCIe bandwidth", format_bytes(bandwidth) + "/s");
     if (!memory) rep.note("the graph has no memory model: peak memory not predicted "

@@ -35,10 +35,18 @@ struct layer_profile {
   std::uint64_t param_bytes = 0;    ///< bytes of its parameters (= of its gradients)
   std::uint64_t stash_bytes = 0;    ///< bytes it keeps for its backward (per profiled batch)
   std::uint64_t output_bytes = 0;   ///< bytes of its output activation (per profiled batch)
+  /// Bytes the trace's [memory] events show it keeping from its forward to its backward
+  /// (passes::layer_instance::stash_measured); -1 when the trace has none: stash_bytes.
+  std::int64_t held_bytes = -1;
   /// The dimension a tensor-parallel split cuts (hidden size, output channels), 0 when
   /// not known: the degree must divide it.
   std::uint64_t width = 0;
 
+  /// The activation memory it holds for its backward (per profiled batch): held_bytes
+  /// when the trace measured it, else stash_bytes.
+  std::uint64_t held() const noexcept {
+    return held_bytes >= 0 ? static_cast<std::uint64_t>(held_bytes) : stash_bytes;
+  }
   time_ns forward() const noexcept { return forward_split + forward_other; }
   time_ns backward() const noexcept { return backward_split + backward_other; }
   /// Whether tensor parallelism splits the layer (it has GEMM/convolution work): the
@@ -57,6 +65,9 @@ struct model_profile {
   time_ns iteration = 0;  ///< the profiled iteration's replayed time
   double batch = 1;       ///< samples in the profiled iteration (1: throughput in batches)
   std::string gradient_source; ///< where parameter sizes came from
+  /// The peak of allocated device memory the trace recorded (its [memory] events), bytes;
+  /// -1 when unknown. The memory model of every strategy starts from it (stage_memory::recorded_rest).
+  double recorded_peak = -1;
   std::vector<std::string> notes; ///< what was approximated or dropped, by reason
 
   time_ns compute() const noexcept {
@@ -76,6 +87,9 @@ struct profile_options {
   std::int32_t iteration = 0;        ///< the iteration to read
   double model_bytes = 0;            ///< total parameter bytes when the trace has no gradient sizes
   double batch = 1;                  ///< samples in the profiled iteration
+  /// The trace's recorded peak of allocated device memory, bytes (io::kineto_info::memory_peak);
+  /// negative: unknown.
+  double recorded_peak = -1;
   passes::kernel_classifier classifier = passes::kernel_classifier::defaults();
 };
 
@@ -89,13 +103,16 @@ struct profile_options {
 /// gradient given to its layer, or to the layer whose backward kernel ran last before
 /// it became ready. Stash: layer_instance::stash_bytes (the largest recorded input set of
 /// its forward operators) less its parameter bytes. Output: the next layer's stash (its
-/// input), the last layer's own.
+/// input), the last layer's own. Held memory: when the trace has [memory] events, what
+/// they show the layer keeping from its forward to its backward
+/// (layer_instance::stash_measured), which the memory model uses instead of the stash.
 /// `other` = replayed iteration time - layer time - update time (0 and a note when the
 /// streams overlapped so much that this is negative). Throws daydream::error if the
 /// iteration has no layer with GPU work.
 inline model_profile profile_model(const graph& g, const profile_options& o = {}) {
   model_profile m;
   m.batch = o.batch;
+  m.recorded_peak = o.recorded_peak >= 0 ? o.recorded_peak : -1;
   auto r = replay(g);
   m.iteration = iteration_time(g, r, o.iteration);
   if (m.iteration < 0) throw error("daydream: strategy: the graph has no iteration " + std::to_string(o.iteration));
@@ -104,7 +121,12 @@ inline model_profile profile_model(const graph& g, const profile_options& o = {}
   std::size_t no_gpu = 0;
   std::map<std::string, std::size_t> index;
   std::vector<std::pair<time_ns, std::size_t>> last_backward; // trace start of a backward kernel -> layer
-  for (auto& li : passes::layer_instances(g)) {
+  const auto instances = passes::layer_instances(g);
+  // [memory] events charge allocations to CPU calls; a model estimated from tensor sizes
+  // charges them to kernels, and its stash is the shape estimate below.
+  const bool traced_memory =
+      std::any_of(instances.begin(), instances.end(), [](auto& li) { return li.stash_on_cpu; });
+  for (auto& li : instances) {
     if (li.iteration != o.iteration) continue;
     if (li.forward_gpu.empty() && li.backward_gpu.empty()) { ++no_gpu; continue; }
     layer_profile l;
@@ -112,6 +134,7 @@ inline model_profile profile_model(const graph& g, const profile_options& o = {}
     for (auto t : li.forward_gpu) (split(t) ? l.forward_split : l.forward_other) += g.duration(t);
     for (auto t : li.backward_gpu) (split(t) ? l.backward_split : l.backward_other) += g.duration(t);
     l.stash_bytes = li.stash_bytes;
+    if (traced_memory) l.held_bytes = li.stash_measured;
     index[l.name] = m.layers.size();
     for (auto t : li.backward_gpu) last_backward.emplace_back(g.trace_start(t), m.layers.size());
     m.layers.push_back(std::move(l));

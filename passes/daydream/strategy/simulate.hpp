@@ -63,7 +63,18 @@ struct comm_bytes {
 struct stage_memory {
   double params = 0, gradients = 0, optimizer = 0, activations = 0;
   std::uint32_t in_flight = 0; ///< micro-batches whose activations it holds at most
-  double total() const noexcept { return params + gradients + optimizer + activations; }
+  /// The trace's recorded peak less what this model names on one GPU (parameters,
+  /// gradients, optimizer state, activations of the traced batch): memory the model does
+  /// not name (temporaries, workspaces, buffers), or with a negative sign what it names
+  /// in excess (an optimizer that keeps less state than assumed). The same on every
+  /// device; 0 when the trace recorded no [memory] events.
+  double recorded_rest = 0;
+  /// The device's peak: the parts, never less than its parameters, gradients and
+  /// optimizer state.
+  double total() const noexcept {
+    const double fixed = params + gradients + optimizer;
+    return std::max(fixed, fixed + activations + recorded_rest);
+  }
 };
 
 /// What a communication carries.
@@ -368,6 +379,13 @@ inline compiled_strategy compile(const strategy_plan& plan, const cluster_spec& 
 
   time_ns clock = 0;
   const double total_params = double(m.param_bytes());
+  // What the recorded peak holds beyond this model's one-GPU memory (see stage_memory).
+  double recorded_rest = 0;
+  if (m.recorded_peak > 0) {
+    double one_gpu = total_params * (2 + o.optimizer_bytes_per_param / o.bytes_per_param);
+    for (auto& l : m.layers) one_gpu += double(l.held());
+    recorded_rest = m.recorded_peak - one_gpu;
+  }
   auto update_of = [&](std::size_t i) {
     const auto& l = m.layers[i];
     double u = total_params > 0 ? double(m.update) * double(l.param_bytes) / total_params
@@ -642,10 +660,11 @@ inline compiled_strategy compile(const strategy_plan& plan, const cluster_spec& 
     double stash = 0, inputs = 0, largest = 0;
     for (auto i = first; i < last; ++i) {
       mem.params += plans[i].params;
-      if (!plans[i].recompute) { stash += double(m.layers[i].stash_bytes) * share; continue; }
+      if (!plans[i].recompute) { stash += double(m.layers[i].held()) * share; continue; }
       inputs += input_bytes(i) * share;
-      largest = std::max(largest, double(m.layers[i].stash_bytes) * share);
+      largest = std::max(largest, double(m.layers[i].held()) * share);
     }
+    mem.recorded_rest = recorded_rest;
     mem.gradients = mem.params;
     mem.optimizer = mem.params / o.bytes_per_param * o.optimizer_bytes_per_param;
     if (s.zero >= 1) mem.optimizer /= dp;

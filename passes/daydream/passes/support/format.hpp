@@ -1,4 +1,4 @@
-// Defines format_time and format_bytes, the number formatting of the bundled passes' reports.
+// Defines format_time, format_bytes and format_bytes_per_iteration, the number formatting of the bundled passes' reports.
 // SPDX-License-Identifier: MIT
 #ifndef DAYDREAM_PASSES_SUPPORT_FORMAT_HPP
 #define DAYDREAM_PASSES_SUPPORT_FORMAT_HPP
@@ -6,6 +6,7 @@
 #include <daydream/task.hpp>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <string>
 
@@ -32,6 +33,15 @@ inline std::string format_bytes(double bytes) {
   else if (a < 1e9) std::snprintf(buf, sizeof buf, "%.3g MB", bytes / 1e6);
   else std::snprintf(buf, sizeof buf, "%.3g GB", bytes / 1e9);
   return buf;
+}
+
+/// Bytes a pass moved over `iterations` iterations, with the share of one when there are
+/// several: `format_bytes_per_iteration(11.7e9, 2)` is "11.7 GB (5.85 GB per iteration, 2
+/// iterations)", against which a per-step peak reads.
+inline std::string format_bytes_per_iteration(double bytes, std::size_t iterations) {
+  if (iterations <= 1) return format_bytes(bytes);
+  return format_bytes(bytes) + " (" + format_bytes(bytes / double(iterations)) + " per iteration, " +
+         std::to_string(iterations) + " iterations)";
 }
 
 } // namespace daydream::passes

@@ -32,8 +32,25 @@ struct layer_instance {
   std::vector<task_id> forward_gpu = {};  ///< gpu_kernel, phase forward
   std::vector<task_id> backward_cpu = {}; ///< cpu_task, phase backward
   std::vector<task_id> backward_gpu = {}; ///< gpu_kernel, phase backward
-  /// Bytes the layer stashes for its backward (see stashed_bytes in memory.hpp).
+  /// Bytes the layer stashes for its backward, estimated from tensor sizes (see
+  /// stashed_bytes).
   std::uint64_t stash_bytes = 0;
+  /// Bytes the layer's forward leaves allocated, by the graph's memory model (the trace's
+  /// [memory] events, or estimate_activation_memory): the net mem_delta of its forward
+  /// tasks, never negative. -1 when the graph has no memory model.
+  std::int64_t stash_measured = -1;
+  /// Whether that model charges the layer's allocations to its CPU calls (the trace's
+  /// [memory] events: the caching allocator's view, in host order) rather than to its
+  /// kernels (estimate_activation_memory). A pass that frees or allocates the stash does
+  /// it on the same side.
+  bool stash_on_cpu = false;
+
+  /// What the layer keeps from its forward to its backward: stash_measured when the
+  /// graph has a memory model (what the trace recorded), else stash_bytes. What gist,
+  /// vdnn and recompute move.
+  std::uint64_t stash() const noexcept {
+    return stash_measured >= 0 ? static_cast<std::uint64_t>(stash_measured) : stash_bytes;
+  }
 
   /// Whether the layer has forward and backward kernels: its forward results are kept
   /// (stashed) for the backward, which gist, vdnn and recompute act on.
@@ -59,7 +76,8 @@ inline std::uint64_t stashed_bytes(const graph& g, const layer_instance& l) {
 }
 
 /// The layer instances of `g`: tasks with a layer name and phase forward or backward,
-/// grouped by (iteration, layer), with stash_bytes filled. Ordered by iteration, then by
+/// grouped by (iteration, layer), with stash_bytes filled (and stash_measured,
+/// stash_on_cpu when some task of `g` has a nonzero mem_delta). Ordered by iteration, then by
 /// the trace start of the instance's first forward task (instances without forward
 /// work: of the first backward task). Memory copies and communication tasks are not
 /// listed. O(V log V).
@@ -70,7 +88,9 @@ inline std::vector<layer_instance> layer_instances(const graph& g) {
   // last instance is checked before the map.
   std::pair<std::int32_t, name_id> last_key{0, no_name};
   std::size_t last = 0;
+  bool memory_model = false;
   g.for_each_task([&](task_id t) {
+    memory_model = memory_model || g.mem_delta(t) != 0;
     auto l = g.layer_id(t);
     auto ph = g.phase_of(t);
     if (l == no_name || (ph != phase::forward && ph != phase::backward)) return;
@@ -101,6 +121,13 @@ inline std::vector<layer_instance> layer_instances(const graph& g) {
     for (auto* v : {&l.forward_cpu, &l.forward_gpu, &l.backward_cpu, &l.backward_gpu})
       sort_in_trace_order(g, *v);
     l.stash_bytes = stashed_bytes(g, l);
+    if (memory_model) {
+      std::int64_t on_cpu = 0, on_gpu = 0;
+      for (auto t : l.forward_cpu) on_cpu += g.mem_delta(t);
+      for (auto t : l.forward_gpu) on_gpu += g.mem_delta(t);
+      l.stash_measured = std::max<std::int64_t>(0, on_cpu + on_gpu);
+      l.stash_on_cpu = on_cpu > 0;
+    }
   }
   std::stable_sort(out.begin(), out.end(), [&](const layer_instance& a, const layer_instance& b) {
     if (a.iteration != b.iteration) return a.iteration < b.iteration;
@@ -149,12 +176,13 @@ inline std::string no_stashing_layer_reason(const graph& g, const std::vector<la
     return "no task has a layer: the trace maps no operator to a module (record with with_stack=True, or "
            "with_modules=True, so that operators carry their nn.Module)";
   std::size_t stashing = 0, sized = 0, chosen = 0;
-  bool backward = false;
+  bool backward = false, memory_model = false;
   for (auto& l : all) {
     backward = backward || !l.backward_gpu.empty() || !l.backward_cpu.empty();
+    memory_model = memory_model || l.stash_measured >= 0;
     if (!l.stashes()) continue;
     ++stashing;
-    if (need_bytes && l.stash_bytes == 0) continue;
+    if (need_bytes && l.stash() == 0) continue;
     ++sized;
     if (selected(g.str(l.layer))) ++chosen;
   }
@@ -162,6 +190,10 @@ inline std::string no_stashing_layer_reason(const graph& g, const std::vector<la
     return "the trace has no backward pass (inference, or a forward-only window): no layer stashes "
            "activations for a backward";
   if (stashing == 0) return "no layer has both forward and backward kernels: nothing is stashed for a backward";
+  if (sized == 0 && memory_model)
+    return fmt::format("none of the {} layer instances that stash activations leaves memory allocated after its "
+                       "forward, by the trace's [memory] events",
+                       stashing);
   if (sized == 0)
     return fmt::format("none of the {} layer instances that stash activations has a known size: the trace "
                        "recorded no tensor shapes (record with record_shapes=True)",

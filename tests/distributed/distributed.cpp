@@ -607,6 +607,29 @@ task_id only_modelled_all_reduce(const graph& g) {
 
 } // namespace
 
+TEST_CASE("a data-parallel trace without shapes takes its gradient bytes from its recorded all-reduces") {
+  // The rank's AccumulateGrad has no recorded size, its NCCL all-reduce says 10 MB
+  // (In msg nelems x dtype, as the ingest reads it).
+  auto r = make_traced_rank(0, 1000, false);
+  r.g.payload(r.g.as<comm_task>(r.recorded)).bytes = 10'000'000;
+  auto gs = dp::find_gradients(r.g);
+  CHECK(gs.source == dp::gradient_source::collectives);
+  REQUIRE(gs.grads.size() == 1);
+  CHECK(gs.grads[0].bytes == 10'000'000);
+  CHECK(gs.grads[0].ready == r.bwd_kernel);
+  CHECK(gs.note.find("recorded message sizes: 10000000 bytes in iteration 0") != std::string::npos);
+  // A model size the user gives still wins.
+  CHECK(dp::find_gradients(r.g, {}, 4e6).source == dp::gradient_source::spread);
+  // Recorded shapes win over both.
+  auto sized = make_traced_rank(3'000'000, 1000, false);
+  CHECK(dp::find_gradients(sized.g).source == dp::gradient_source::trace);
+  // No sizes anywhere: nothing found, and the note says how to record them.
+  auto bare = make_traced_rank(0, 1000, false);
+  auto none = dp::find_gradients(bare.g);
+  CHECK(none.grads.empty());
+  CHECK(none.note.find("record_shapes=True") != std::string::npos);
+}
+
 TEST_CASE("ddp on a rank of a DDP job replaces the recorded all-reduce instead of stacking on it") {
   // The recorded all-reduce takes 2 ms; on NVLink at 10 TB/s between 2 GPUs the modelled
   // one takes 2 x 1 us + 10 MB / 10 TB/s = 3 us. Kept, the recorded one would still hold

@@ -16,6 +16,7 @@
 #include <support/corpus.hpp>
 
 #include <cmath>
+#include <map>
 #include <string>
 
 using namespace daydream;
@@ -154,4 +155,31 @@ TEST_CASE("on every rank of a multi-GPU job in the corpus, ddp replaces or refus
   CHECK(distributed - extra >= 10);
   CHECK(replaced > 0);
   CHECK(refused > 0);
+}
+
+TEST_CASE("a DDP rank recorded without shapes: gradient bytes from its NCCL all-reduces' recorded sizes") {
+  // HTA's 2-rank A100 trace with NCCL metadata (In msg nelems, dtype) and no input shapes.
+  auto t = io::load_kineto(daydream::testing::bundled("hta_nccl_metadata_a100_2rank/nccl_data.json.gz"));
+  auto gs = dp::find_gradients(t.g);
+  REQUIRE(gs.source == dp::gradient_source::collectives);
+  std::map<std::int32_t, double> reduced, found;
+  std::map<std::int32_t, std::size_t> count;
+  for (auto c : tasks<comm_task>(t.g))
+    if (c.phase() == phase::backward && c.payload().op == comm_op::all_reduce)
+      reduced[c.iteration()] += double(c.payload().bytes);
+  for (auto& gr : gs.grads) {
+    found[gr.iteration] += double(gr.bytes);
+    ++count[gr.iteration];
+  }
+  REQUIRE(!found.empty());
+  for (auto& [it, bytes] : found) {
+    CAPTURE(it);
+    CHECK(bytes > 100e6); // a ResNet-50's 102 MB of FP32 gradients
+    CHECK(bytes <= reduced[it]);
+    CHECK(bytes > reduced[it] - double(count[it])); // spread in whole bytes
+  }
+  // The data-parallel passes now size their buckets from it instead of refusing.
+  auto g = t.g;
+  auto rep = apply(g, dp::ddp::from_params(pass_params::parse("ddp", "workers=16")));
+  CHECK(rep.applied);
 }

@@ -42,6 +42,10 @@ enum class gradient_source : std::uint8_t {
   layer_map, ///< a user-supplied layer -> bytes map
   given,     ///< an explicit list built by the caller
   spread,    ///< a user-supplied model size spread evenly over the trace's AccumulateGrad operators
+  /// the bytes the trace's backward all-reduces (or reduce-scatters) per iteration, as its
+  /// collectives record them (NCCL's `In msg nelems` and `dtype`), spread evenly over the
+  /// AccumulateGrad operators: a data-parallel trace recorded without shapes
+  collectives,
 };
 
 /// How a gradient_source reads in a report ("trace (AccumulateGrad input shapes)").
@@ -52,6 +56,8 @@ inline constexpr std::string_view to_string(gradient_source s) noexcept {
   case gradient_source::layer_map: return "layer map";
   case gradient_source::given: return "given list";
   case gradient_source::spread: return "model_bytes spread evenly over the AccumulateGrad operators";
+  case gradient_source::collectives:
+    return "the backward's recorded all-reduce bytes spread evenly over the AccumulateGrad operators";
   }
   return "?";
 }
@@ -153,7 +159,10 @@ inline bool is_other_function(const graph& g, task_id t) {
 /// Positions (parameter order) are the reverse of the ready order, which is how
 /// PyTorch's DDP orders parameters for its buckets. When no AccumulateGrad carries a
 /// size and `model_bytes` > 0, it is spread evenly over the AccumulateGrads of each
-/// iteration; the note says so, or says that the trace has no sizes.
+/// iteration; without `model_bytes`, what the backward of each iteration all-reduces (or
+/// reduce-scatters) by the trace's own collectives (their recorded message sizes) is spread
+/// the same way (gradient_source::collectives); the note says so, or says that the trace
+/// has no sizes.
 inline gradient_set gradients_from_trace(const graph& g, double model_bytes = 0) {
   gradient_set out;
   struct found { task_id first, last; std::uint64_t bytes; };
@@ -201,14 +210,31 @@ inline gradient_set gradients_from_trace(const graph& g, double model_bytes = 0)
     unsized += r.bytes == 0;
     ++per_iteration[g.iteration(r.first)];
   }
-  // Without recorded sizes, a user-supplied model size can stand in.
-  const bool spread = !runs.empty() && unsized == runs.size() && model_bytes > 0;
+  // Without recorded sizes, a user-supplied model size can stand in; else what the
+  // backward's gradient collectives carried, iteration by iteration.
+  const bool none_sized = !runs.empty() && unsized == runs.size();
+  const bool spread = none_sized && model_bytes > 0;
+  std::map<std::int32_t, double> reduced;
+  if (none_sized && !spread)
+    g.for_each<comm_task>([&](handle<comm_task> h) {
+      const auto& c = g.payload(h);
+      if (g.phase_of(h.id) == phase::backward && (c.op == comm_op::all_reduce || c.op == comm_op::reduce_scatter))
+        reduced[g.iteration(h.id)] += double(c.bytes);
+    });
+  bool from_collectives = false;
+  for (auto& [it, b] : reduced) from_collectives = from_collectives || (b > 0 && per_iteration.count(it));
+  auto spread_bytes = [&](std::int32_t it) {
+    if (spread) return model_bytes / double(per_iteration[it]);
+    auto f = reduced.find(it);
+    return f == reduced.end() ? 0.0 : f->second / double(per_iteration[it]);
+  };
   for (auto& r : runs) {
-    if (r.bytes == 0 && !spread) continue;
     gradient gr;
     gr.iteration = g.iteration(r.first);
+    const bool spreading = spread || (from_collectives && r.bytes == 0);
+    if (r.bytes == 0 && (!spreading || spread_bytes(gr.iteration) <= 0)) continue;
     gr.layer = std::string(g.layer(r.first));
-    gr.bytes = spread ? static_cast<std::uint64_t>(model_bytes / double(per_iteration[gr.iteration])) : r.bytes;
+    gr.bytes = spreading ? static_cast<std::uint64_t>(spread_bytes(gr.iteration)) : r.bytes;
     gr.source = r.first;
     auto k = last_launch_before(g, r.last);
     gr.ready = k != no_task ? k : r.last;
@@ -220,6 +246,16 @@ inline gradient_set gradients_from_trace(const graph& g, double model_bytes = 0)
                " is spread evenly over the AccumulateGrad operators of each iteration (" +
                std::to_string(per_iteration.begin()->second) + " in iteration " +
                std::to_string(per_iteration.begin()->first) + "), so bucket boundaries are approximate";
+    return out;
+  }
+  if (from_collectives && !out.grads.empty()) {
+    out.source = gradient_source::collectives;
+    const auto& [it, n] = *per_iteration.begin();
+    out.note = "the trace carries no gradient sizes; what its backward all-reduces per iteration (its collectives' "
+               "recorded message sizes: " +
+               std::to_string(std::uint64_t(reduced.count(it) ? reduced[it] : 0)) + " bytes in iteration " +
+               std::to_string(it) + ") is spread evenly over the " + std::to_string(n) +
+               " AccumulateGrad operators of each iteration, so bucket boundaries are approximate";
     return out;
   }
   if (!out.grads.empty()) out.source = gradient_source::trace;

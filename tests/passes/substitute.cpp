@@ -3,6 +3,7 @@
 #include <daydream/graph.hpp>
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/launch.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/validate.hpp>
 #include <daydream/select.hpp>
@@ -110,4 +111,35 @@ TEST_CASE("substitute says so when no layer matches") {
 
 TEST_CASE("substitute obeys the pass laws") {
   testing::check_pass_laws(substitute{.layers = "layer0|relu"}, pass_fixtures(), {.allow_refusal = false});
+}
+
+TEST_CASE("a fused operator keeps its framework dispatch, and the memory stays on the side that held it") {
+  // Forward: a batch norm (300 ns of operator CPU time, then a 50 ns launch) and a ReLU
+  // (100 + 50): 500 ns of CPU time for 2 kernels. Fused into one operator, the new call
+  // takes the run's CPU time per kernel, 250 ns, not one bare launch. The batch norm's
+  // CPU call allocated 800 bytes (a trace's [memory] events charge CPU calls): the fused
+  // call allocates them, not the kernel.
+  builder b;
+  auto bn_cpu = b.cpu("aten::batch_norm", 300, "bn1", phase::forward);
+  b.g.set_mem_delta(bn_cpu, 800);
+  b.op("bn_fw_tr_1C11_kernel", 40, "bn1", phase::forward, 0, 0, "aten::batch_norm", 50);
+  b.cpu("aten::relu", 100, "relu", phase::forward);
+  b.op("vectorized_elementwise_kernel<relu>", 20, "relu", phase::forward, 0, 0, "aten::relu", 50);
+  b.op("volta_sgemm_128x64_tn", 100, "fc", phase::forward, 0, 0, "aten::mm", 50);
+  pass_report rep;
+  apply(b.g, [&](graph& g) { rep = substitute{.layers = "bn1|relu", .kernels = {{"fused_forward", phase::forward}}}(g); });
+  std::vector<task_id> fused;
+  for (auto k : tasks<gpu_kernel>(b.g) | where(name_matches("^fused_forward$"))) fused.push_back(k);
+  REQUIRE(fused.size() == 1);
+  const auto call = launch_of(b.g, fused[0]);
+  REQUIRE(call != no_task);
+  CHECK(b.g.duration(call) == 250);
+  CHECK(b.g.duration(fused[0]) == 60);
+  CHECK(b.g.mem_delta(call) == 800);
+  CHECK(b.g.mem_delta(fused[0]) == 0);
+  bool said = false;
+  for (auto& [k, v] : rep.items) said = said || (k == "CPU time" && v.rfind("500 ns -> 250 ns", 0) == 0);
+  CHECK(said);
+  // The fc layer's launch follows the fused call: 250 + 50, its kernel after the fused one.
+  CHECK(makespan(b.g) == std::max<time_ns>(250 + 50, 250 + 60) + 100);
 }

@@ -47,6 +47,9 @@ inline std::vector<task_id> operator_tasks(const graph& g, task_id t) {
 struct new_kernel {
   std::string name;     ///< the kernel's name
   time_ns duration = 0; ///< nanoseconds
+  /// CPU time of the call that launches it, nanoseconds: the framework's dispatch of the
+  /// operator that runs it. Negative: the duration of the group's first launch call.
+  time_ns call = -1;
 };
 
 /// What replace_with_kernels did.
@@ -64,9 +67,12 @@ struct replacement_result {
 /// daydream::remove (dependencies bridged, so everything that waited for the group now
 /// waits for what came before it or for the new tasks). The new tasks take layer, phase
 /// and iteration from `common`, the kernels device and stream from the first old
-/// kernel, the calls the duration of the group's first launch call (5 us if it has
-/// none). The memory the old tasks allocated or freed (their summed mem_delta) moves
-/// to the first new kernel. When `old` holds no GPU kernel there is nowhere to put the
+/// kernel, the calls `new_kernel::call` or else the duration of the group's first launch
+/// call (5 us if it has none, as insert_launched takes 0). The memory the old tasks
+/// allocated or freed moves to the new tasks on the same side: what their CPU tasks did
+/// (the trace's [memory] events charge CPU calls) to the first new call, what their GPU
+/// tasks did (an estimate from tensor sizes charges kernels) to the first new kernel.
+/// When `old` holds no GPU kernel there is nowhere to put the
 /// new ones: the group is removed and no kernel is inserted. Invalidates the handles
 /// of the removed tasks.
 inline replacement_result replace_with_kernels(graph& g, const std::vector<task_id>& old,
@@ -74,9 +80,9 @@ inline replacement_result replace_with_kernels(graph& g, const std::vector<task_
                                                const task_fields& common) {
   replacement_result r;
   std::vector<task_id> cpu, gpu, launches;
-  std::int64_t mem = 0;
+  std::int64_t cpu_mem = 0, gpu_mem = 0;
   for (auto t : old) {
-    mem += g.mem_delta(t);
+    (g.is<cpu_task>(t) ? cpu_mem : gpu_mem) += g.mem_delta(t);
     if (auto c = g.as<cpu_task>(t)) {
       cpu.push_back(t);
       r.cpu_time += g.duration(t);
@@ -100,9 +106,13 @@ inline replacement_result replace_with_kernels(graph& g, const std::vector<task_
       f.duration = k.duration;
       r.kernels.push_back(insert_launched(g, payload, f, just_before(first_gpu),
                                           first_cpu == no_task ? position{} : just_before(first_cpu),
-                                          launch_call{.duration = launch}));
+                                          launch_call{.duration = k.call >= 0 ? k.call : launch}));
     }
-    if (!r.kernels.empty()) add_mem_delta(g, r.kernels.front().task, mem);
+    if (!r.kernels.empty()) {
+      const auto& front = r.kernels.front();
+      add_mem_delta(g, front.launch ? front.launch.id : front.task.id, cpu_mem);
+      add_mem_delta(g, front.task, gpu_mem);
+    }
   }
   remove(g, old);
   return r;

@@ -304,6 +304,36 @@ static std::string backward_trace() {
   });
 }
 
+TEST_CASE("pipeline schedules' annotations give phases: attn(F) forward, mlp(B) and mlp(W) backward") {
+  // One step of a zero-bubble pipeline stage on one thread: the forward of attention, the
+  // backward of the MLP's activations, then of its weights; each launches one kernel.
+  auto t = dio::parse_kineto(trace({
+      X("user_annotation", "ProfilerStep#1", 1, 1, "100", "100"),
+      X("user_annotation", "attn(F)", 1, 1, "105", "20"),
+      X("cpu_op", "aten::mm", 1, 1, "106", "15"),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "110", "5", corr(1)),
+      X("kernel", "gemm_f", 0, 7, "116", "10", gpu(1)),
+      X("user_annotation", "mlp(B)", 1, 1, "130", "20"),
+      X("cpu_op", "aten::mm", 1, 1, "131", "15"),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "135", "5", corr(2)),
+      X("kernel", "gemm_b", 0, 7, "141", "10", gpu(2)),
+      X("user_annotation", "mlp(W)", 1, 1, "155", "20"),
+      X("cpu_op", "aten::mm", 1, 1, "156", "15"),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "160", "5", corr(3)),
+      X("kernel", "gemm_w", 0, 7, "166", "10", gpu(3)),
+      X("user_annotation", "sample(X)", 1, 1, "180", "10"),
+      X("cpu_op", "aten::add", 1, 1, "181", "5"),
+  }), "pipeline");
+  auto& g = t.g;
+  CHECK(g.phase_of(find(g, "gemm_f")) == phase::forward);
+  CHECK(g.phase_of(find_at(g, "cudaLaunchKernel", 110)) == phase::forward);
+  CHECK(g.phase_of(find(g, "gemm_b")) == phase::backward);
+  CHECK(g.phase_of(find_at(g, "aten::mm", 131)) == phase::backward);
+  CHECK(g.phase_of(find(g, "gemm_w")) == phase::backward);
+  // Any other letter in parentheses is no pass: the operator decides (forward).
+  CHECK(g.phase_of(find_at(g, "aten::add", 181)) == phase::forward);
+}
+
 TEST_CASE("the autograd thread is anchored to the main thread, which waits for it to finish") {
   auto t = dio::parse_kineto(backward_trace(), "backward");
   auto& g = t.g;

@@ -99,6 +99,13 @@ inline std::uint8_t phase_mark(std::string_view name, bool is_op, bool is_python
   if (is_op && c != 'a' && contains(name, "Backward")) return mark(phase::backward); // aten:: ops never are
   if (is_python && c == 'n' && starts_with(name, "nn.Module:")) return mark(phase::forward);
   if (is_annotation && !starts_with(name, "ProfilerStep#")) {
+    // Pipeline schedules name their work by pass: `attn(F)` forward, `mlp(B)` backward of
+    // the activations, `mlp(W)` backward of the weights (zero-bubble schedules).
+    if (name.size() > 3 && name[name.size() - 3] == '(' && name.back() == ')') {
+      const char p = name[name.size() - 2];
+      if (p == 'F') return mark(phase::forward);
+      if (p == 'B' || p == 'W') return mark(phase::backward);
+    }
     if (contains(name, "DataLoader")) return mark(phase::other);
     if (icontains(name, "zero_grad")) return mark(phase::other);
     if (icontains(name, "backward")) return mark(phase::backward);

@@ -37,11 +37,13 @@ TEST_CASE("a rank that sends to and receives from particular ranks says its neig
   r.recorded(comm_op::other, "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t");
   r.recorded(comm_op::all_to_all, "void deep_ep::intranode::dispatch<8, 768, 8192>(int4*)");
   auto n = find_neighbour_traffic(r.g);
-  CHECK(n.point_to_point == 2);
+  CHECK(n.point_to_point == 1);
+  CHECK(n.send_recv == 1); // no collective named: pipeline sends or NCCL's all-to-all
   CHECK(n.all_to_all == 1);
   CHECK(neighbours_note(r.g) ==
-        "this trace is one rank of a job that exchanges data with particular other ranks (2 point-to-point "
-        "(pipeline stages) and 1 all-to-all (experts, sharded embeddings) communication kernels): a single-GPU "
+        "this trace is one rank of a job that exchanges data with particular other ranks (1 point-to-point "
+        "(pipeline stages), 1 all-to-all (experts, sharded embeddings) and 1 SendRecv (pipeline sends or an "
+        "all-to-all: the trace does not name the collective) communication kernels): a single-GPU "
         "scenario changes this rank alone; the ranks it sends to and receives from are not modelled, and its "
         "recorded waits for them stay as traced (give every rank's trace to model the job: daydream whatif DIR)");
   // Communication a pass inserted (on a link, no launch call) is not the trace's.

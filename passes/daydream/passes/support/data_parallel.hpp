@@ -193,9 +193,12 @@ inline recorded_collectives find_recorded_collectives(const graph& g) {
 /// sharded embeddings). A single-GPU pass changes this rank alone; these ranks'
 /// neighbours are not in the trace.
 struct neighbour_traffic {
-  std::size_t point_to_point = 0; ///< send, recv and SendRecv kernels
+  std::size_t point_to_point = 0; ///< kernels of sends and receives the trace names as such
   std::size_t all_to_all = 0;     ///< all-to-all kernels (NCCL, DeepEP dispatch and combine)
-  bool any() const noexcept { return point_to_point + all_to_all > 0; }
+  /// NCCL SendRecv kernels whose collective the trace does not name: pipeline sends, or an
+  /// all-to-all, which NCCL runs as grouped sends and receives.
+  std::size_t send_recv = 0;
+  bool any() const noexcept { return point_to_point + all_to_all + send_recv > 0; }
 };
 
 /// Counts the recorded neighbour communication of `g` (is_recorded_communication). O(V).
@@ -205,8 +208,8 @@ inline neighbour_traffic find_neighbour_traffic(const graph& g) {
     comm_op op = comm_op::other;
     if (auto c = g.as<comm_task>(t)) op = g.payload(c).op;
     if (op == comm_op::all_to_all) ++out.all_to_all;
-    else if (op == comm_op::send || op == comm_op::recv || g.name(t).find("SendRecv") != std::string_view::npos)
-      ++out.point_to_point;
+    else if (op == comm_op::send || op == comm_op::recv) ++out.point_to_point;
+    else if (g.name(t).find("SendRecv") != std::string_view::npos) ++out.send_recv;
   }
   return out;
 }
@@ -216,10 +219,15 @@ inline neighbour_traffic find_neighbour_traffic(const graph& g) {
 inline std::string neighbours_note(const graph& g) {
   const auto n = find_neighbour_traffic(g);
   if (!n.any()) return {};
+  std::vector<std::string> parts;
+  if (n.point_to_point) parts.push_back(std::to_string(n.point_to_point) + " point-to-point (pipeline stages)");
+  if (n.all_to_all) parts.push_back(std::to_string(n.all_to_all) + " all-to-all (experts, sharded embeddings)");
+  if (n.send_recv)
+    parts.push_back(std::to_string(n.send_recv) +
+                    " SendRecv (pipeline sends or an all-to-all: the trace does not name the collective)");
   std::string what;
-  if (n.point_to_point) what = std::to_string(n.point_to_point) + " point-to-point (pipeline stages)";
-  if (n.all_to_all)
-    what += (what.empty() ? "" : " and ") + std::to_string(n.all_to_all) + " all-to-all (experts, sharded embeddings)";
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    what += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
   return "this trace is one rank of a job that exchanges data with particular other ranks (" + what +
          " communication kernels): a single-GPU scenario changes this rank alone; the ranks it sends to and "
          "receives from are not modelled, and its recorded waits for them stay as traced (give every rank's "

@@ -45,6 +45,9 @@ struct options {
   std::vector<std::string> traces;
   job_cli job;                       ///< job-mode options (--rank, --on-rank, --representative, ...)
   std::int32_t iteration = -1;       ///< one iteration to analyse; -1: every steady-state one
+  /// --step-annotation: a regular expression naming the annotations that mark the steps
+  /// (io::ingest_options::step_annotation); empty: ProfilerStep#N.
+  std::string step_annotation;
   std::vector<std::string> specs;    ///< scenarios; empty: every applicable bundled pass
   bool json = false;
   bool critical = false;

@@ -172,7 +172,9 @@ TEST_CASE("a DDP rank recorded without shapes: gradient bytes from its NCCL all-
     ++count[gr.iteration];
   }
   REQUIRE(!found.empty());
-  for (auto& [it, bytes] : found) {
+  for (const auto& iteration : found) {
+    const std::int32_t it = iteration.first;
+    const double bytes = iteration.second;
     CAPTURE(it);
     CHECK(bytes > 100e6); // a ResNet-50's 102 MB of FP32 gradients
     CHECK(bytes <= reduced[it]);

@@ -57,7 +57,7 @@ TEST_CASE("cuts: the main thread is the one with step markers; merging joins pie
   auto& tt = f.tt;
   auto& its = f.its;
   auto& F = f.F;
-  auto M = choose_main_threads(d, tt);
+  auto M = choose_main_threads(d, tt, its);
   const auto main = tt.find({1, 1});
   CHECK(M.first == main);
   CHECK(tt.threads[main].is_main);

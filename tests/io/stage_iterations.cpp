@@ -72,3 +72,40 @@ TEST_CASE("iterations: a trace with neither markers nor optimizer steps is one i
   CHECK(empty.source == io::iteration_source::none);
   CHECK(empty.at(0) == -1);
 }
+
+TEST_CASE("iterations: a step annotation marks the steps, numbered in trace order, instead of ProfilerStep") {
+  // An inference engine's decode steps, one of them nested in another, and a ProfilerStep
+  // that the step annotation overrides.
+  auto t = decode(trace({
+      X("user_annotation", "ProfilerStep#3", 1, 1, "0", "400"),
+      X("user_annotation", "step[DECODE bs=16]", 1, 1, "10", "100"),
+      X("user_annotation", "step[DECODE bs=16]", 1, 1, "20", "10"),  // inside the one before
+      X("user_annotation", "step[PREFILL bs=2]", 1, 1, "120", "50"),
+      X("user_annotation", "step[DECODE bs=16]", 1, 1, "200", "100"),
+      X("cpu_op", "aten::mm", 1, 1, "30", "20"),
+  }));
+  warning_log w;
+  auto its = find_iterations(t->d, w, "step\\[DECODE");
+  CHECK(its.source == io::iteration_source::annotations);
+  REQUIRE(its.list.size() == 2);
+  CHECK(its.list[0].number == 1);
+  CHECK(its.list[0].begin == 10'000);
+  CHECK(its.list[0].end == 110'000);
+  CHECK(its.list[0].marker == "step[DECODE bs=16] #1");
+  CHECK(its.list[1].number == 2);
+  CHECK(its.list[1].begin == 200'000);
+  CHECK(its.at(150'000) == -1); // the prefill step is no decode step
+  REQUIRE(w.kept.size() == 1);
+  CHECK(w.kept[0] ==
+        "1 annotations matching the step annotation 'step\\[DECODE' overlap the step before them; ignored as markers");
+  REQUIRE(its.marker_events.size() == 2);
+  CHECK(its.is_marker(its.marker_events[0]));
+  CHECK_FALSE(its.is_marker(0)); // ProfilerStep#3 is not a marker here
+  // A pattern that matches nothing, and one that is no regular expression, are errors.
+  CHECK_THROWS_WITH_AS(find_iterations(t->d, w, "step\\[EXTEND"),
+                       "daydream: no annotation matches the step annotation 'step\\[EXTEND' (the trace's annotations "
+                       "include ProfilerStep#3, step[DECODE bs=16], step[PREFILL bs=2])",
+                       daydream::error);
+  CHECK_THROWS_WITH_AS(find_iterations(t->d, w, "step[DECODE"), doctest::Contains("is not a regular expression"),
+                       daydream::error);
+}

@@ -189,6 +189,49 @@ TEST_CASE("a replay that misses the trace by more than 2% warns and names what i
   for (auto w : none) CHECK(std::string(w.get_string().value()).rfind("replay: ", 0) == std::string::npos);
 }
 
+TEST_CASE("--step-annotation analyses the steps an inference engine marks (vLLM's decode steps)") {
+  // Five decode steps of 300 us marked `step[DECODE bs=16]` (no ProfilerStep), each
+  // launching one 200 us kernel and waiting for it; a prefill step between two of them.
+  std::string ev;
+  auto add = [&](std::string e) { ev += (ev.empty() ? "" : ",\n") + e; };
+  int corr = 1;
+  long long t = 0;
+  for (int k = 0; k < 5; ++k) {
+    if (k == 2) {
+      add(X("user_annotation", "step[PREFILL bs=1]", 1, 1, t, 100));
+      add(X("cpu_op", "aten::mm", 1, 1, t + 10, 50));
+      t += 100;
+    }
+    add(X("user_annotation", "step[DECODE bs=16]", 1, 1, t, 300));
+    add(X("cuda_runtime", "cudaLaunchKernel", 1, 1, t + 10, 5, "{\"correlation\": " + std::to_string(corr) + "}"));
+    add(X("kernel", "decode_gemm", 0, 7, t + 20, 200,
+          "{\"device\": 0, \"stream\": 7, \"correlation\": " + std::to_string(corr) + "}"));
+    ++corr;
+    add(X("cuda_runtime", "cudaDeviceSynchronize", 1, 1, t + 16, 210, "{\"correlation\": " + std::to_string(corr++) + "}"));
+    t += 300;
+  }
+  auto path = write_file("decode.json", "{\"traceEvents\": [" + ev + "]}");
+  auto o = json_of(path, {"speedup:factor=2"});
+  o.step_annotation = "step\\[DECODE";
+  auto r = run(o);
+  parsed j(r.out);
+  auto its = j.root["iterations"].get_array().value();
+  CHECK(its.size() == 3); // decode steps 2..4: the first and the last are not steady
+  CHECK(int64_t(j.root["iterations_in_trace"].get_int64().value()) == 5);
+  CHECK(double(j.root["measured_us"].get_double().value()) == doctest::Approx(300));
+  CHECK(std::string(j.root["iteration_name"].get_string().value()).rfind("step[DECODE bs=16] #", 0) == 0);
+  // Without it, the trace has no step markers: one whole-trace iteration.
+  parsed whole(run(json_of(path, {"speedup:factor=2"})).out);
+  CHECK(int64_t(whole.root["iterations_in_trace"].get_int64().value()) == 1);
+  // A bad expression is the user's mistake; a job takes no step annotation.
+  o.step_annotation = "step[DECODE";
+  CHECK_THROWS_AS(run(o), daydream::usage_error);
+  auto job = json_of(path);
+  job.traces = {path, path};
+  job.step_annotation = "DECODE";
+  CHECK_THROWS_AS(run(job), daydream::usage_error);
+}
+
 TEST_CASE("every steady-state iteration is replayed: median headline, spread, and a warning past 10%") {
   // Steps 2..4 are steady state (not the first, not the last); step 3's kernel is 3x longer.
   auto path = write_file("uneven.json", training_trace({.kernel_us = {500, 500, 1500, 500, 500}}));

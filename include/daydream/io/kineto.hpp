@@ -72,6 +72,12 @@ struct ingest_options {
   bool infer_event_waits = true;
   /// At most this many warnings are kept in the report (the rest are counted).
   std::size_t max_warnings = 32;
+  /// An ECMAScript regular expression: when not empty, the annotations and operators whose
+  /// name it matches (searched, case-sensitive) mark the steps instead of ProfilerStep#N,
+  /// numbered 1, 2, ... in trace order (`step\[DECODE` for the decode steps of vLLM and
+  /// SGLang traces). A marker that overlaps the previous one is skipped (counted in one
+  /// warning); a trace with none is an error that names the annotations it has.
+  std::string step_annotation;
   /// Bytes of `traceEvents` text decoded at once (0: 4 MiB). The trace is read and
   /// decoded a window at a time, so memory holds one window and its index, not the
   /// file; an event larger than the window widens it. The graph is the same whatever
@@ -301,6 +307,7 @@ inline build_settings settings_of(const ingest_options& o) {
   s.join_coverage = o.join_coverage;
   s.infer_event_waits = o.infer_event_waits;
   s.max_warnings = o.max_warnings;
+  s.step_annotation = o.step_annotation;
   return s;
 }
 

@@ -19,6 +19,7 @@ enum class iteration_source : std::uint8_t {
   optimizer_steps, ///< optimizer steps (`Optimizer.step#...`): no step markers
   whole_trace,     ///< neither: the whole trace is one iteration, numbered 0; where one
                    ///< training step ends cannot be told
+  annotations,     ///< the annotations ingest_options::step_annotation matches (numbered 1, 2, ...)
 };
 
 /// A module of the traced model, as the profiler's `nn.Module: NAME` Python events nest.

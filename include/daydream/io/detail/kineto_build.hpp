@@ -63,7 +63,7 @@ inline void build_graph(decoded_trace& d, const build_settings& s, build_output&
   {
     auto threads = group_threads(d);                                   // 1
     auto links = link_gpu_ops(d, threads);                             // 2
-    iterations = find_iterations(d, out.warnings);                     // 3
+    iterations = find_iterations(d, out.warnings, s.step_annotation);  // 3
     auto flat = flatten_threads(d, threads, links, iterations);        // 4
     auto backward = resolve_backward_layers(d, threads, flat);         // 5
     // Stages 2 and 5 were the last to read the flows; accounting needs their kinds only.

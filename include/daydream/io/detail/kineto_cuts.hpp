@@ -38,9 +38,10 @@ struct main_threads {
   time_ns begin = 0, end = 0;     ///< first start and last end of CPU slices and GPU ops (0, 0 if none)
 };
 
-/// Stage 6: picks the main thread of each process (the one running ProfilerStep#, then
-/// Optimizer.step, then tid == pid, then the busiest) and the trace's span.
-inline main_threads choose_main_threads(const decoded_trace& d, thread_table& tt) {
+/// Stage 6: picks the main thread of each process (the one running the step markers,
+/// ProfilerStep# or those of a step annotation, then Optimizer.step, then tid == pid, then
+/// the busiest) and the trace's span.
+inline main_threads choose_main_threads(const decoded_trace& d, thread_table& tt, const iteration_table& its) {
   main_threads M;
   auto& threads = tt.threads;
   int first_rank = -1;
@@ -55,7 +56,7 @@ inline main_threads choose_main_threads(const decoded_trace& d, thread_table& tt
       int rank = 0;
       for (auto e : threads[t].events) {
         auto n = d.cpu[e].name;
-        if (starts_with(n, "ProfilerStep#")) { rank = std::max(rank, 3); break; }
+        if (starts_with(n, "ProfilerStep#") || its.is_marker(e)) { rank = std::max(rank, 3); break; }
         if (starts_with(n, "Optimizer.step")) rank = std::max(rank, 2);
       }
       if (rank == 0 && threads[t].key.tid == pid) rank = 1;
@@ -461,7 +462,7 @@ struct thread_plan {
 inline thread_plan cut_threads(const decoded_trace& d, thread_table& tt, const gpu_links& L, const flat_events& F,
                                const iteration_table& its, layer_namer& layers, const build_settings& s) {
   thread_plan P;
-  P.mains = choose_main_threads(d, tt);
+  P.mains = choose_main_threads(d, tt, its);
   P.launch_at.assign(d.cpu.size(), no_launch_cut);
   P.blocking_copy = find_blocking_copies(d, tt, L, F, s, P.launch_at);
   find_graph_launches(d, tt, L, F, P.launch_at);

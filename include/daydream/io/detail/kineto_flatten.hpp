@@ -115,7 +115,7 @@ inline flat_events flatten_threads(const decoded_trace& d, thread_table& tt, con
       a.op = e;
       // A step marker recorded as an operator (legacy traces) names no layer: the
       // operators inside it are the top-level ones.
-      if (a.top_op == no_index && !starts_with(x.name, "ProfilerStep#")) {
+      if (a.top_op == no_index && !starts_with(x.name, "ProfilerStep#") && !its.is_marker(e)) {
         a.top_op = e;
         // Layers named after top-level operators: name#k, k-th such op of the iteration.
         F.top_ordinal[e] = top_count[top_key{x.thread, its.at(x.ts), x.name}]++;
@@ -123,7 +123,9 @@ inline flat_events flatten_threads(const decoded_trace& d, thread_table& tt, con
     }
     if (x.cat == ecat::python_function && starts_with(x.name, "nn.Module:")) a.module = e;
     if (a.bwd == no_index && is_backward_root(x.name, is_op)) a.bwd = e;
-    auto m = phase_mark(x.name, is_op, x.cat == ecat::python_function, x.cat == ecat::user_annotation);
+    auto m = its.is_marker(e) ? std::uint8_t(0)
+                              : phase_mark(x.name, is_op, x.cat == ecat::python_function,
+                                           x.cat == ecat::user_annotation);
     if (m) a.mark = m;
   };
   for (auto& th : tt.threads) {

@@ -1,4 +1,4 @@
-// Defines the iteration stage of Kineto ingestion: iterations from ProfilerStep#N markers or optimizer steps.
+// Defines the iteration stage of Kineto ingestion: iterations from ProfilerStep#N markers, a step annotation or optimizer steps.
 // SPDX-License-Identifier: MIT
 #ifndef DAYDREAM_IO_DETAIL_KINETO_ITERATIONS_HPP
 #define DAYDREAM_IO_DETAIL_KINETO_ITERATIONS_HPP
@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <regex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace daydream::io::detail {
@@ -33,6 +35,12 @@ struct iteration_table {
   std::vector<std::uint32_t> marker_events; ///< cpu events of the markers used
   std::vector<time_ns> begins;              ///< list[k].begin
   iteration_source source = iteration_source::none;
+  std::vector<std::uint32_t> marker_sorted; ///< marker_events, sorted: for is_marker
+
+  /// Whether cpu event `e` marks an iteration (it names no layer and no phase).
+  bool is_marker(std::uint32_t e) const {
+    return std::binary_search(marker_sorted.begin(), marker_sorted.end(), e);
+  }
 
   /// The number of the iteration running at `t` (begin <= t < end), or -1; with the
   /// whole trace as one iteration, that one.
@@ -45,16 +53,71 @@ struct iteration_table {
   }
 };
 
-/// Stage 3: the iterations of `d`. ProfilerStep#N markers (a duplicate number is skipped,
+/// The iterations marked by the annotations (or operators) whose name `pattern` matches,
+/// numbered 1, 2, ... in trace order; one that overlaps the previous one is skipped
+/// (counted in one warning). Throws daydream::error for a bad pattern, and when nothing
+/// matches, naming some of the trace's annotations.
+inline void find_annotated_iterations(const decoded_trace& d, const std::string& pattern, iteration_table& out,
+                                      warning_log& warnings) {
+  std::regex rx;
+  try {
+    rx = std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    throw error("daydream: step annotation '" + pattern + "' is not a regular expression: " + e.what());
+  }
+  struct mark { time_ns ts, end; std::uint32_t ev; };
+  std::vector<mark> steps;
+  std::vector<std::string_view> names; // a few annotations, for the error
+  for (std::uint32_t i = 0; i < d.cpu.size(); ++i) {
+    auto& e = d.cpu[i];
+    if (e.cat != ecat::user_annotation && e.cat != ecat::cpu_op) continue;
+    if (std::regex_search(e.name.begin(), e.name.end(), rx)) steps.push_back({e.ts, e.ts + e.dur, i});
+    else if (e.cat == ecat::user_annotation && names.size() < 6 &&
+             std::find(names.begin(), names.end(), e.name) == names.end())
+      names.push_back(e.name);
+  }
+  if (steps.empty()) {
+    std::string have;
+    for (auto n : names) have += (have.empty() ? "" : ", ") + std::string(n);
+    throw error("daydream: no annotation matches the step annotation '" + pattern + "' (the trace's annotations " +
+                (have.empty() ? std::string(": none") : "include " + have) + ")");
+  }
+  std::sort(steps.begin(), steps.end(), [](auto& a, auto& b) { return a.ts < b.ts; });
+  std::size_t overlapping = 0;
+  for (auto& m : steps) {
+    if (!out.list.empty() && m.ts < out.list.back().end) { ++overlapping; continue; }
+    const auto n = static_cast<std::int32_t>(out.list.size() + 1);
+    out.list.push_back({n, m.ts, m.end, std::string(d.cpu[m.ev].name) + " #" + std::to_string(n)});
+    out.marker_events.push_back(m.ev);
+  }
+  if (overlapping)
+    warnings.add(std::to_string(overlapping) + " annotations matching the step annotation '" + pattern +
+                 "' overlap the step before them; ignored as markers");
+  out.source = iteration_source::annotations;
+}
+
+/// Stage 3: the iterations of `d`. With a step annotation (`step_annotation`, see
+/// find_annotated_iterations), the annotations it matches. Else ProfilerStep#N markers (a duplicate number is skipped,
 /// one overlapping the previous step is ignored with a warning); without them, optimizer
 /// steps end iterations: iteration k starts with the first event of the optimizer's
 /// thread after optimizer step k-1 ended (iteration 1: its first event) and lasts until
 /// iteration k+1 starts; the last one until its optimizer step ends. Without either,
 /// a trace with CPU or GPU events is one iteration, numbered 0, whose bounds the
 /// builder sets to the span of the graph (iteration_source::whole_trace).
-inline iteration_table find_iterations(const decoded_trace& d, warning_log& warnings) {
+inline iteration_table find_iterations(const decoded_trace& d, warning_log& warnings,
+                                       const std::string& step_annotation = {}) {
   iteration_table out;
   auto& list = out.list;
+  auto finish = [&] {
+    for (auto& it : list) out.begins.push_back(it.begin);
+    out.marker_sorted = out.marker_events;
+    std::sort(out.marker_sorted.begin(), out.marker_sorted.end());
+    return out;
+  };
+  if (!step_annotation.empty()) {
+    find_annotated_iterations(d, step_annotation, out, warnings);
+    return finish();
+  }
   struct mark { time_ns ts, end; std::int32_t n; std::uint32_t ev; };
   std::vector<mark> steps;
   for (std::uint32_t i = 0; i < d.cpu.size(); ++i) {
@@ -112,8 +175,7 @@ inline iteration_table find_iterations(const decoded_trace& d, warning_log& warn
       prev_end = m.end;
     }
   }
-  for (auto& it : list) out.begins.push_back(it.begin);
-  return out;
+  return finish();
 }
 
 //! @endcond

@@ -30,6 +30,7 @@ struct build_settings {
   double join_coverage = 0.5;
   bool infer_event_waits = true;
   std::size_t max_warnings = 32;
+  std::string step_annotation; ///< ingest_options::step_annotation
 };
 
 /// Warnings for people: the first `max` are kept, the rest counted.

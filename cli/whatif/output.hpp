@@ -66,7 +66,9 @@ inline std::string iteration_name(const analysis& a, std::int32_t i) {
   if (a.whole_trace) return "the whole trace";
   for (auto& it : a.trace->iterations)
     if (it.number == i) {
-      if (it.marker.rfind("ProfilerStep#", 0) == 0) return it.marker;
+      if (it.marker.rfind("ProfilerStep#", 0) == 0 ||
+          a.trace->info.iterations_from == daydream::io::iteration_source::annotations)
+        return it.marker; // "ProfilerStep#3", "step[DECODE bs=16] #3"
       return it.marker.empty() ? fmt::format("iteration {}", i) : fmt::format("iteration {} ({})", i, it.marker);
     }
   return fmt::format("iteration {}", i);

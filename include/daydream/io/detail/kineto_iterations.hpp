@@ -35,9 +35,11 @@ struct iteration_table {
   std::vector<std::uint32_t> marker_events; ///< cpu events of the markers used
   std::vector<time_ns> begins;              ///< list[k].begin
   iteration_source source = iteration_source::none;
-  std::vector<std::uint32_t> marker_sorted; ///< marker_events, sorted: for is_marker
+  std::vector<std::uint32_t> marker_sorted; ///< marker_events of a step annotation, sorted: for is_marker
 
-  /// Whether cpu event `e` marks an iteration (it names no layer and no phase).
+  /// Whether cpu event `e` is a step annotation's marker (iteration_source::annotations):
+  /// it names no layer and sets no phase. Optimizer steps that mark iterations keep their
+  /// phase (weight update), and ProfilerStep# is told by its name.
   bool is_marker(std::uint32_t e) const {
     return std::binary_search(marker_sorted.begin(), marker_sorted.end(), e);
   }
@@ -110,8 +112,10 @@ inline iteration_table find_iterations(const decoded_trace& d, warning_log& warn
   auto& list = out.list;
   auto finish = [&] {
     for (auto& it : list) out.begins.push_back(it.begin);
-    out.marker_sorted = out.marker_events;
-    std::sort(out.marker_sorted.begin(), out.marker_sorted.end());
+    if (out.source == iteration_source::annotations) {
+      out.marker_sorted = out.marker_events;
+      std::sort(out.marker_sorted.begin(), out.marker_sorted.end());
+    }
     return out;
   };
   if (!step_annotation.empty()) {

@@ -70,6 +70,15 @@ What the numbers say, and what they do not:
   so those rows fail with "unknown pass" and the command exits 1. Traces made with CUDA
   graphs replay within 2% (a graph launch submits its kernels while it runs; the ingest
   launches them where the first starts).
+- **Peak memory** (predicted / AFTER, when both traces have `[memory]` events: the peak
+  of allocated bytes, BEFORE's `[memory]` level before its first event plus the replay's
+  peak). The passes on stashed activations move what the events show each layer keeping
+  (docs/passes.md): `recompute` is 21% low on GPT-2 because `torch.utils.checkpoint`
+  re-computes a whole GPT2Block and keeps each block's input, where the pass re-computes
+  module by module; `amp` halves every forward and backward allocation and is 10% low on
+  ResNet-50 (2.77 against 3.09 GiB); the `cuda_graphs` rows' AFTER is `torch.compile`d
+  (`reduce-overhead`) and peaks at 1.86 GiB against BEFORE's 7.05: compilation changes
+  memory, which no pass models yet, so they are 2.1-2.3x high.
 - **Cross-GPU pairs** (H100 -> MI300X, A100 -> V100, and the H100/H200 sets side by side)
   are plain diffs: no pass predicts another GPU yet.
 

@@ -614,6 +614,9 @@ pass_report run_data_parallel(graph& g, std::string_view name, const cluster& c,
     rep.add("unrolled", std::to_string(copies) + " iterations (read the steady state from the last)");
   }
   std::vector<recorded_waiter> waiters;
+  // A rank recorded without shapes is sized by its recorded collectives: read them before
+  // they are removed.
+  const auto reduced = rec.distributed() ? recorded_gradient_bytes(g) : std::map<std::int32_t, double>{};
   if (rec.distributed()) {
     const auto all = find_recorded_collectives(g); // every copy's
     waiters = strip_gradient_sync(g, all);
@@ -623,6 +626,13 @@ pass_report run_data_parallel(graph& g, std::string_view name, const cluster& c,
              (rec.other ? " (" + std::to_string(rec.other) + " other recorded collective(s) kept as traced)" : ""));
   }
   auto gs = find(std::as_const(g));
+  if (gs.grads.empty() && !reduced.empty()) {
+    gs = gradients_from_trace(g, 0, &reduced);
+    order_gradients(g, gs);
+  }
+  if (gs.grads.empty()) // found before the recorded synchronization was removed, not after
+    throw error("daydream: pass '" + std::string(name) +
+                "': the gradients found in the trace are gone once its recorded synchronization is removed");
   rep.add("gradient sizes from", std::string(to_string(gs.source)));
   const auto its = gs.iterations();
   rep.add("gradients", std::to_string(gs.grads.size()) + " in " + std::to_string(its.size()) + " iteration(s)");

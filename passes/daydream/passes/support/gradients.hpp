@@ -62,6 +62,21 @@ inline constexpr std::string_view to_string(gradient_source s) noexcept {
   return "?";
 }
 
+/// The bytes the backward of each iteration of `g` all-reduces or reduce-scatters, by
+/// its recorded collectives (`comm_task::bytes`: NCCL's `In msg nelems` x `dtype`):
+/// what a data-parallel rank's gradients weigh when the trace recorded no shapes.
+/// Iterations without such collectives are absent.
+inline std::map<std::int32_t, double> recorded_gradient_bytes(const graph& g) {
+  std::map<std::int32_t, double> out;
+  g.for_each<comm_task>([&](handle<comm_task> h) {
+    const auto& c = g.payload(h);
+    if (g.phase_of(h.id) == phase::backward && c.bytes > 0 &&
+        (c.op == comm_op::all_reduce || c.op == comm_op::reduce_scatter))
+      out[g.iteration(h.id)] += double(c.bytes);
+  });
+  return out;
+}
+
 /// The gradients of a graph, iteration by iteration, each iteration in the order its
 /// gradients become ready (their ready tasks' trace order).
 struct gradient_set {
@@ -160,10 +175,12 @@ inline bool is_other_function(const graph& g, task_id t) {
 /// PyTorch's DDP orders parameters for its buckets. When no AccumulateGrad carries a
 /// size and `model_bytes` > 0, it is spread evenly over the AccumulateGrads of each
 /// iteration; without `model_bytes`, what the backward of each iteration all-reduces (or
-/// reduce-scatters) by the trace's own collectives (their recorded message sizes) is spread
-/// the same way (gradient_source::collectives); the note says so, or says that the trace
-/// has no sizes.
-inline gradient_set gradients_from_trace(const graph& g, double model_bytes = 0) {
+/// reduce-scatters) by the trace's own collectives (recorded_gradient_bytes, or
+/// `reduced_bytes` when given: read before those collectives were removed) is spread the
+/// same way (gradient_source::collectives); the note says so, or says that the trace has
+/// no sizes.
+inline gradient_set gradients_from_trace(const graph& g, double model_bytes = 0,
+                                         const std::map<std::int32_t, double>* reduced_bytes = nullptr) {
   gradient_set out;
   struct found { task_id first, last; std::uint64_t bytes; };
   std::vector<found> runs;
@@ -215,12 +232,7 @@ inline gradient_set gradients_from_trace(const graph& g, double model_bytes = 0)
   const bool none_sized = !runs.empty() && unsized == runs.size();
   const bool spread = none_sized && model_bytes > 0;
   std::map<std::int32_t, double> reduced;
-  if (none_sized && !spread)
-    g.for_each<comm_task>([&](handle<comm_task> h) {
-      const auto& c = g.payload(h);
-      if (g.phase_of(h.id) == phase::backward && (c.op == comm_op::all_reduce || c.op == comm_op::reduce_scatter))
-        reduced[g.iteration(h.id)] += double(c.bytes);
-    });
+  if (none_sized && !spread) reduced = reduced_bytes ? *reduced_bytes : recorded_gradient_bytes(g);
   bool from_collectives = false;
   for (auto& [it, b] : reduced) from_collectives = from_collectives || (b > 0 && per_iteration.count(it));
   auto spread_bytes = [&](std::int32_t it) {

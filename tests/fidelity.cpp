@@ -12,6 +12,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <string_view>
 
 using namespace daydream;
 
@@ -22,22 +23,33 @@ namespace {
 /// The replayed span of iteration 0.
 time_ns replayed(const graph& g) { return iteration_time(g, replay(g), 0); }
 
+/// Two 5 us launch calls back to back on one thread (at 0 and 5 us), each launching one
+/// kernel on one stream; the kernels' names, durations and trace starts are given.
+struct two_launches {
+  builder b;
+  task_id k1 = no_task, k2 = no_task;
+  two_launches(std::string_view n1, time_ns d1, time_ns s1, std::string_view n2, time_ns d2, time_ns s2) {
+    auto thr = b.add_thread();
+    auto s = b.add_stream("stream 7");
+    auto l1 = b.cpu("cudaLaunchKernel", 5'000, thr, 0, cpu_call::launch, 0);
+    auto l2 = b.cpu("cudaLaunchKernel", 5'000, thr, 0, cpu_call::launch, 5'000);
+    k1 = b.kernel(n1, d1, s, s1);
+    k2 = b.kernel(n2, d2, s, s2);
+    b.dep(l1, l2, dep_kind::cpu_order);
+    b.dep(l1, k1, dep_kind::launch);
+    b.dep(l2, k2, dep_kind::launch);
+    b.dep(k1, k2, dep_kind::stream_order);
+  }
+};
+
 } // namespace
 
 TEST_CASE("two kernels that overlap on one stream in the trace: the replay serializes them, by the overlap") {
   // Two launches, then kernel b starts 60 us before kernel a ends (a CUDA graph's parallel
   // branches recorded on one stream). Trace: 0..145 us; replay: 0..205 us.
-  builder b;
-  auto thr = b.add_thread();
-  auto s = b.add_stream("stream 7");
-  auto l1 = b.cpu("cudaLaunchKernel", 5'000, thr, 0, cpu_call::launch, 0);
-  auto l2 = b.cpu("cudaLaunchKernel", 5'000, thr, 0, cpu_call::launch, 5'000);
-  auto k1 = b.kernel("branch_a", 100'000, s, 5'000);
-  auto k2 = b.kernel("branch_b", 100'000, s, 45'000);
-  b.dep(l1, l2, dep_kind::cpu_order);
-  b.dep(l1, k1, dep_kind::launch);
-  b.dep(l2, k2, dep_kind::launch);
-  b.dep(k1, k2, dep_kind::stream_order);
+  two_launches t("branch_a", 100'000, 5'000, "branch_b", 100'000, 45'000);
+  auto& b = t.b;
+  const auto k2 = t.k2;
   CHECK(replayed(b.g) == 205'000);
 
   auto causes = trace_divergence(b.g, 0);
@@ -65,17 +77,9 @@ TEST_CASE("a kernel that waits for nothing the graph has: the replay is shorter 
   // Kernel a starts 3 us after its launch returns (launch latency); kernel b starts 32 us
   // after kernel a ends with its launch long returned and no gap kept: a wait the trace
   // does not record. Trace: 0..100 us; replay: 0..65 us.
-  builder b;
-  auto thr = b.add_thread();
-  auto s = b.add_stream("stream 7");
-  auto l1 = b.cpu("cudaLaunchKernel", 5'000, thr, 0, cpu_call::launch, 0);
-  auto l2 = b.cpu("cudaLaunchKernel", 5'000, thr, 0, cpu_call::launch, 5'000);
-  auto k1 = b.kernel("gemm", 50'000, s, 8'000);
-  auto k2 = b.kernel("add", 10'000, s, 90'000);
-  b.dep(l1, l2, dep_kind::cpu_order);
-  b.dep(l1, k1, dep_kind::launch);
-  b.dep(l2, k2, dep_kind::launch);
-  b.dep(k1, k2, dep_kind::stream_order);
+  two_launches t("gemm", 50'000, 8'000, "add", 10'000, 90'000);
+  auto& b = t.b;
+  const auto k1 = t.k1, k2 = t.k2;
   CHECK(replayed(b.g) == 65'000);
 
   auto causes = trace_divergence(b.g, 0);

@@ -111,7 +111,7 @@ std::vector<divergence_cause> trace_divergence(const Graph& g, std::int32_t iter
       time_ns e = end_of(d.from);
       const bool order = d.kind == dep_kind::cpu_order || d.kind == dep_kind::stream_order;
       if (order && g.resource_of(d.from) == g.resource_of(t)) e += g.gap(d.from);
-      if (e > a.at || (e == a.at && a.by == no_task)) a = {e, d.from, d.kind};
+      if (a.by == no_task || e > a.at) a = {e, d.from, d.kind};
     }
     return a;
   };

@@ -119,7 +119,6 @@ struct substitute {
     // The runs to replace: per iteration and phase, maximal sequences of selected layer
     // instances that follow each other (by their first task in that phase).
     std::vector<std::pair<phase, std::vector<task_id>>> runs;
-    std::vector<std::pair<time_ns, std::size_t>> dispatch; // per run: its CPU time, its kernels
     for (std::size_t lo = 0; lo < instances.size();) {
       std::size_t hi = lo;
       while (hi < instances.size() && instances[hi].iteration == instances[lo].iteration) ++hi;
@@ -135,13 +134,9 @@ struct substitute {
         bool open = false;
         for (auto& [first, l] : order) {
           if (!picked(l->layer)) { open = false; continue; }
-          if (!open) { runs.push_back({ph, {}}); dispatch.push_back({0, 0}); }
+          if (!open) runs.push_back({ph, {}});
           open = true;
           auto ts = tasks_in(*l, ph);
-          for (auto t : ts) {
-            if (g.is<cpu_task>(t)) dispatch.back().first += g.duration(t);
-            else if (g.is<gpu_kernel>(t)) ++dispatch.back().second;
-          }
           runs.back().second.insert(runs.back().second.end(), ts.begin(), ts.end());
         }
       }
@@ -149,12 +144,15 @@ struct substitute {
     }
     std::size_t removed = 0, inserted = 0;
     time_ns old_gpu = 0, new_gpu = 0, old_cpu = 0, kept_cpu = 0;
-    for (std::size_t ri = 0; ri < runs.size(); ++ri) {
-      const auto& [ph, ts] = runs[ri];
+    for (auto& [ph, ts] : runs) {
       const auto& specs = by_phase[ph];
-      time_ns gpu = 0;
-      for (auto t : ts)
-        if (!g.is<cpu_task>(t)) gpu += g.duration(t);
+      time_ns gpu = 0, cpu = 0;
+      std::size_t launched = 0; // the run's kernels
+      for (auto t : ts) {
+        if (g.is<cpu_task>(t)) cpu += g.duration(t);
+        else gpu += g.duration(t);
+        launched += g.is<gpu_kernel>(t);
+      }
       std::vector<new_kernel> ks;
       for (auto* s : specs)
         ks.push_back({s->name, s->duration >= 0
@@ -164,7 +162,7 @@ struct substitute {
       // The fused operator is still dispatched by the framework: each new kernel's call
       // takes the run's CPU time per kernel it launched (a batch norm + ReLU fused into one
       // operator costs what one of the two did on average); the rest of the CPU time goes.
-      if (const auto [cpu, launched] = dispatch[ri]; launched > 0 && cpu > 0)
+      if (launched > 0 && cpu > 0)
         for (auto& k : ks) k.call = std::max<time_ns>(1, cpu / time_ns(launched));
       const auto first = first_in_trace(g, ts);
       const auto it = g.iteration(first);

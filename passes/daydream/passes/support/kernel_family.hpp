@@ -49,6 +49,51 @@ inline constexpr std::string_view to_string(kernel_family f) noexcept {
   return "?";
 }
 
+//! @cond DAYDREAM_INTERNAL
+namespace detail {
+/// family_of_kernel without the memo: the rules, tried in order.
+inline kernel_family classify_family(std::string_view name) {
+  static const auto rules = [] {
+    constexpr auto flags = std::regex::ECMAScript | std::regex::icase | std::regex::optimize;
+    using rx = std::regex;
+    return std::array<std::pair<kernel_family, rx>, 10>{{
+        {kernel_family::communication,
+         rx("nccl|rccl|msccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|deep_?ep|"
+            "notify_dispatch|cross_device_reduce|\\bdispatch_kernel|\\bcombine_kernel",
+            flags)},
+        {kernel_family::optimizer, rx("multi_tensor_apply|fused_?adam|fused_?sgd|fused_?lamb|adam_kernel|adamw|_foreach_", flags)},
+        {kernel_family::attention, rx("flash|fmha|attention|attn|sdpa|_efficient_attention", flags)},
+        {kernel_family::reduction, rx("^void at::native::(\\(anonymous namespace\\)::)?reduce_kernel", flags)},
+        {kernel_family::elementwise,
+         rx("elementwise_kernel|gemv|gemmk1|splitkreduce|computeoffsets|nchwtonhwc|nhwctonchw|scalepacked|"
+            "triton_poi|embedding_codegen|bounds_check_indices|permute_[0-9]d_",
+            flags)},
+        {kernel_family::gemm,
+         rx("(^|[^b])gemm|cutlass|xmma|scudnn|hcudnn|cudnn.*conv|winograd|dgrad|wgrad|fprop|implicit_convolve|"
+            "conv(?!ert)|matmul|bmm|trsm|magma|^cijk_|nvjet|triton_tem",
+            flags)},
+        {kernel_family::normalization,
+         rx("norm|bn_|batchnorm|welford|gammabeta|moments", flags)},
+        {kernel_family::reduction,
+         rx("reduce|softmax|triton_red|triton_per|sum|mean|argmax|argmin|topk|sort|scan|cumsum|loss|nll|"
+            "cross_entropy|histogram",
+            flags)},
+        {kernel_family::elementwise,
+         rx("elementwise|relu|gelu|silu|swish|sigmoid|tanh|dropout|copy|memcpy|memset|fill|cat|index|gather|"
+            "scatter|embedding|transpose|permute|upsample|interpolate|where|arange|clamp|threshold|add|mul|div|"
+            "exp|log|sqrt|pow|cast|convert|im2col|col2im|pad|unique|nonzero|masked|bernoulli|random|"
+            "distribution|cub::|radix|max|min|dense_representation|compute_cuda_kernel|rope|rotary",
+            flags)},
+        {kernel_family::optimizer, rx("sgd|adagrad|rmsprop", flags)},
+    }};
+  }();
+  for (auto& [f, rx] : rules)
+    if (std::regex_search(name.begin(), name.end(), rx)) return f;
+  return kernel_family::other;
+}
+} // namespace detail
+//! @endcond
+
 /// The family of a kernel named `name`. The rules, first match wins, each an ECMAScript
 /// expression searched case-insensitively:
 /// 1. communication: NCCL/RCCL/MSCCL, collective names, DeepEP-style dispatch/combine,
@@ -64,45 +109,7 @@ inline constexpr std::string_view to_string(kernel_family f) noexcept {
 /// Each distinct name is classified once per process (name_memo).
 inline kernel_family family_of_kernel(std::string_view name) {
   static name_memo<kernel_family> memo;
-  return memo(name, [](std::string_view n) {
-    static const auto rules = [] {
-      constexpr auto flags = std::regex::ECMAScript | std::regex::icase | std::regex::optimize;
-      using rx = std::regex;
-      return std::array<std::pair<kernel_family, rx>, 10>{{
-          {kernel_family::communication,
-           rx("nccl|rccl|msccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|deep_?ep|"
-              "notify_dispatch|cross_device_reduce|\\bdispatch_kernel|\\bcombine_kernel",
-              flags)},
-          {kernel_family::optimizer, rx("multi_tensor_apply|fused_?adam|fused_?sgd|fused_?lamb|adam_kernel|adamw|_foreach_", flags)},
-          {kernel_family::attention, rx("flash|fmha|attention|attn|sdpa|_efficient_attention", flags)},
-          {kernel_family::reduction, rx("^void at::native::(\\(anonymous namespace\\)::)?reduce_kernel", flags)},
-          {kernel_family::elementwise,
-           rx("elementwise_kernel|gemv|gemmk1|splitkreduce|computeoffsets|nchwtonhwc|nhwctonchw|scalepacked|"
-              "triton_poi|embedding_codegen|bounds_check_indices|permute_[0-9]d_",
-              flags)},
-          {kernel_family::gemm,
-           rx("(^|[^b])gemm|cutlass|xmma|scudnn|hcudnn|cudnn.*conv|winograd|dgrad|wgrad|fprop|implicit_convolve|"
-              "conv(?!ert)|matmul|bmm|trsm|magma|^cijk_|nvjet|triton_tem",
-              flags)},
-          {kernel_family::normalization,
-           rx("norm|bn_|batchnorm|welford|gammabeta|moments", flags)},
-          {kernel_family::reduction,
-           rx("reduce|softmax|triton_red|triton_per|sum|mean|argmax|argmin|topk|sort|scan|cumsum|loss|nll|"
-              "cross_entropy|histogram",
-              flags)},
-          {kernel_family::elementwise,
-           rx("elementwise|relu|gelu|silu|swish|sigmoid|tanh|dropout|copy|memcpy|memset|fill|cat|index|gather|"
-              "scatter|embedding|transpose|permute|upsample|interpolate|where|arange|clamp|threshold|add|mul|div|"
-              "exp|log|sqrt|pow|cast|convert|im2col|col2im|pad|unique|nonzero|masked|bernoulli|random|"
-              "distribution|cub::|radix|max|min|dense_representation|compute_cuda_kernel|rope|rotary",
-              flags)},
-          {kernel_family::optimizer, rx("sgd|adagrad|rmsprop", flags)},
-      }};
-    }();
-    for (auto& [f, rx] : rules)
-      if (std::regex_search(n.begin(), n.end(), rx)) return f;
-    return kernel_family::other;
-  });
+  return memo(name, detail::classify_family);
 }
 
 /// The element type a kernel computes in, as far as its name shows it.
@@ -135,6 +142,31 @@ inline constexpr bool reduced_precision(numeric_precision p) noexcept {
   return p == numeric_precision::fp16 || p == numeric_precision::bf16 || p == numeric_precision::fp8;
 }
 
+//! @cond DAYDREAM_INTERNAL
+namespace detail {
+/// precision_of_kernel without the memo: the rules, tried in order.
+inline numeric_precision classify_precision(std::string_view name) {
+  static const auto rules = [] {
+    constexpr auto flags = std::regex::ECMAScript | std::regex::icase | std::regex::optimize;
+    using rx = std::regex;
+    return std::array<std::pair<numeric_precision, rx>, 6>{{
+        {numeric_precision::fp8, rx("e4m3|e5m2|fp8|float8|_f8", flags)},
+        {numeric_precision::bf16, rx("bf16|bfloat16|_bb[sb]_", flags)},
+        {numeric_precision::fp16,
+         rx("fp16|f16(?!\\d)|half|h884|h1688|h16816|hmma|hgemm|hcudnn|h[0-9]+cudnn|_hh[sh]_", flags)},
+        {numeric_precision::tf32, rx("tf32|s1688gemm|s16816gemm|s884gemm", flags)},
+        {numeric_precision::fp64, rx("dgemm|<double|double>|f64", flags)},
+        {numeric_precision::fp32,
+         rx("sgemm|scudnn|<float|float>|f32|_ss[s]?_|implicit_convolve_sgemm|fp32|float32", flags)},
+    }};
+  }();
+  for (auto& [p, rx] : rules)
+    if (std::regex_search(name.begin(), name.end(), rx)) return p;
+  return numeric_precision::unknown;
+}
+} // namespace detail
+//! @endcond
+
 /// The precision a kernel's name shows. The narrowest type named wins: a GEMM that
 /// reads FP8 and accumulates in FP32 (`..._e4m3_..._f32`) is fp8; one named with both
 /// `bf16` and `f32` is bf16. Library conventions read: cuBLAS/cuDNN prefixes (`sgemm`,
@@ -144,25 +176,7 @@ inline constexpr bool reduced_precision(numeric_precision p) noexcept {
 /// Each distinct name is read once per process (name_memo).
 inline numeric_precision precision_of_kernel(std::string_view name) {
   static name_memo<numeric_precision> memo;
-  return memo(name, [](std::string_view n) {
-    static const auto rules = [] {
-      constexpr auto flags = std::regex::ECMAScript | std::regex::icase | std::regex::optimize;
-      using rx = std::regex;
-      return std::array<std::pair<numeric_precision, rx>, 6>{{
-          {numeric_precision::fp8, rx("e4m3|e5m2|fp8|float8|_f8", flags)},
-          {numeric_precision::bf16, rx("bf16|bfloat16|_bb[sb]_", flags)},
-          {numeric_precision::fp16,
-           rx("fp16|f16(?!\\d)|half|h884|h1688|h16816|hmma|hgemm|hcudnn|h[0-9]+cudnn|_hh[sh]_", flags)},
-          {numeric_precision::tf32, rx("tf32|s1688gemm|s16816gemm|s884gemm", flags)},
-          {numeric_precision::fp64, rx("dgemm|<double|double>|f64", flags)},
-          {numeric_precision::fp32,
-           rx("sgemm|scudnn|<float|float>|f32|_ss[s]?_|implicit_convolve_sgemm|fp32|float32", flags)},
-      }};
-    }();
-    for (auto& [p, rx] : rules)
-      if (std::regex_search(n.begin(), n.end(), rx)) return p;
-    return numeric_precision::unknown;
-  });
+  return memo(name, detail::classify_precision);
 }
 
 /// family_of_kernel and precision_of_kernel applied to the GPU tasks of one graph,

@@ -127,9 +127,9 @@ std::vector<steady_step> steady_steps(const Graph& g, const replay_result& r, co
 /// ends, followed back (through replay_result::pred) until it leaves the iteration's span.
 ///
 /// The span is the one iteration_time measures: from the iteration's first task to the
-/// first task of the next iteration (or, for the last iteration, to its last task's end).
-/// The chain starts at the task that let the next iteration's first task start (for the
-/// last iteration: at the iteration's last-ending task) and may pass through tasks of other
+/// first task of the next iteration (for the last iteration, its CPU or its GPU window:
+/// iteration_span). The chain starts at the task that let the next iteration's first task
+/// start (for the last iteration: at its last-ending task within the window) and may pass through tasks of other
 /// iterations that run inside the span; its first task may have started before the span
 /// (breakdown clips it). Every task of the chain ends after the span's begin and no later
 /// than its end. First task first; empty if `g` has no task of the iteration.
@@ -150,8 +150,11 @@ std::vector<critical_step> iteration_critical_path(const Graph& g, const replay_
     });
     if (first_next != no_task) last = r.pred[first_next];
   } else {
+    // The task that ends the window: its last CPU task, or, when the GPU's window is the
+    // longer (iteration_span), its last GPU-side task.
     g.for_each_task([&](task_id t) {
-      if (g.iteration(t) == iteration && r.end[t] >= 0 && (last == no_task || r.end[t] > r.end[last]))
+      if (g.iteration(t) == iteration && r.end[t] >= 0 && r.end[t] <= span.end &&
+          (last == no_task || r.end[t] > r.end[last]))
         last = t;
     });
   }

@@ -27,29 +27,57 @@ inline time_ns median_of(std::vector<time_ns> v) {
 }
 
 /// Where one iteration lies in a replay.
+///
+/// An iteration a next one follows lasts from its first task's start to the next one's
+/// first task's start: the period the loop repeats with, which its CPU side decides (the
+/// step markers measure the same). A *last* iteration (no next one follows) has no such
+/// period; it lasts the longer of two windows of its own work:
+/// - its CPU work: from its first task's start to the end of its last CPU-side task (the
+///   step marker's span, the period a next step would have started with);
+/// - its GPU work: from when its GPU-side tasks (kernels, copies, communication) began
+///   their own work to the end of the last of them. They begin with the first of them, or,
+///   when earlier GPU-side work was still running then (the previous iteration's kernels
+///   a GPU that lags its CPU was still executing, kernels queued before a one-step
+///   window), when that work ended (`device_begin`): that backlog belongs to the steps
+///   before.
+/// In a loop of such steps the longer side bounds the step; neither counts the other's
+/// lead (the CPU's time before its first launch, the GPU's tail after the CPU ended), and
+/// as either side's work grows or shrinks, the length changes continuously.
 struct iteration_span {
   std::int32_t iteration = 0; ///< its number
-  /// Where its step begins: the earliest start of its tasks (first_start), except for a
-  /// last iteration (no next one follows) whose own GPU work waited for GPU work queued
-  /// before the trace's iterations (kernels launched before a one-step window, outside
-  /// any iteration): then when that work ended. That backlog is not this iteration's.
-  time_ns begin = 0;
-  time_ns end = 0;        ///< earliest start of the next iteration's tasks, or its latest end
+  time_ns begin = 0;      ///< where its window begins (see above)
+  time_ns end = 0;        ///< where it ends: the next iteration's first start, or its window's end
   time_ns last_end = 0;   ///< latest end of its own tasks
   std::size_t tasks = 0;  ///< its live tasks
   time_ns first_start = 0; ///< earliest start of its tasks
+  time_ns cpu_end = 0;     ///< latest end of its CPU-side tasks (first_start when it has none)
+  /// Earliest start of its GPU-side tasks (tasks on a resource that is not a CPU thread);
+  /// -1 when it has none, like device_begin and device_end.
+  time_ns device_first = -1;
+  /// When its GPU-side tasks began their own work: device_first, or the end of earlier
+  /// GPU-side work (of earlier iterations, or of none, started before device_first) when
+  /// later, at most device_end.
+  time_ns device_begin = -1;
+  time_ns device_end = -1; ///< latest end of its GPU-side tasks
+  /// When the earlier GPU-side work still running at its first start ended (of earlier
+  /// iterations, or of none started before its GPU work), at most device_end;
+  /// first_start when none was running, or it has no GPU-side task.
+  time_ns backlog_end = 0;
   /// How long the iteration took: `end - begin`.
   time_ns duration() const noexcept { return end - begin; }
-  /// The earlier work it waited for at its start (`begin - first_start`, 0 for most).
-  time_ns backlog() const noexcept { return begin - first_start; }
+  /// How long the GPU was still busy with earlier work when it began
+  /// (`backlog_end - first_start`; 0 for most).
+  time_ns backlog() const noexcept { return backlog_end - first_start; }
+  /// Whether it is measured by its GPU window (a last iteration whose GPU work lasted
+  /// longer than its CPU work).
+  bool by_device = false;
 };
 
 //! @cond DAYDREAM_INTERNAL
 namespace detail {
-/// When the work of `outside` (intervals of GPU work of no iteration) that started before
-/// `first` (an iteration's first GPU work) ended: the backlog that iteration waited for;
-/// the lowest time when none did. The rule of iteration_spans and of the ingest's
-/// measured step (kineto_trace::measured) alike.
+/// When the work of `outside` (intervals of GPU-side work) that started before `first`
+/// (an iteration's first GPU work) ended: the backlog that iteration waited for; the lowest
+/// time when none did.
 inline time_ns end_of_work_queued_before(const std::vector<std::pair<time_ns, time_ns>>& outside, time_ns first) {
   time_ns prior = std::numeric_limits<time_ns>::min();
   for (auto [b, e] : outside)
@@ -57,11 +85,31 @@ inline time_ns end_of_work_queued_before(const std::vector<std::pair<time_ns, ti
   return prior;
 }
 
+/// The window a last iteration is measured by (iteration_span): the longer of its CPU
+/// window [first, cpu_end] and its GPU window [device_begin, device_end] (the CPU one on a
+/// tie, and when it has no GPU work). `prior`: the end of the earlier GPU-side work its own
+/// could have waited for (the lowest time when none). The rule of iteration_spans and of
+/// the ingest's measured step (kineto_trace::measured) alike.
+struct own_window {
+  time_ns begin = 0, end = 0;
+  time_ns device_begin = -1; ///< when its GPU work began its own (-1: none)
+};
+inline own_window last_iteration_window(time_ns first, time_ns cpu_end, time_ns device_first, time_ns device_end,
+                                        time_ns prior) {
+  own_window w{first, std::max(first, cpu_end), -1};
+  if (device_first < 0) return w;
+  w.device_begin = std::min(std::max(device_first, prior), device_end);
+  if (device_end - w.device_begin > w.end - w.begin) {
+    w.begin = w.device_begin;
+    w.end = device_end;
+  }
+  return w;
+}
+
 /// Gathers a graph's iteration spans task by task and closes them (the rule of
 /// iteration_spans): `add` each replayed task, then `close`.
 struct span_builder {
   std::map<std::int32_t, iteration_span> spans;
-  std::map<std::int32_t, time_ns> device_first; ///< earliest start of each iteration's GPU-side tasks
   std::vector<std::pair<time_ns, time_ns>> outside; ///< GPU-side tasks of no iteration
 
   /// Adds task `t` of `g` as replay `r` ran it (a task the replay did not run is left out).
@@ -82,30 +130,38 @@ struct span_builder {
       s.iteration = i;
       s.first_start = start;
       s.last_end = end;
+      s.cpu_end = std::numeric_limits<time_ns>::min();
     }
     s.first_start = std::min(s.first_start, start);
     s.last_end = std::max(s.last_end, end);
     ++s.tasks;
     if (device) {
-      auto [d, first] = device_first.try_emplace(i, start);
-      if (!first) d->second = std::min(d->second, start);
+      s.device_first = s.device_first < 0 ? start : std::min(s.device_first, start);
+      s.device_end = std::max(s.device_end, end);
+    } else {
+      s.cpu_end = std::max(s.cpu_end, end);
     }
   }
 
   std::vector<iteration_span> close() const {
     std::vector<iteration_span> out;
     for (auto& [i, s] : spans) out.push_back(s);
+    time_ns earlier = std::numeric_limits<time_ns>::min(); // latest end of the earlier iterations' GPU-side work
     for (std::size_t k = 0; k < out.size(); ++k) {
       auto& s = out[k];
-      s.begin = s.first_start;
+      if (s.cpu_end == std::numeric_limits<time_ns>::min()) s.cpu_end = s.first_start;
+      const auto prior = s.device_first < 0 ? earlier : std::max(earlier, end_of_work_queued_before(outside, s.device_first));
+      const auto w = last_iteration_window(s.first_start, s.cpu_end, s.device_first, s.device_end, prior);
+      s.device_begin = w.device_begin;
+      s.backlog_end = s.device_first >= 0 && prior > s.first_start ? std::min(prior, s.device_end) : s.first_start;
+      earlier = std::max(earlier, s.device_end);
       if (k + 1 < out.size() && out[k + 1].iteration == s.iteration + 1) {
+        s.begin = s.first_start;
         s.end = out[k + 1].first_start;
       } else {
-        s.end = s.last_end;
-        // GPU work queued before the iterations that its own GPU work waited for.
-        if (auto d = device_first.find(s.iteration); d != device_first.end())
-          if (auto prior = end_of_work_queued_before(outside, d->second); prior > s.first_start && prior < s.last_end)
-            s.begin = prior;
+        s.begin = w.begin;
+        s.end = w.end;
+        s.by_device = w.begin != s.first_start || w.end != s.cpu_end;
       }
     }
     return out;
@@ -131,12 +187,11 @@ void check_replay_of(const Graph& g, const replay_result& r, const char* what) {
 /// as the earlier work a last iteration may wait for.
 ///
 /// An iteration runs from the earliest start of its tasks to the earliest start of the
-/// next iteration's tasks (the period a training loop repeats with), or, for the last
-/// one, to the latest end of its own tasks. A last iteration whose GPU work waited for
-/// GPU work queued before the trace's iterations (kernels launched before a one-step
-/// window) is measured from the end of that work instead (iteration_span::begin,
-/// backlog()). The previous iteration's GPU work running into the last one still counts. Passes may remove any
-/// task: the spans are computed from whatever is left. Throws daydream::error if `r` is
+/// next iteration's tasks (the period a training loop repeats with); the last one lasts
+/// the longer of its CPU work and its GPU work, the latter without the earlier GPU work it
+/// waited for (the previous step's kernels, kernels queued before a one-step window): see
+/// iteration_span. Passes may remove any task: the spans are computed from whatever is
+/// left. Throws daydream::error if `r` is
 /// not a replay of `g` (check_replay_of). O(V log I).
 template <class Graph>
 std::vector<iteration_span> iteration_spans(const Graph& g, const replay_result& r) {

@@ -333,6 +333,9 @@ public:
       break;
     }
     case 12: { // a bundled pass, run transactionally by its registry entry
+      // Passes that copy work (grad_accum's micro-batches, recompute) multiply the graph:
+      // applied again and again, they would grow it past any memory limit.
+      if (g.size() > 4096) break;
       const auto& entries = reg.entries();
       const auto& e = entries[in_.ConsumeIntegralInRange<std::size_t>(0, entries.size() - 1)];
       std::string spec(e.name);

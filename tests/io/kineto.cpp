@@ -794,9 +794,13 @@ TEST_CASE("a trace without step markers or optimizer steps is one iteration, and
   CHECK(t.iterations[0].trace_end == 320'000);
   CHECK(t.default_iteration() == 0);
   CHECK(t.steady_state_iterations() == std::vector<std::int32_t>{0});
-  CHECK(t.measured(0) == 315'000);
+  // The longer of its CPU work (5 to 45 us) and its GPU work (15 to 320 us).
+  CHECK(t.measured(0) == 305'000);
+  CHECK(t.measurement_note(0) == "the trace (no step markers) spans 0.315 ms; its GPU work lasts 0.305 ms of it, "
+                                 "longer than its CPU work: in a loop of such steps the GPU's work is the step, "
+                                 "measured as 0.305 ms, as the replay is");
   auto r = replay(t.g);
-  CHECK(iteration_time(t.g, r, 0) == 315'000);
+  CHECK(iteration_time(t.g, r, 0) == 305'000);
   t.g.for_each_task([&](task_id id) { CHECK(t.g.iteration(id) == 0); });
   CHECK(t.g.phase_of(find(t.g, "aten::mm")) == phase::forward);
   auto e = dio::parse_kineto(trace({}), "empty events");
@@ -806,9 +810,10 @@ TEST_CASE("a trace without step markers or optimizer steps is one iteration, and
   CHECK(e.info.iterations_from == dio::iteration_source::none);
 }
 
-TEST_CASE("a single iteration is measured to the end of the GPU work it launched") {
+TEST_CASE("a single iteration lasts the GPU work it launched when that is longer than its CPU work") {
   // One optimizer step and no ProfilerStep: the CPU is done at 100 us, the kernels it
-  // launched run to 900 us. The trace's iteration must be the GPU's, as the replay's is.
+  // launched run from 10 to 900 us. The trace's iteration must be the GPU's, as the
+  // replay's is: 890 us, without the CPU's 10 us before the first kernel.
   const auto json = trace({
       X("cpu_op", "aten::mm", 1, 1, "0", "20"),
       X("cuda_runtime", "cudaLaunchKernel", 1, 1, "5", "5", corr(1)),
@@ -822,9 +827,10 @@ TEST_CASE("a single iteration is measured to the end of the GPU work it launched
   REQUIRE(t.iterations.size() == 1);
   CHECK(t.iterations[0].trace_end == 100'000);
   CHECK(t.iterations[0].work_end == 900'000);
-  CHECK(t.measured(1) == 900'000);
+  CHECK(t.iterations[0].device_begin == 10'000);
+  CHECK(t.measured(1) == 890'000);
   auto r = replay(t.g);
-  CHECK(iteration_time(t.g, r, 1) == 900'000);
+  CHECK(iteration_time(t.g, r, 1) == 890'000);
   // An inference trace with one ProfilerStep#3 from 30 us: the gemm was launched before
   // it (at 5 us, outside any iteration), so the GPU was still running it when the step
   // began; the step is its own kernel, from the gemm's end to its own.
@@ -835,36 +841,57 @@ TEST_CASE("a single iteration is measured to the end of the GPU work it launched
   REQUIRE(u.iterations.size() == 1);
   CHECK(u.iterations[0].number == 3);
   CHECK(u.iterations[0].backlog_end == 710'000);
+  CHECK(u.iterations[0].device_begin == 710'000);
   CHECK(u.measured(3) == 900'000 - 710'000);
   CHECK(iteration_time(u.g, replay(u.g), 3) == u.measured(3));
 }
 
-TEST_CASE("with several iterations, only the last one is measured past its marker") {
+TEST_CASE("the last of several steps lasts the longer of its CPU work and its own GPU work") {
   // Steps of 100 us; the GPU lags 150 us behind the CPU. Iterations before the last
-  // repeat with the marker's period (the replay's too); the last one runs to its GPU work,
-  // the previous step's kernel it waits for included (that work is in the trace).
-  auto t = dio::parse_kineto(trace({
+  // repeat with the marker's period (the replay's too). The last one has no next step to
+  // end it: it lasts its CPU work or its own GPU work, whichever is longer, and the
+  // previous step's kernel its own waited for is the previous step's.
+  auto lagging = [](const char* k2) {
+    return dio::parse_kineto(trace({
                                  X("user_annotation", "ProfilerStep#1", 1, 1, "0", "100"),
                                  X("cuda_runtime", "cudaLaunchKernel", 1, 1, "10", "5", corr(1)),
                                  X("user_annotation", "ProfilerStep#2", 1, 1, "100", "100"),
                                  X("cuda_runtime", "cudaLaunchKernel", 1, 1, "110", "5", corr(2)),
                                  X("kernel", "k1", 0, 7, "160", "100", gpu(1)),
-                                 X("kernel", "k2", 0, 7, "260", "100", gpu(2)),
+                                 X("kernel", "k2", 0, 7, "260", k2, gpu(2)),
                              }),
                              "lagging");
-  REQUIRE(t.iterations.size() == 2);
-  CHECK(t.measured(1) == 100'000);
-  CHECK(t.measurement_note(1).empty());
-  CHECK(t.iterations[1].work_end == 360'000);
-  CHECK(t.iterations[1].backlog_end == 100'000);
-  CHECK(t.measured(2) == 260'000);
-  CHECK(t.measurement_note(2) == "ProfilerStep#2 lasts 0.100 ms; the GPU work it launched ends 0.160 ms after it: "
-                                 "measured from its start to the end of its own, 0.260 ms, as the replay is");
-  auto r = replay(t.g);
-  CHECK(iteration_time(t.g, r, 2) == t.measured(2));
-  auto spans = iteration_spans(t.g, r);
-  REQUIRE(spans.size() == 2);
-  CHECK(spans[1].backlog() == 0);
+  };
+  SUBCASE("as long as its CPU work: the marker") {
+    auto t = lagging("100");
+    REQUIRE(t.iterations.size() == 2);
+    CHECK(t.measured(1) == 100'000);
+    CHECK(t.measurement_note(1).empty());
+    CHECK(t.iterations[1].work_end == 360'000);
+    CHECK(t.iterations[1].backlog_end == 260'000);
+    CHECK(t.measured(2) == 100'000);
+    CHECK(t.measurement_note(2).empty());
+    auto r = replay(t.g);
+    CHECK(iteration_time(t.g, r, 2) == t.measured(2));
+    auto spans = iteration_spans(t.g, r);
+    REQUIRE(spans.size() == 2);
+    CHECK_FALSE(spans[1].by_device);
+    CHECK(spans[1].begin == spans[1].first_start);
+    CHECK(spans[1].backlog() == 160'000); // k1 ends at 260 in the replay too; the step began at 100
+  }
+  SUBCASE("longer than its CPU work: its own GPU work") {
+    auto t = lagging("200");
+    CHECK(t.measured(2) == 200'000);
+    CHECK(t.measurement_note(2) ==
+          "ProfilerStep#2 lasts 0.100 ms; the GPU work it launched ends 0.260 ms after it and lasts 0.200 ms, longer "
+          "than its CPU work: in a loop of such steps the GPU's work is the step, measured as 0.200 ms, as the "
+          "replay is (the GPU was still running 0.160 ms of work queued before the step when it began: that belongs "
+          "to the steps before it and is left out)");
+    auto r = replay(t.g);
+    CHECK(iteration_time(t.g, r, 2) == t.measured(2));
+    auto spans = iteration_spans(t.g, r);
+    CHECK(spans[1].by_device);
+  }
 }
 
 TEST_CASE("a one-step trace does not count the GPU work queued before its step") {
@@ -883,9 +910,10 @@ TEST_CASE("a one-step trace does not count the GPU work queued before its step")
   CHECK(t.iterations[0].backlog_end == 310'000);
   CHECK(t.measured(7) == 200'000);
   CHECK(t.measurement_note(7) == "ProfilerStep#7 lasts 0.100 ms; the GPU work it launched ends 0.400 ms after it and "
-                                 "the GPU was still running 0.300 ms of work queued before it when it began (that "
-                                 "backlog belongs to the steps before it): measured from the end of that work to the "
-                                 "end of its own, 0.200 ms, as the replay is");
+                                 "lasts 0.200 ms, longer than its CPU work: in a loop of such steps the GPU's work is "
+                                 "the step, measured as 0.200 ms, as the replay is (the GPU was still running 0.300 ms "
+                                 "of work queued before the step when it began: that belongs to the steps before it "
+                                 "and is left out)");
   auto spans = iteration_spans(t.g, replay(t.g));
   REQUIRE(spans.size() == 1);
   // The replay starts k0 when its launch returns (5 us, not the trace's 10 us), so the
@@ -895,16 +923,18 @@ TEST_CASE("a one-step trace does not count the GPU work queued before its step")
   CHECK(spans[0].backlog() == 295'000);
   auto r = replay(t.g);
   CHECK(iteration_time(t.g, r, 7) == t.measured(7));
-  // Without the earlier kernel, the step runs from its marker to the end of its work.
+  // Without the earlier kernel, the step is its own GPU work: the CPU's 15 us before it
+  // launched it is not part of a loop's step.
   auto u = dio::parse_kineto(trace({
                                  X("user_annotation", "ProfilerStep#7", 1, 1, "10", "100"),
                                  X("cuda_runtime", "cudaLaunchKernel", 1, 1, "20", "5", corr(2)),
                                  X("kernel", "k1", 0, 7, "25", "200", gpu(2)),
                              }),
                              "no backlog");
-  CHECK(u.measured(7) == 215'000);
-  CHECK(u.measurement_note(7) == "ProfilerStep#7 lasts 0.100 ms; the GPU work it launched ends 0.115 ms after it: "
-                                 "measured from its start to the end of its own, 0.215 ms, as the replay is");
+  CHECK(u.measured(7) == 200'000);
+  CHECK(u.measurement_note(7) == "ProfilerStep#7 lasts 0.100 ms; the GPU work it launched ends 0.115 ms after it and "
+                                 "lasts 0.200 ms, longer than its CPU work: in a loop of such steps the GPU's work is "
+                                 "the step, measured as 0.200 ms, as the replay is");
   CHECK(iteration_time(u.g, replay(u.g), 7) == u.measured(7));
 }
 

@@ -6,6 +6,7 @@
 #include <daydream/config.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/io/kineto_types.hpp>
+#include <daydream/iteration.hpp>
 #include <daydream/remove.hpp>
 #include <daydream/task.hpp>
 // The ingest itself, unless a program compiles it once (DAYDREAM_COMPILED, see below).
@@ -23,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <map>
@@ -118,9 +120,16 @@ struct iteration_info {
   /// The latest trace end of the iteration's work: its CPU slices and the GPU operations
   /// they launched, which may run long after the marker ended (at least trace_begin).
   time_ns work_end = 0;
-  /// For an iteration no next one follows: when the GPU finished the work queued before
-  /// the trace's iterations that its own GPU work waited for (kernels launched before a
-  /// one-step window), when that is after trace_begin; else trace_begin. See measured().
+  /// The latest trace end of its CPU work: the marker and its CPU slices (at least trace_end).
+  time_ns cpu_end = 0;
+  /// Its GPU work, in the trace's clock (-1 when it launched none): the first of its GPU
+  /// operations' start; when they began their own work (`device_begin`: device_first, or
+  /// the end of earlier GPU work still running then, of the steps before or queued before
+  /// a one-step window, at most device_end); the last one's end. See measured().
+  time_ns device_first = -1, device_begin = -1, device_end = -1;
+  /// When the earlier GPU work still running when the step began ended (the steps
+  /// before's, or kernels queued before a one-step window), at most device_end;
+  /// trace_begin when none was running.
   time_ns backlog_end = 0;
 };
 
@@ -168,52 +177,71 @@ struct kineto_trace {
   /// The trace's own duration of iteration `iteration`, -1 if there is no such
   /// iteration: ProfilerStep#N's `dur`, or the span of an optimizer-step iteration. An
   /// iteration no next one follows (the last of the trace, the only one of a one-step
-  /// trace) runs to the end of its work when that is later (the GPU still running what
-  /// it launched), as the replay of such an iteration runs to the end of its tasks; and
-  /// when its GPU work first had to wait for GPU work queued before the trace's iterations
-  /// (a one-step window opened on a GPU that lags its CPU), it is measured from the end of
-  /// that work (iteration_info::backlog_end): that backlog belongs to the steps before it.
-  /// iteration_spans measures the replay by the same rule; measurement_note() says in
-  /// words when either applies.
+  /// trace) has no next step to end it: it lasts the longer of its CPU work (the marker,
+  /// and CPU slices of the step that end after it) and its GPU work (from when its GPU
+  /// operations began their own work, after the earlier GPU work they waited for, to the
+  /// end of the last: iteration_info::device_begin, device_end). A step whose GPU work
+  /// outlasts its CPU work in a loop of such steps is the GPU's; the GPU work of the steps
+  /// before, or of kernels queued before a one-step window, is theirs. iteration_spans
+  /// measures the replay by the same rule; measurement_note() says in words when this is
+  /// not the marker's own span.
   time_ns measured(std::int32_t iteration) const {
     for (std::size_t k = 0; k < iterations.size(); ++k) {
       auto& it = iterations[k];
       if (it.number != iteration) continue;
       if (!last(k)) return it.trace_end - it.trace_begin;
-      return std::max(it.trace_end, it.work_end) - std::max(it.trace_begin, it.backlog_end);
+      const auto w = daydream::detail::last_iteration_window(it.trace_begin, cpu_work_end(it), it.device_first,
+                                                             it.device_end, it.device_begin);
+      return w.end - w.begin;
     }
     return -1;
   }
 
   /// Why measured(iteration) is not the step marker's own duration, in one sentence
-  /// (empty when it is, or differs by less than 1%): the GPU work ran past the marker,
-  /// the GPU was still busy with earlier work when the step began, or both (each told
-  /// when it is over 1% of the marker's span), with the numbers in milliseconds.
+  /// (empty when it is, or differs by less than 1%): the step's GPU work outlasted its CPU
+  /// work (and whether it first waited for earlier GPU work, which is left out), or its CPU
+  /// work ran past the marker, with the numbers in milliseconds.
   std::string measurement_note(std::int32_t iteration) const {
     for (std::size_t k = 0; k < iterations.size(); ++k) {
       auto& it = iterations[k];
       if (it.number != iteration) continue;
-      // Each effect is told when it is over 1% of the marker's span (a kernel's tail of
-      // microseconds after the marker is not worth a sentence).
       const time_ns marker = it.trace_end - it.trace_begin;
-      const bool late = (it.work_end - it.trace_end) * 100 > marker,
-                 backlog = (it.backlog_end - it.trace_begin) * 100 > marker;
-      if (!last(k) || (!late && !backlog)) return {};
+      const time_ns m = measured(iteration);
+      // Told when over 1% of the marker's span (a kernel's tail of microseconds after the
+      // marker is not worth a sentence).
+      if (!last(k) || std::abs(m - marker) * 100 <= marker) return {};
       auto ms = [](time_ns x) {
         char buf[32];
         std::snprintf(buf, sizeof buf, "%.3f ms", double(x) / 1e6);
         return std::string(buf);
       };
-      std::string out = it.marker + " lasts " + ms(marker);
-      if (late) out += "; the GPU work it launched ends " + ms(it.work_end - it.trace_end) + " after it";
-      if (backlog)
-        out += std::string(late ? " and" : ";") + " the GPU was still running " + ms(it.backlog_end - it.trace_begin) +
-               " of work queued before it when it began (that backlog belongs to the steps before it)";
-      out += ": measured " + std::string(backlog ? "from the end of that work" : "from its start") +
-             " to the end of its own, " + ms(measured(iteration)) + ", as the replay is";
+      const bool whole = info.iterations_from == iteration_source::whole_trace;
+      std::string out = whole ? "the trace (no step markers) spans " + ms(marker) : it.marker + " lasts " + ms(marker);
+      const time_ns cpu_end = cpu_work_end(it);
+      const bool gpu = it.device_first >= 0 && it.device_end - it.device_begin == m && m != cpu_end - it.trace_begin;
+      if (!gpu && whole)
+        return out + "; its CPU work lasts " + ms(m) + ", longer than its GPU work: measured as " + ms(m) +
+               ", as the replay is";
+      if (!gpu)
+        return out + "; its CPU work on other threads ends " + ms(cpu_end - it.trace_end) +
+               " after it: measured to the end of that work, " + ms(m) + ", as the replay is";
+      out += whole ? "; its GPU work lasts " + ms(m) + " of it"
+                   : "; the GPU work it launched ends " + ms(it.device_end - it.trace_end) + " after it and lasts " + ms(m);
+      out += ", longer than its CPU work: in a loop of such steps the GPU's work is the step, measured as " + ms(m) +
+             ", as the replay is";
+      if (const auto backlog = it.backlog_end - it.trace_begin; backlog * 100 > marker)
+        out += " (the GPU was still running " + ms(backlog) +
+               " of work queued before the step when it began: that belongs to the steps before it and is left out)";
       return out;
     }
     return {};
+  }
+
+  /// The end of iteration `it`'s CPU work: its marker's end, or a later end of its CPU
+  /// slices; for the whole trace as one iteration (whose bounds include the GPU's), its
+  /// CPU slices' end.
+  time_ns cpu_work_end(const iteration_info& it) const noexcept {
+    return info.iterations_from == iteration_source::whole_trace ? it.cpu_end : std::max(it.trace_end, it.cpu_end);
   }
 
   /// Whether no next iteration follows iterations[k] (the trace's last, or one whose
@@ -331,7 +359,7 @@ inline kineto_trace ingest(decoded_trace& d, std::string_view source, const inge
     t.report.warnings.push_back("... and " + std::to_string(b.warnings.dropped) + " more warnings");
   for (auto& it : b.iterations)
     t.iterations.push_back({it.number, it.begin, it.end, std::move(it.marker), std::max(it.begin, it.work_end),
-                            std::max(it.begin, it.backlog_end)});
+                            it.cpu_end, it.device_first, it.device_begin, it.device_end, it.backlog_end});
   t.info.iterations_from = b.iterations_from;
   t.info.path = std::string(source);
   t.info.gpus = std::move(d.gpus);

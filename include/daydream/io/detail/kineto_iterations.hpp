@@ -26,7 +26,11 @@ struct iteration_rec {
   time_ns begin = 0, end = 0;
   std::string marker;
   time_ns work_end = 0; ///< latest trace end of its CPU slices and of the GPU work they launched
-  time_ns backlog_end = 0; ///< when the earlier work its GPU work waited for ended (set_work_ends), at least begin
+  time_ns cpu_end = 0;  ///< latest trace end of its marker and CPU slices
+  /// Its GPU work (set_work_ends; -1: none): first start, when it began its own work
+  /// (after the earlier GPU work it waited for), last end.
+  time_ns device_first = -1, device_begin = -1, device_end = -1;
+  time_ns backlog_end = 0; ///< when the earlier GPU work running at its start ended (at least begin)
 };
 
 /// The iterations of a trace, in trace order, and the events that mark them.

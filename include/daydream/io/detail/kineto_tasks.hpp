@@ -284,11 +284,11 @@ inline task_map make_tasks(const decoded_trace& d, thread_table& tt, gpu_links& 
 }
 
 /// Stage 13b: the latest trace end of each iteration's work: its CPU slices and the GPU
-/// ops they launched (which may run long after the iteration's marker ended); and, for an
-/// iteration no next one follows, when the GPU finished the work queued before the
-/// iterations that its own GPU work waited for (iteration_spans' rule: GPU ops of no
-/// iteration that started before its first one). With the whole trace as one iteration, sets its
-/// bounds to `mains`' span.
+/// ops they launched (which may run long after the iteration's marker ended), and its GPU
+/// window: when its GPU ops began their own work (after GPU ops of earlier iterations, and
+/// of none that started before its first one: the backlog it waited for) and when the last
+/// ended (iteration_spans' rule, daydream::detail::last_iteration_window). With the whole
+/// trace as one iteration, sets its bounds to `mains`' span.
 inline void set_work_ends(iteration_table& its, const decoded_trace& d, const thread_table& tt, const task_map& T,
                           const main_threads& mains, const daydream::graph& g) {
   if (its.source == iteration_source::whole_trace) {
@@ -300,16 +300,22 @@ inline void set_work_ends(iteration_table& its, const decoded_trace& d, const th
       if (its.list[k].number == n) return k;
     return its.list.size();
   };
-  constexpr time_ns none = std::numeric_limits<time_ns>::max();
-  std::vector<time_ns> device_first(its.list.size(), none);
   std::vector<std::pair<time_ns, time_ns>> outside; // GPU ops of no iteration
-  for (auto& it : its.list) it.work_end = it.backlog_end = it.begin;
-  auto extend = [&](std::size_t k, time_ns end) {
-    if (k < its.list.size()) its.list[k].work_end = std::max(its.list[k].work_end, end);
-  };
+  // The whole trace's bounds are its CPU slices' and GPU ops': its CPU work is its slices'.
+  const bool whole = its.source == iteration_source::whole_trace;
+  for (auto& it : its.list) {
+    it.work_end = std::max(it.begin, it.end);
+    it.cpu_end = whole ? it.begin : it.work_end;
+    it.backlog_end = it.begin;
+    it.device_first = it.device_begin = it.device_end = -1;
+  }
   for (auto& th : tt.threads)
     for (auto& s : th.slices)
-      if (s.iteration >= 0) extend(index_of(s.iteration), s.end);
+      if (s.iteration >= 0)
+        if (auto k = index_of(s.iteration); k < its.list.size()) {
+          its.list[k].work_end = std::max(its.list[k].work_end, s.end);
+          its.list[k].cpu_end = std::max(its.list[k].cpu_end, s.end);
+        }
   for (std::uint32_t o = 0; o < d.gpu.size(); ++o) {
     if (T.gpu_task[o] == no_task) continue;
     const auto n = g.iteration(T.gpu_task[o]);
@@ -319,15 +325,21 @@ inline void set_work_ends(iteration_table& its, const decoded_trace& d, const th
       continue;
     }
     const auto k = index_of(n);
-    extend(k, e);
-    if (k < its.list.size()) device_first[k] = std::min(device_first[k], b);
-  }
-  for (std::size_t k = 0; k < its.list.size(); ++k) {
+    if (k == its.list.size()) continue;
     auto& it = its.list[k];
-    const bool last = k + 1 == its.list.size() || its.list[k + 1].number != it.number + 1;
-    if (!last || device_first[k] == none) continue;
-    const auto prior = daydream::detail::end_of_work_queued_before(outside, device_first[k]);
-    if (prior > it.begin && prior < std::max(it.end, it.work_end)) it.backlog_end = prior;
+    it.work_end = std::max(it.work_end, e);
+    it.device_first = it.device_first < 0 ? b : std::min(it.device_first, b);
+    it.device_end = std::max(it.device_end, e);
+  }
+  time_ns earlier = std::numeric_limits<time_ns>::min(); // latest end of the earlier iterations' GPU ops
+  for (auto& it : its.list) {
+    if (it.device_first >= 0) {
+      const auto prior = std::max(earlier, daydream::detail::end_of_work_queued_before(outside, it.device_first));
+      it.device_begin = daydream::detail::last_iteration_window(it.begin, it.cpu_end, it.device_first, it.device_end, prior)
+                            .device_begin;
+      if (prior > it.begin) it.backlog_end = std::min(prior, it.device_end);
+    }
+    earlier = std::max(earlier, it.device_end);
   }
 }
 

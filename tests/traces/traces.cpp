@@ -218,6 +218,25 @@ TEST_CASE("facts of the real traces survive ingestion") {
   CHECK(mi.report.unlinked_gpu_ops == 0);
 }
 
+TEST_CASE("the last of two steps is its own work, not the step before's kernels it found queued") {
+  // GPT-2 FP32 on an H100, recorded with the ground-truth kit: ProfilerStep#4 began with
+  // the GPU still running about 50 ms of step 3's kernels. It is measured as the longer of
+  // its CPU work (97.1 ms: it synchronizes with the GPU) and its own GPU work, not from
+  // its marker to the end of its GPU work (144.4 ms); it runs at 93.2 ms without the
+  // profiler, its kernels take 90.9 ms.
+  auto& t = load("ground_truth/h100-80gb-hbm3/gpt2_fp32.json.gz");
+  REQUIRE(t.iterations.size() == 2);
+  const auto& last = t.iterations[1];
+  CHECK(last.number == 4);
+  CHECK(last.backlog_end - last.trace_begin > 40'000'000);
+  CHECK(last.device_end - last.trace_begin > 140'000'000);
+  const auto m = t.measured(4);
+  CHECK(m > 90'000'000);
+  CHECK(m < 100'000'000);
+  const auto r = replay(t.g);
+  CHECK(std::abs(double(iteration_time(t.g, r, 4) - m)) < 0.001 * double(m));
+}
+
 TEST_CASE("a real trace in Chrome's JSON Array Format gives the graph its object form gives") {
   // The same events; the array form has no place for deviceProperties or distributedInfo.
   auto& obj = load("hta_small_train_gp100/step_based_trace_2543932.json.gz");

@@ -59,14 +59,27 @@ What the numbers say, and what they do not:
   is the same in both runs). It still predicts the batch-norm and elementwise kernels
   faster than they got (2x against about 1.3x measured): the GPU-time error of the
   ResNet-50 rows is what is left of that.
+- **The last of two steps** is measured by its own work: the longer of its CPU work and
+  its GPU work, without the step before's kernels the GPU was still running when it
+  began (docs/ingest.md). The GPT-2 FP32 and fused-Adam AFTER traces began their last
+  step that way; they measure 97.1 / 88.4 ms (GPT-2 FP32, H100 / H200) and 37.6 / 32.2 ms
+  (fused Adam), against 93.2 / 88.2 and 37.4 / 31.9 ms without the profiler (an earlier
+  rule, counting from the marker to the end of the GPU work, gave 144.4 / 127.3 and
+  73.5 / 54.2 ms).
+- **Fused Adam** (`fused_adam`): the kernels are predicted within 1.1%. The pass keeps
+  the optimizer's Python around its operators (0.75 / 0.70 ms per step, which the fused
+  runs record at 1.1-1.7 / 1.2-1.4 ms), and the step error, +14% / +36%, is the host:
+  in AFTER the same forward and backward operators took 39% less CPU time than in
+  BEFORE, so BEFORE's slower CPU bounds the prediction where AFTER is GPU-bound.
 - **DataLoader workers**: the V100 pair's `contention=0.25` was set on that pair (its
   error is in-sample); the H100 and H200 rows are out-of-sample checks of the same pass.
 - **CUDA graphs** (`cuda_graphs`): the MLP whose whole step `torch.cuda.graph` captures is
   predicted within 9% (GPU time within 2%); GPT-2's `reduce-overhead` (`scope=model`) is
-  predicted about 30% faster than measured, with its GPU time exact: `compare` names the
-  CPU work `torch.compile`'s CUDA-graph wrappers keep per call (`CompiledFunction`,
-  `CompiledFunctionBackward`: about 11 ms per traced step), which the pass, a model of a
-  plain graph replay, does not. **`torch.compile`** (`compile`): no such pass exists yet,
+  predicted 41-50% faster than measured, with its GPU time exact: the prediction is the
+  GPU's work, and `compare` names the CPU work `torch.compile`'s CUDA-graph wrappers keep
+  per call (`CompiledFunction`, `CompiledFunctionBackward`: about 11 ms per traced step),
+  which bounds the real step and which the pass, a model of a plain graph replay, does
+  not keep. **`torch.compile`** (`compile`): no such pass exists yet,
   so those rows fail with "unknown pass" and the command exits 1. Traces made with CUDA
   graphs replay within 2% (a graph launch submits its kernels while it runs; the ingest
   launches them where the first starts).

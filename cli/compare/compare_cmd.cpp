@@ -1,6 +1,7 @@
 // The compare command: a prediction of AFTER from BEFORE next to AFTER as measured, or the validation table of manifests of pairs.
 // SPDX-License-Identifier: MIT
 #include "compare_cmd.hpp"
+#include "../step_annotation.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -34,6 +35,7 @@ void add_options(CLI::App& app, options& o) {
   app.add_option("--markdown", o.markdown, "validation mode: write the table as Markdown to this file ('-': stdout)");
   app.add_option("--report", o.report, "write a self-contained HTML report of the comparison");
   app.add_option("--layers", o.layers, "layer rows to show, the largest first (default 30)");
+  program::add_step_annotation(app, o.step_annotation);
   app.add_flag("--json", o.json, "print one JSON object on stdout instead of the table");
 }
 
@@ -206,10 +208,11 @@ std::vector<daydream::passes::erased_pass<daydream::graph>> make_chain(const std
 }
 
 comparison compare_files(const std::string& before_file, const std::string& after_file, const std::string& spec,
-                         std::size_t layers) {
+                         std::size_t layers, const std::string& step_annotation = {}) {
   const auto chain = make_chain(spec); // before any trace is read: a typo costs nothing
-  auto before = daydream::io::load_kineto(before_file);
-  auto after = daydream::io::load_kineto(after_file);
+  const auto io = program::step_annotation_ingest("daydream compare", step_annotation);
+  auto before = daydream::io::load_kineto(before_file, io);
+  auto after = daydream::io::load_kineto(after_file, io);
   for (auto* t : {&before, &after})
     if (t->g.size() == 0) {
       auto problems = t->problems();
@@ -281,7 +284,7 @@ int run(const options& o, std::FILE* out) {
     throw daydream::usage_error(fmt::format("daydream compare: give two traces, BEFORE and AFTER (got {})",
                                             o.traces.size()));
   const auto spec = join_specs(o.specs);
-  const auto c = compare_files(o.traces[0], o.traces[1], spec, o.layers);
+  const auto c = compare_files(o.traces[0], o.traces[1], spec, o.layers, o.step_annotation);
   if (o.json) {
     daydream::io::json_writer w(true);
     write_comparison(w, c);

@@ -22,6 +22,8 @@ struct options {
   std::string report;                 ///< an HTML report
   bool json = false;
   std::size_t layers = 30;            ///< layer rows
+  /// --step-annotation: the annotations that mark both traces' steps (empty: ProfilerStep#N).
+  std::string step_annotation;
 };
 
 /// Adds the options of `daydream compare` to `app`.

@@ -2,6 +2,7 @@
 // kernel) made X times faster.
 // SPDX-License-Identifier: MIT
 #include "sensitivity_cmd.hpp"
+#include "../step_annotation.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -25,6 +26,7 @@ void add_options(CLI::App& app, options& o) {
   app.add_option("--top", o.top, "rows: the groups with the most GPU time (default: every one; 30 with --by kernel)")
       ->each([&o](const std::string&) { o.top_given = true; });
   app.add_option("--iteration", o.iteration, "analyse this iteration only (default: every steady-state one)");
+  program::add_step_annotation(app, o.step_annotation);
   app.add_flag("--json", o.json, "print one JSON object on stdout instead of the table");
 }
 
@@ -43,7 +45,7 @@ int run(const options& o, std::FILE* out) {
   so.by = ds::parse_grouping(o.by);
   so.top = o.top_given ? o.top : so.by == ds::grouping::kernel ? 30 : 0;
 
-  auto trace = daydream::io::load_kineto(o.trace);
+  auto trace = daydream::io::load_kineto(o.trace, program::step_annotation_ingest("daydream sensitivity", o.step_annotation));
   if (trace.g.size() == 0)
     throw daydream::error(o.trace + ": the trace holds no CPU or GPU activity");
   std::vector<std::int32_t> its;

@@ -21,6 +21,8 @@ struct options {
   bool top_given = false;
   std::int32_t iteration = -1; ///< one iteration (-1: every steady-state one)
   bool json = false;
+  /// --step-annotation: the annotations that mark the steps (empty: ProfilerStep#N).
+  std::string step_annotation;
 };
 
 /// Adds the options of `daydream sensitivity` to `app`.

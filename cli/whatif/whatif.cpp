@@ -5,6 +5,7 @@
 //                                      |
 //                                      +--copy--> pass chain --replay--> scenario, ...
 #include "whatif.hpp"
+#include "../step_annotation.hpp"
 #include "internal.hpp"
 
 #include "../dlc/scenario_dlc.hpp"
@@ -62,9 +63,7 @@ void add_options(CLI::App& app, options& o, const daydream::passes::registry<gra
   app.add_option("--iteration", o.iteration,
                  "analyse only this iteration (ProfilerStep number); default: every steady-state one, "
                  "with the median shown");
-  app.add_option("--step-annotation", o.step_annotation,
-                 "a regular expression (ECMAScript, searched) naming the annotations that mark the steps, instead "
-                 "of ProfilerStep#N: 'step\\[DECODE' for the decode steps of vLLM and SGLang traces");
+  program::add_step_annotation(app, o.step_annotation);
   app.add_option("--pass", o.specs, "scenario to predict (repeatable); default: every applicable bundled pass");
   app.add_flag("--json", o.json, "print one JSON object on stdout instead of the table");
   app.add_option("--timeline", o.timeline, "write baseline and scenarios as Chrome-trace JSON (open in Perfetto)");
@@ -96,9 +95,7 @@ void prepare(const options& o, daydream::io::kineto_trace& trace, analysis& a, s
     fmt::print(err, "reading {} ({:.1f} MB)...", o.trace, ec ? 0.0 : double(size) / 1e6);
     std::fflush(err);
   }
-  daydream::io::ingest_options io;
-  io.step_annotation = o.step_annotation;
-  trace = daydream::io::load_kineto(o.trace, io);
+  trace = daydream::io::load_kineto(o.trace, program::step_annotation_ingest("daydream whatif", o.step_annotation));
   if (o.progress) {
     auto s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     fmt::print(err, "\r\x1b[Kread {} in {:.2f} s: {} tasks\n", o.trace, s, trace.g.size());
@@ -193,14 +190,7 @@ int run(const options& opts, std::FILE* out, std::FILE* err, const daydream::pas
   }
   options o = opts;
   if (o.traces.size() == 1) o.trace = o.traces.front();
-  if (!o.step_annotation.empty()) {
-    try {
-      std::regex check(o.step_annotation, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      throw daydream::usage_error("daydream whatif: --step-annotation '" + o.step_annotation +
-                                  "' is not a regular expression: " + e.what());
-    }
-  }
+  (void)program::step_annotation_ingest("daydream whatif", o.step_annotation); // before the trace is read
   if (!o.job.ranks.empty() || !o.job.on_ranks.empty() || o.job.representative || !o.job.cluster.empty() ||
       o.job.transfer != "trace" || !o.job.align.empty() || o.job.comm != "coarse")
     throw daydream::usage_error("daydream whatif: --rank, --on-rank, --representative, --transfer, --align, --comm and "

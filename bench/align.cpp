@@ -5,7 +5,7 @@
 // generation) against the full LP's, simplex rounds, and the worst error of a recovered
 // offset (us) against the injected one.
 #include <daydream/align/lp.hpp>
-#include <daydream/job.hpp>
+#include <daydream/job/graph.hpp>
 
 #include <benchmark/benchmark.h>
 

@@ -7,8 +7,8 @@
 #include "workloads.hpp"
 
 #include <daydream/graph.hpp>
-#include <daydream/job.hpp>
-#include <daydream/job_replay.hpp>
+#include <daydream/job/graph.hpp>
+#include <daydream/job/replay.hpp>
 #include <daydream/replay.hpp>
 
 #include <benchmark/benchmark.h>

@@ -4,7 +4,8 @@
 
 #include <daydream/daydream.hpp>
 #include <daydream/passes/all.hpp>
-#include <daydream/passes/support/memory.hpp>
+#include <daydream/registry/bundled.hpp>
+#include <daydream/semantics/memory.hpp>
 #include <daydream/sensitivity/sensitivity.hpp>
 #if DAYDREAM_BENCH_HAVE_IO
 #include <daydream/io/kineto.hpp>

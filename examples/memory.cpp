@@ -11,7 +11,8 @@
 #include <daydream/daydream.hpp>
 #include <daydream/io/kineto.hpp>
 #include <daydream/passes/all.hpp>
-#include <daydream/passes/support/memory.hpp>
+#include <daydream/registry/bundled.hpp>
+#include <daydream/semantics/memory.hpp>
 
 #include <fmt/format.h>
 

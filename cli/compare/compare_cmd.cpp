@@ -11,6 +11,7 @@
 #include <daydream/io/json_writer.hpp>
 #include <daydream/io/kineto.hpp>
 #include <daydream/passes/all.hpp>
+#include <daydream/registry/bundled.hpp>
 
 #include <fmt/format.h>
 

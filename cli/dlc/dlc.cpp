@@ -18,6 +18,7 @@
 #include <daydream/io/kineto.hpp>
 #include <daydream/params.hpp>
 #include <daydream/passes/all.hpp>
+#include <daydream/registry/bundled.hpp>
 #include <daydream/replay.hpp>
 
 #include <CLI/CLI.hpp>

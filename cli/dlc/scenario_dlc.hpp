@@ -3,7 +3,7 @@
 #ifndef DAYDREAM_CLI_DLC_SCENARIO_DLC_HPP
 #define DAYDREAM_CLI_DLC_SCENARIO_DLC_HPP
 
-#include <daydream/cluster.hpp>
+#include <daydream/net/cluster.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/io/dlc_writer.hpp>
 #include <daydream/params.hpp>

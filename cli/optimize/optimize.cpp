@@ -12,8 +12,8 @@
 #include <daydream/io/json_writer.hpp>
 #include <daydream/io/kineto.hpp>
 #include <daydream/optimize/search.hpp>
-#include <daydream/passes/support/data_parallel.hpp>
-#include <daydream/passes/support/memory.hpp>
+#include <daydream/semantics/data_parallel.hpp>
+#include <daydream/semantics/memory.hpp>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

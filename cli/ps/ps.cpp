@@ -9,7 +9,7 @@
 #include <daydream/io/json_writer.hpp>
 #include <daydream/io/kineto.hpp>
 #include <daydream/params.hpp>
-#include <daydream/passes/support/layers.hpp>
+#include <daydream/semantics/layers.hpp>
 #include <daydream/ps/model.hpp>
 #include <daydream/ps/sweep.hpp>
 

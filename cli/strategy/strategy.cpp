@@ -12,7 +12,7 @@
 #include <daydream/io/kineto.hpp>
 #include <daydream/params.hpp>
 #include <daydream/replay.hpp>
-#include <daydream/passes/support/format.hpp>
+#include <daydream/semantics/format.hpp>
 #include <daydream/strategy/cluster_spec.hpp>
 #include <daydream/strategy/model.hpp>
 #include <daydream/strategy/simulate.hpp>

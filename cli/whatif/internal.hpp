@@ -7,7 +7,7 @@
 #include "output.hpp"
 #include "whatif.hpp"
 
-#include <daydream/passes/support/registry.hpp>
+#include <daydream/registry/registry.hpp>
 
 #include <fmt/format.h>
 

@@ -14,8 +14,8 @@
 #include <daydream/io/chrome_trace.hpp>
 #include <daydream/io/job.hpp>
 #include <daydream/io/json_writer.hpp>
-#include <daydream/job.hpp>
-#include <daydream/job_replay.hpp>
+#include <daydream/job/graph.hpp>
+#include <daydream/job/replay.hpp>
 #include <daydream/passes/all.hpp>
 #if DAYDREAM_HAVE_ALIGN
 #include <daydream/align/lp.hpp>

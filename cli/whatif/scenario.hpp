@@ -5,6 +5,7 @@
 
 #include <daydream/daydream.hpp>
 #include <daydream/passes/all.hpp>
+#include <daydream/registry/registry.hpp>
 
 #include <algorithm>
 #include <cstdint>

@@ -12,7 +12,7 @@
 #include "scenario.hpp"
 
 #include <daydream/io/json_writer.hpp>
-#include <daydream/passes/support/sweep.hpp>
+#include <daydream/registry/sweep.hpp>
 
 #include <fmt/format.h>
 

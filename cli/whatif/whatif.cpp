@@ -16,7 +16,8 @@
 #include <daydream/daydream.hpp>
 #include <daydream/io/kineto.hpp>
 #include <daydream/passes/all.hpp>
-#include <daydream/passes/support/data_parallel.hpp>
+#include <daydream/registry/bundled.hpp>
+#include <daydream/semantics/data_parallel.hpp>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -1,7 +1,7 @@
 // Clock alignment by linear program (GLPK) on hand-built inputs: exact optima computed by hand, injected clock offsets recovered, shared host clocks, inconsistent data, and properties on random jobs.
 // SPDX-License-Identifier: MIT
 #include <daydream/align/lp.hpp>
-#include <daydream/job.hpp>
+#include <daydream/job/graph.hpp>
 
 #include <doctest/doctest.h>
 

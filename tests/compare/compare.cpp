@@ -4,6 +4,7 @@
 #include <daydream/compare/validation.hpp>
 #include <daydream/io/kineto.hpp>
 #include <daydream/passes/all.hpp>
+#include <daydream/registry/bundled.hpp>
 
 #include <doctest/doctest.h>
 #include <support/corpus.hpp>

@@ -1,6 +1,6 @@
 // Tests of kernel_family and precision_of_kernel: real kernel names of each family and precision.
 // SPDX-License-Identifier: MIT
-#include <daydream/passes/support/kernel_family.hpp>
+#include <daydream/semantics/kernel_family.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,15 +1,15 @@
 // Tests of the cluster model, the collective cost models, shared links, the overlap slowdown and the distributed passes.
 // SPDX-License-Identifier: MIT
-#include <daydream/cluster.hpp>
-#include <daydream/collective.hpp>
+#include <daydream/net/cluster.hpp>
+#include <daydream/net/collective.hpp>
 #include <daydream/daydream.hpp>
 #include <daydream/passes/blueconnect.hpp>
 #include <daydream/passes/ddp.hpp>
 #include <daydream/passes/dgc.hpp>
 #include <daydream/passes/p3.hpp>
-#include <daydream/passes/support/data_parallel.hpp>
-#include <daydream/passes/support/gradients.hpp>
-#include <daydream/passes/support/registry.hpp>
+#include <daydream/semantics/data_parallel.hpp>
+#include <daydream/semantics/gradients.hpp>
+#include <daydream/registry/registry.hpp>
 #include <daydream/passes/tensor_fusion.hpp>
 #include <daydream/passes/tensor_partition.hpp>
 #include <daydream/passes/tictac.hpp>

@@ -6,8 +6,8 @@
 #include <daydream/passes/ddp.hpp>
 #include <daydream/passes/dgc.hpp>
 #include <daydream/passes/p3.hpp>
-#include <daydream/passes/support/data_parallel.hpp>
-#include <daydream/passes/support/registry.hpp>
+#include <daydream/semantics/data_parallel.hpp>
+#include <daydream/registry/registry.hpp>
 #include <daydream/passes/tensor_fusion.hpp>
 #include <daydream/passes/tensor_partition.hpp>
 #include <daydream/passes/tictac.hpp>

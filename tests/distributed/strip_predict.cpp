@@ -1,13 +1,13 @@
 // Strip and predict: remove the all-reduces of real multi-GPU traces, put them back with the ddp pass, compare with the measured iterations.
 // SPDX-License-Identifier: MIT
-#include <daydream/cluster.hpp>
-#include <daydream/collective.hpp>
+#include <daydream/net/cluster.hpp>
+#include <daydream/net/collective.hpp>
 #include <daydream/daydream.hpp>
 #include <daydream/io/kineto.hpp>
 #include <daydream/passes/ddp.hpp>
-#include <daydream/passes/support/data_parallel.hpp>
-#include <daydream/passes/support/edit.hpp>
-#include <daydream/passes/support/gradients.hpp>
+#include <daydream/semantics/data_parallel.hpp>
+#include <daydream/semantics/edit.hpp>
+#include <daydream/semantics/gradients.hpp>
 
 #include <doctest/doctest.h>
 #include <support/corpus.hpp>

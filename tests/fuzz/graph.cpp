@@ -13,6 +13,7 @@
 // throw daydream::error and change nothing.
 #include <daydream/daydream.hpp>
 #include <daydream/passes/all.hpp>
+#include <daydream/registry/bundled.hpp>
 #include <support/compare.hpp>
 #include <support/fixtures.hpp>
 #include <support/random_dag.hpp>

@@ -4,7 +4,8 @@
 #include <daydream/io/chrome_trace.hpp>
 #include <daydream/io/kineto.hpp>
 #include <daydream/passes/all.hpp>
-#include <daydream/passes/support/memory.hpp>
+#include <daydream/registry/bundled.hpp>
+#include <daydream/semantics/memory.hpp>
 #include <support/compare.hpp>
 #include <support/fixtures.hpp>
 #include <support/temp_dir.hpp>

@@ -1,9 +1,9 @@
 // The fine level of a job's communication: collectives as chunk transfers on the links of a machine hierarchy, with exact hand-computed times (one ring, two groups sharing NICs, NVLink versus NIC), the algorithms' schedules against the cost formulas, and the link-capacity bound on random jobs.
 // SPDX-License-Identifier: MIT
-#include <daydream/collective_steps.hpp>
-#include <daydream/job.hpp>
-#include <daydream/job_replay.hpp>
-#include <daydream/network.hpp>
+#include <daydream/net/collective_steps.hpp>
+#include <daydream/job/graph.hpp>
+#include <daydream/job/replay.hpp>
+#include <daydream/net/network.hpp>
 #include <daydream/replay.hpp>
 
 #include <doctest/doctest.h>

@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: MIT
 #include <daydream/daydream.hpp>
 #include <daydream/io/job.hpp>
-#include <daydream/job.hpp>
-#include <daydream/job_replay.hpp>
+#include <daydream/job/graph.hpp>
+#include <daydream/job/replay.hpp>
 
 #include <doctest/doctest.h>
 #include <support/corpus.hpp>

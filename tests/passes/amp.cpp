@@ -6,8 +6,8 @@
 #include <daydream/pass.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/passes/amp.hpp>
-#include <daydream/passes/support/memory.hpp>
-#include <daydream/passes/support/kernel_classifier.hpp>
+#include <daydream/semantics/memory.hpp>
+#include <daydream/semantics/kernel_classifier.hpp>
 #include "builder.hpp"
 #include <support/pass_laws.hpp>
 

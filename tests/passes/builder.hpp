@@ -8,7 +8,7 @@
 #include <daydream/graph.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/replay.hpp>
-#include <daydream/passes/support/memory.hpp>
+#include <daydream/semantics/memory.hpp>
 #include <support/fixtures.hpp>
 
 #include <cstdint>

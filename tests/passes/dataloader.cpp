@@ -9,6 +9,7 @@
 #include <daydream/pass.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/passes/all.hpp>
+#include <daydream/registry/bundled.hpp>
 #include <daydream/passes/dataloader.hpp>
 #include "builder.hpp"
 #include <support/pass_laws.hpp>

@@ -8,7 +8,7 @@
 #include <daydream/replay.hpp>
 #include <daydream/select.hpp>
 #include <daydream/passes/gist.hpp>
-#include <daydream/passes/support/memory.hpp>
+#include <daydream/semantics/memory.hpp>
 #include "builder.hpp"
 #include <support/pass_laws.hpp>
 

@@ -7,7 +7,7 @@
 #include <daydream/replay.hpp>
 #include <daydream/validate.hpp>
 #include <daydream/passes/grad_accum.hpp>
-#include <daydream/passes/support/memory.hpp>
+#include <daydream/semantics/memory.hpp>
 #include "builder.hpp"
 #include <support/pass_laws.hpp>
 

@@ -5,7 +5,7 @@
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/replay.hpp>
-#include <daydream/passes/support/memory.hpp>
+#include <daydream/semantics/memory.hpp>
 #include <daydream/passes/recompute.hpp>
 #include "builder.hpp"
 #include <support/pass_laws.hpp>

@@ -11,7 +11,7 @@
 #include <daydream/passes/fused_adam.hpp>
 #include <daydream/passes/gist.hpp>
 #include <daydream/passes/grad_accum.hpp>
-#include <daydream/passes/support/memory.hpp>
+#include <daydream/semantics/memory.hpp>
 #include <daydream/passes/recompute.hpp>
 #include <daydream/passes/reconstruct_bn.hpp>
 #include <daydream/passes/substitute.hpp>

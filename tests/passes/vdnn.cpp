@@ -6,7 +6,7 @@
 #include <daydream/pass.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/select.hpp>
-#include <daydream/passes/support/memory.hpp>
+#include <daydream/semantics/memory.hpp>
 #include <daydream/passes/vdnn.hpp>
 #include "builder.hpp"
 #include <support/pass_laws.hpp>

@@ -10,6 +10,7 @@
 
 #include <daydream/io/kineto.hpp>
 #include <daydream/passes/all.hpp>
+#include <daydream/registry/bundled.hpp>
 #include <daydream/update.hpp>
 
 #include <doctest/doctest.h>

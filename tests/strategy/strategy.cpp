@@ -8,10 +8,10 @@
 
 #include "fixtures.hpp"
 
-#include <daydream/cluster.hpp>
-#include <daydream/collective_steps.hpp>
+#include <daydream/net/cluster.hpp>
+#include <daydream/net/collective_steps.hpp>
 #include <daydream/dependency.hpp>
-#include <daydream/fine_collective.hpp>
+#include <daydream/net/fine_collective.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/replay.hpp>

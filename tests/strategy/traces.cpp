@@ -4,7 +4,7 @@
 #include <daydream/io/kineto.hpp>
 #include <daydream/iteration.hpp>
 #include <daydream/replay.hpp>
-#include <daydream/passes/support/gradients.hpp>
+#include <daydream/semantics/gradients.hpp>
 #include <daydream/strategy/cluster_spec.hpp>
 #include <daydream/strategy/model.hpp>
 #include <daydream/strategy/simulate.hpp>

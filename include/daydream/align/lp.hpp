@@ -25,7 +25,7 @@
 #define DAYDREAM_ALIGN_LP_HPP
 
 #include <daydream/config.hpp>
-#include <daydream/job.hpp>
+#include <daydream/job/graph.hpp>
 
 #include <glpk.h>
 

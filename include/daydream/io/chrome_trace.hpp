@@ -75,7 +75,7 @@ public:
     return *this;
   }
 
-  /// Adds the replay `r` of a graph of several ranks (a job graph, daydream/job.hpp) as
+  /// Adds the replay `r` of a graph of several ranks (a job graph, daydream/job/graph.hpp) as
   /// the scenario `name`: one process per rank (the `node` of the resources, named
   /// "<name>: rank N"; resources of no rank, such as the machines' NICs of the fine
   /// communication level, "<name>: network"), each of its resources a thread track; tasks

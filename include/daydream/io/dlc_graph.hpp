@@ -3,7 +3,7 @@
 #ifndef DAYDREAM_IO_DLC_GRAPH_HPP
 #define DAYDREAM_IO_DLC_GRAPH_HPP
 
-#include <daydream/cluster.hpp>
+#include <daydream/net/cluster.hpp>
 #include <daydream/config.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/io/dlc.hpp>
@@ -239,7 +239,7 @@ inline dlc_graph build_dlc_graph(const dlc_job& job, const dlc_graph_options& op
 }
 
 /// A what-if on a DLC graph: another network, more workers, another server count. The
-/// transfer model is ps_transfer_time's (collective.hpp): a byte costs
+/// transfer model is ps_transfer_time's (net/collective.hpp): a byte costs
 /// max(1 / worker bandwidth, workers / (servers x server bandwidth)), the larger of the
 /// worker's NIC and its share of the servers' NICs. The recorded cluster is the job's
 /// workers and servers with NICs of bandwidth B0 = max(1, W0/S0) / recorded_per_byte.

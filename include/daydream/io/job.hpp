@@ -5,7 +5,7 @@
 
 #include <daydream/config.hpp>
 #include <daydream/io/kineto.hpp>
-#include <daydream/job.hpp>
+#include <daydream/job/graph.hpp>
 
 #include <algorithm>
 #include <cstdint>

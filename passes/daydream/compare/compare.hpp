@@ -9,8 +9,8 @@
 #include <daydream/params.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/io/kineto.hpp>
-#include <daydream/passes/support/format.hpp>
-#include <daydream/passes/support/registry.hpp>
+#include <daydream/semantics/format.hpp>
+#include <daydream/registry/registry.hpp>
 
 #include <fmt/format.h>
 

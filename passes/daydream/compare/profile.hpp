@@ -11,7 +11,7 @@
 #include <daydream/launch.hpp>
 #include <daydream/replay_result.hpp>
 #include <daydream/io/kineto.hpp>
-#include <daydream/passes/support/kernel_family.hpp>
+#include <daydream/semantics/kernel_family.hpp>
 
 #include <algorithm>
 #include <array>

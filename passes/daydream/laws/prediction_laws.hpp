@@ -10,7 +10,8 @@
 #include <daydream/replay.hpp>
 #include <daydream/resource.hpp>
 #include <daydream/passes/all.hpp>
-#include <daydream/passes/support/format.hpp>
+#include <daydream/registry/bundled.hpp>
+#include <daydream/semantics/format.hpp>
 
 #include <fmt/format.h>
 

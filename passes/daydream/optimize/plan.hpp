@@ -4,8 +4,8 @@
 #define DAYDREAM_OPTIMIZE_PLAN_HPP
 
 #include <daydream/analysis.hpp>
-#include <daydream/cluster.hpp>
-#include <daydream/collective.hpp>
+#include <daydream/net/cluster.hpp>
+#include <daydream/net/collective.hpp>
 #include <daydream/config.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/iteration.hpp>
@@ -14,10 +14,10 @@
 #include <daydream/remove.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/update.hpp>
-#include <daydream/passes/support/data_parallel.hpp>
-#include <daydream/passes/support/estimate.hpp>
-#include <daydream/passes/support/gradients.hpp>
-#include <daydream/passes/support/registry.hpp>
+#include <daydream/semantics/data_parallel.hpp>
+#include <daydream/semantics/estimate.hpp>
+#include <daydream/semantics/gradients.hpp>
+#include <daydream/registry/registry.hpp>
 #include <daydream/passes/ddp.hpp>
 #include <daydream/passes/grad_accum.hpp>
 #include <daydream/passes/recompute.hpp>

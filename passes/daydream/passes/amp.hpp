@@ -12,11 +12,11 @@
 #include <daydream/update.hpp>
 #include <daydream/insert.hpp>
 #include <daydream/trace_order.hpp>
-#include <daydream/passes/support/edit.hpp>
-#include <daydream/passes/support/estimate.hpp>
-#include <daydream/passes/support/format.hpp>
-#include <daydream/passes/support/kernel_classifier.hpp>
-#include <daydream/passes/support/kernel_family.hpp>
+#include <daydream/semantics/edit.hpp>
+#include <daydream/semantics/estimate.hpp>
+#include <daydream/semantics/format.hpp>
+#include <daydream/semantics/kernel_classifier.hpp>
+#include <daydream/semantics/kernel_family.hpp>
 
 #include <algorithm>
 #include <array>

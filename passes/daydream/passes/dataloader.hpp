@@ -14,7 +14,7 @@
 #include <daydream/select.hpp>
 #include <daydream/trace_order.hpp>
 #include <daydream/update.hpp>
-#include <daydream/passes/support/format.hpp>
+#include <daydream/semantics/format.hpp>
 
 #include <algorithm>
 #include <cmath>

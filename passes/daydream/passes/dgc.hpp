@@ -5,8 +5,8 @@
 
 #include <daydream/insert.hpp>
 #include <daydream/pass.hpp>
-#include <daydream/passes/support/data_parallel.hpp>
-#include <daydream/passes/support/edit.hpp>
+#include <daydream/semantics/data_parallel.hpp>
+#include <daydream/semantics/edit.hpp>
 
 #include <algorithm>
 #include <cmath>

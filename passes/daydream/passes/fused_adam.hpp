@@ -9,8 +9,8 @@
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/select.hpp>
-#include <daydream/passes/support/edit.hpp>
-#include <daydream/passes/support/format.hpp>
+#include <daydream/semantics/edit.hpp>
+#include <daydream/semantics/format.hpp>
 
 #include <fmt/format.h>
 

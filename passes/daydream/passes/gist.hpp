@@ -9,11 +9,11 @@
 #include <daydream/launch.hpp>
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
-#include <daydream/passes/support/edit.hpp>
-#include <daydream/passes/support/estimate.hpp>
-#include <daydream/passes/support/format.hpp>
-#include <daydream/passes/support/layers.hpp>
-#include <daydream/passes/support/memory.hpp>
+#include <daydream/semantics/edit.hpp>
+#include <daydream/semantics/estimate.hpp>
+#include <daydream/semantics/format.hpp>
+#include <daydream/semantics/layers.hpp>
+#include <daydream/semantics/memory.hpp>
 
 #include <cmath>
 #include <cstdint>

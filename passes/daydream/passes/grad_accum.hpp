@@ -11,7 +11,7 @@
 #include <daydream/pass.hpp>
 #include <daydream/select.hpp>
 #include <daydream/update.hpp>
-#include <daydream/passes/support/format.hpp>
+#include <daydream/semantics/format.hpp>
 
 #include <algorithm>
 #include <cmath>

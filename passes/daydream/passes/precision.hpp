@@ -9,8 +9,8 @@
 #include <daydream/pass.hpp>
 #include <daydream/select.hpp>
 #include <daydream/update.hpp>
-#include <daydream/passes/support/format.hpp>
-#include <daydream/passes/support/kernel_family.hpp>
+#include <daydream/semantics/format.hpp>
+#include <daydream/semantics/kernel_family.hpp>
 
 #include <map>
 #include <string>

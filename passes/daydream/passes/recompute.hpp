@@ -11,9 +11,9 @@
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/update.hpp>
-#include <daydream/passes/support/format.hpp>
-#include <daydream/passes/support/layers.hpp>
-#include <daydream/passes/support/memory.hpp>
+#include <daydream/semantics/format.hpp>
+#include <daydream/semantics/layers.hpp>
+#include <daydream/semantics/memory.hpp>
 
 #include <cstdint>
 #include <set>

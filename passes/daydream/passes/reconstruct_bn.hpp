@@ -12,9 +12,9 @@
 #include <daydream/remove.hpp>
 #include <daydream/select.hpp>
 #include <daydream/update.hpp>
-#include <daydream/passes/support/edit.hpp>
-#include <daydream/passes/support/format.hpp>
-#include <daydream/passes/support/kernel_classifier.hpp>
+#include <daydream/semantics/edit.hpp>
+#include <daydream/semantics/format.hpp>
+#include <daydream/semantics/kernel_classifier.hpp>
 
 #include <algorithm>
 #include <regex>

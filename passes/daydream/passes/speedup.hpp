@@ -9,10 +9,10 @@
 #include <daydream/pass.hpp>
 #include <daydream/select.hpp>
 #include <daydream/update.hpp>
-#include <daydream/passes/support/format.hpp>
-#include <daydream/passes/support/kernel_classifier.hpp>
-#include <daydream/passes/support/kernel_family.hpp>
-#include <daydream/passes/support/layers.hpp>
+#include <daydream/semantics/format.hpp>
+#include <daydream/semantics/kernel_classifier.hpp>
+#include <daydream/semantics/kernel_family.hpp>
+#include <daydream/semantics/layers.hpp>
 
 #include <fmt/format.h>
 

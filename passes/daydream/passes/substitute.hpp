@@ -8,9 +8,9 @@
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/trace_order.hpp>
-#include <daydream/passes/support/edit.hpp>
-#include <daydream/passes/support/format.hpp>
-#include <daydream/passes/support/layers.hpp>
+#include <daydream/semantics/edit.hpp>
+#include <daydream/semantics/format.hpp>
+#include <daydream/semantics/layers.hpp>
 
 #include <algorithm>
 #include <cmath>

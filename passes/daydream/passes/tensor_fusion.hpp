@@ -4,7 +4,7 @@
 #define DAYDREAM_PASSES_TENSOR_FUSION_HPP
 
 #include <daydream/pass.hpp>
-#include <daydream/passes/support/data_parallel.hpp>
+#include <daydream/semantics/data_parallel.hpp>
 
 #include <algorithm>
 #include <cstdint>

@@ -4,7 +4,7 @@
 #define DAYDREAM_PASSES_TICTAC_HPP
 
 #include <daydream/pass.hpp>
-#include <daydream/passes/support/data_parallel.hpp>
+#include <daydream/semantics/data_parallel.hpp>
 
 #include <cstdint>
 #include <string_view>

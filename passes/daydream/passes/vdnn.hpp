@@ -12,10 +12,10 @@
 #include <daydream/reschedule.hpp>
 #include <daydream/resource.hpp>
 #include <daydream/trace_order.hpp>
-#include <daydream/passes/support/edit.hpp>
-#include <daydream/passes/support/format.hpp>
-#include <daydream/passes/support/layers.hpp>
-#include <daydream/passes/support/memory.hpp>
+#include <daydream/semantics/edit.hpp>
+#include <daydream/semantics/format.hpp>
+#include <daydream/semantics/layers.hpp>
+#include <daydream/semantics/memory.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -7,7 +7,7 @@
 #include <daydream/graph.hpp>
 #include <daydream/iteration.hpp>
 #include <daydream/kinds.hpp>
-#include <daydream/passes/support/gradients.hpp>
+#include <daydream/semantics/gradients.hpp>
 #include <daydream/ps/simulate.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/task.hpp>

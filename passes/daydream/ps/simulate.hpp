@@ -4,7 +4,7 @@
 #define DAYDREAM_PS_SIMULATE_HPP
 
 #include <daydream/config.hpp>
-#include <daydream/network.hpp>
+#include <daydream/net/network.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -10,7 +10,7 @@
 #include <daydream/iteration.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/replay.hpp>
-#include <daydream/passes/support/kernel_family.hpp>
+#include <daydream/semantics/kernel_family.hpp>
 
 #include <algorithm>
 #include <cmath>

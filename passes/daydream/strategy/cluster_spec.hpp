@@ -3,7 +3,7 @@
 #ifndef DAYDREAM_STRATEGY_CLUSTER_SPEC_HPP
 #define DAYDREAM_STRATEGY_CLUSTER_SPEC_HPP
 
-#include <daydream/cluster.hpp>
+#include <daydream/net/cluster.hpp>
 #include <daydream/config.hpp>
 #include <daydream/params.hpp>
 

@@ -9,9 +9,9 @@
 #include <daydream/kinds.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/task.hpp>
-#include <daydream/passes/support/gradients.hpp>
-#include <daydream/passes/support/kernel_classifier.hpp>
-#include <daydream/passes/support/layers.hpp>
+#include <daydream/semantics/gradients.hpp>
+#include <daydream/semantics/kernel_classifier.hpp>
+#include <daydream/semantics/layers.hpp>
 
 #include <algorithm>
 #include <cstdint>

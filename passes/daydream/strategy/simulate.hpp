@@ -3,12 +3,12 @@
 #ifndef DAYDREAM_STRATEGY_SIMULATE_HPP
 #define DAYDREAM_STRATEGY_SIMULATE_HPP
 
-#include <daydream/cluster.hpp>
-#include <daydream/collective.hpp>
-#include <daydream/collective_steps.hpp>
+#include <daydream/net/cluster.hpp>
+#include <daydream/net/collective.hpp>
+#include <daydream/net/collective_steps.hpp>
 #include <daydream/config.hpp>
 #include <daydream/dependency.hpp>
-#include <daydream/fine_collective.hpp>
+#include <daydream/net/fine_collective.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/replay.hpp>

@@ -1,0 +1,193 @@
+// Defines passes::registry: bundled (or user) passes looked up by name, built from parameters, run type-erased.
+// SPDX-License-Identifier: MIT
+#ifndef DAYDREAM_REGISTRY_REGISTRY_HPP
+#define DAYDREAM_REGISTRY_REGISTRY_HPP
+
+#include <daydream/config.hpp>
+#include <daydream/params.hpp>
+#include <daydream/pass.hpp>
+#include <daydream/replay.hpp>
+#include <daydream/reschedule.hpp>
+
+#include <concepts>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace daydream::passes {
+
+/// A pass built from parameters, with its type erased: what a scenario runs.
+template <class Graph> struct erased_pass {
+  std::string name;                                  ///< the pass's name ("amp")
+  std::string spec;                                  ///< as the user wrote it ("amp:compute=2")
+  std::function<pass_report(Graph&)> run;            ///< applies it transactionally
+  /// A replay with the pass's policy.
+  std::function<replay_result(const Graph&, const replay_options&)> replay;
+  bool custom_policy = false;                        ///< whether it brings its own policy
+};
+
+/// One entry of a registry: how to build and describe a pass type `Pass`.
+template <class Graph> struct pass_entry {
+  std::string_view name;
+  std::string_view help;
+  /// Parameters for a default what-if scenario ("workers=16,bandwidth=25Gbps" for the
+  /// distributed passes, whose defaults describe a single worker); empty for none.
+  std::string_view scenario_params;
+  /// Whether a default what-if run (no pass named) predicts the pass: false for a pass
+  /// that asks a question of the user's choosing (`speedup`), set by the pass's
+  /// `static constexpr bool default_scenario = false`.
+  bool default_scenario = true;
+  std::function<erased_pass<Graph>(const pass_params&)> make;
+  /// Whether a default what-if run includes the pass on a graph.
+  std::function<bool(const Graph&)> applicable;
+  /// Why a default run leaves the pass out on a graph ("" when applicable): the pass's
+  /// `static std::string not_applicable(const Graph&)` when it has one, else a generic
+  /// sentence when `applicable` says no.
+  std::function<std::string(const Graph&)> not_applicable_reason;
+  /// The parameters the pass takes, given `given`: the keys it reads while it is built
+  /// from them (a pass may read some keys only when others are set). A pass that refuses
+  /// `given` still names what it read before refusing.
+  std::function<std::vector<std::string>(const pass_params& given)> parameters;
+};
+
+/// Makes a registry entry for a pass type with the members of the bundled-pass contract:
+/// `name`, `help`, `static Pass from_params(const pass_params&)`, optionally `static bool
+/// applicable(const Graph&)`, `static std::string not_applicable(const Graph&)` (why not,
+/// "" when applicable), `scenario_params` and `default_scenario`, and a call operator
+/// returning void or pass_report.
+template <class Pass, class Graph> pass_entry<Graph> entry_for() {
+  static_assert(pass_for<Pass, Graph>, "daydream::passes::entry_for: not a pass over this graph type");
+  pass_entry<Graph> e;
+  e.name = pass_traits<Pass>::name;
+  if constexpr (requires { Pass::help; }) e.help = Pass::help;
+  if constexpr (requires { Pass::scenario_params; }) e.scenario_params = Pass::scenario_params;
+  if constexpr (requires { Pass::default_scenario; }) e.default_scenario = Pass::default_scenario;
+  e.make = [](const pass_params& p) {
+    erased_pass<Graph> out;
+    out.name = std::string(pass_traits<Pass>::name);
+    Pass pass = [&] {
+      if constexpr (requires { Pass::from_params(p); }) return Pass::from_params(p);
+      else { p.finish(); return Pass{}; }
+    }();
+    out.run = [pass](Graph& g) {
+      pass_report rep;
+      auto wrapped = [&](Graph& gg) {
+        if constexpr (std::is_convertible_v<decltype(pass(gg)), pass_report>) rep = pass(gg);
+        else pass(gg);
+      };
+      daydream::apply(g, wrapped, pass_traits<Pass>::name);
+      if (rep.pass.empty()) rep.pass = std::string(pass_traits<Pass>::name);
+      return rep;
+    };
+    using policy = pass_policy_t<Pass>;
+    out.custom_policy = !std::is_same_v<policy, trace_order_policy>;
+    out.replay = [](const Graph& g, const replay_options& o) { return daydream::replay(g, policy{}, o); };
+    return out;
+  };
+  e.applicable = [](const Graph& g) {
+    if constexpr (requires { Pass::applicable(g); }) return static_cast<bool>(Pass::applicable(g));
+    else { (void)g; return true; }
+  };
+  e.not_applicable_reason = [applicable = e.applicable](const Graph& g) -> std::string {
+    if constexpr (requires { { Pass::not_applicable(g) } -> std::convertible_to<std::string>; })
+      return Pass::not_applicable(g);
+    else
+      return applicable(g) ? std::string{} : "the trace lacks what this pass needs";
+  };
+  e.parameters = [](const pass_params& given) {
+    pass_params p = given;
+    try {
+      if constexpr (requires { Pass::from_params(p); }) (void)Pass::from_params(p);
+    } catch (const std::exception&) {
+      // What it read before refusing is still what it takes.
+    }
+    return p.read_keys();
+  };
+  return e;
+}
+
+/// A set of passes known by name.
+///
+///     auto reg = daydream::passes::registry<daydream::graph>::of<amp, fused_adam>();
+///     auto p = reg.make("amp:compute=2.5");
+template <class Graph> class registry {
+public:
+  template <class... Passes> static registry of() {
+    registry r;
+    (r.entries_.push_back(entry_for<Passes, Graph>()), ...);
+    return r;
+  }
+  template <class Pass> registry& add() { entries_.push_back(entry_for<Pass, Graph>()); return *this; }
+
+  const std::vector<pass_entry<Graph>>& entries() const noexcept { return entries_; }
+  const pass_entry<Graph>* find(std::string_view name) const {
+    for (auto& e : entries_)
+      if (e.name == name) return &e;
+    return nullptr;
+  }
+
+  /// Builds one pass from "name" or "name:key=value,...".
+  erased_pass<Graph> make(std::string_view spec) const {
+    auto [e, params] = parse(spec);
+    auto p = e->make(params);
+    p.spec = std::string(spec);
+    return p;
+  }
+
+  /// The entry and the parameters of "name" or "name:key=value,..."; throws usage_error
+  /// for an unknown name or a malformed parameter list.
+  std::pair<const pass_entry<Graph>*, pass_params> parse(std::string_view spec) const {
+    auto colon = spec.find(':');
+    auto name = spec.substr(0, colon);
+    auto* e = find(name);
+    if (!e) {
+      std::string known;
+      for (auto& x : entries_) known += (known.empty() ? "" : ", ") + std::string(x.name);
+      throw usage_error("daydream: unknown pass '" + std::string(name) + "' (known: " + known + ")");
+    }
+    return {e, pass_params::parse(std::string(name), colon == std::string_view::npos ? "" : spec.substr(colon + 1))};
+  }
+
+  /// The parameters the pass of "name:key=value,..." takes (pass_entry::parameters).
+  std::vector<std::string> parameters(std::string_view spec) const {
+    auto [e, params] = parse(spec);
+    return e->parameters ? e->parameters(params) : std::vector<std::string>{};
+  }
+
+  /// Builds the passes of "a+b:k=v+c" (run left to right).
+  std::vector<erased_pass<Graph>> make_chain(std::string_view spec) const {
+    std::vector<erased_pass<Graph>> out;
+    while (true) {
+      auto plus = spec.find('+');
+      out.push_back(make(spec.substr(0, plus)));
+      if (plus == std::string_view::npos) break;
+      spec = spec.substr(plus + 1);
+    }
+    return out;
+  }
+
+private:
+  std::vector<pass_entry<Graph>> entries_;
+};
+
+/// Runs a chain on `g` and replays it with the policy of the last pass that brings one.
+template <class Graph>
+std::pair<replay_result, std::vector<pass_report>> run_chain(Graph& g,
+                                                             const std::vector<erased_pass<Graph>>& chain,
+                                                             const replay_options& options = {}) {
+  std::vector<pass_report> reports;
+  const erased_pass<Graph>* policy_owner = nullptr;
+  for (auto& p : chain) {
+    reports.push_back(p.run(g));
+    if (p.custom_policy) policy_owner = &p;
+  }
+  auto r = policy_owner ? policy_owner->replay(g, options) : daydream::replay(g, trace_order_policy{}, options);
+  return {std::move(r), std::move(reports)};
+}
+
+} // namespace daydream::passes
+
+#endif

@@ -1,0 +1,51 @@
+// Tests of kernel_classifier: kernel names to compute, memory, communication or unknown.
+// SPDX-License-Identifier: MIT
+#include <daydream/graph.hpp>
+#include <daydream/semantics/kernel_classifier.hpp>
+#include "../builder.hpp"
+#include <support/pass_laws.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+using namespace daydream;
+using namespace daydream::passes;
+using namespace daydream::testing::pass_graphs;
+
+TEST_CASE("the default classifier sorts real kernel names into their classes") {
+  auto c = kernel_classifier::defaults();
+  for (auto n : {"volta_sgemm_64x64_nt", "cudnn_volta_scudnn_winograd_128x128_ldg1_ldg4_relu_tile148t_nt_v1",
+                 "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int)",
+                 "void wgrad_alg0_engine<float, 128, 6, 7, 3, 3, 5, false, 512>(int)",
+                 "cudnn_infer_volta_scudnn_128x64_relu_medium_nn_v1", "sm80_xmma_gemm_f16f16_f16f32",
+                 "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params)"})
+    CHECK_MESSAGE(c.classify(n) == kernel_class::compute_bound, n);
+  for (auto n : {"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(int)",
+                 "void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 512, true, 1, true>(x)",
+                 "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 512, true, 1>(float)",
+                 "void at::native::(anonymous namespace)::max_pool_backward_nchw<float, float>(float const*)",
+                 "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float>>(x)",
+                 "void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, true, false>(x)",
+                 "void gemv2N_kernel<int, int, float, float, float, float, 128, 1, 4, 4, 1, false>(x)",
+                 "void gemmk1_kernel<int, float, 256, 5, false, false, false, false>(x)",
+                 "void splitKreduce_kernel<32, 16, int, float, float, float, float, true>(x)",
+                 "Memcpy DtoD (Device -> Device)", "Memset (Device)",
+                 "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<x>(y)"})
+    CHECK_MESSAGE(c.classify(n) == kernel_class::memory_bound, n);
+  for (auto n : {"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
+                 "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)"})
+    CHECK_MESSAGE(c.classify(n) == kernel_class::communication, n);
+  CHECK(c.classify("my_custom_kernel_v2") == kernel_class::unknown);
+}
+
+TEST_CASE("a user rule put first overrides the bundled ones and an empty classifier knows nothing") {
+  auto c = kernel_classifier::defaults();
+  CHECK(c.classify("fused_mlp_relu_fwd") == kernel_class::memory_bound);
+  c.prepend(kernel_class::compute_bound, "fused_mlp");
+  CHECK(c.classify("fused_mlp_relu_fwd") == kernel_class::compute_bound);
+  CHECK(c.rules().front().pattern == "fused_mlp");
+  CHECK(kernel_classifier{}.classify("volta_sgemm_64x64_nt") == kernel_class::unknown);
+}

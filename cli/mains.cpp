@@ -36,11 +36,11 @@ int daydream_main(int argc, char** argv, const char* default_trace) {
                                                 DAYDREAM_VERSION_MINOR, DAYDREAM_VERSION_PATCH));
   app.require_subcommand(1);
 
-  whatif::options wo;
+  whatif_cmd::options wo;
   wo.trace = default_trace;
   auto* whatif_cmd = app.add_subcommand(
       "whatif", "predict the iteration time and memory of a training run under optimizations, from one trace");
-  whatif::add_options(*whatif_cmd, wo);
+  whatif_cmd::add_options(*whatif_cmd, wo);
   optimize_cmd::options oo;
   auto* optimize_sub = app.add_subcommand(
       "optimize", "search the best gradient bucketing, partitioning and op fusion for a data-parallel job "
@@ -72,7 +72,7 @@ int daydream_main(int argc, char** argv, const char* default_trace) {
   return run_program(app, argc, argv, [&] {
     if (whatif_cmd->parsed()) {
       wo.progress = !wo.json && ::isatty(STDERR_FILENO);
-      return whatif::run(wo, stdout, stderr);
+      return whatif_cmd::run(wo, stdout, stderr);
     }
     if (optimize_sub->parsed()) return optimize_cmd::run(oo, stdout);
     if (strategy_sub->parsed()) return strategy_cmd::run(so, stdout);
@@ -89,12 +89,12 @@ int daydream_main(int argc, char** argv, const char* default_trace) {
 int daydream_whatif_main(int argc, char** argv, const char* default_trace) {
   CLI::App app{"daydream-whatif: predict the iteration time and memory of a training run under "
                "optimizations, from one PyTorch profiler (Kineto) trace (the same as `daydream whatif`)."};
-  whatif::options o;
+  whatif_cmd::options o;
   o.trace = default_trace;
-  whatif::add_options(app, o);
+  whatif_cmd::add_options(app, o);
   return run_program(app, argc, argv, [&] {
     o.progress = !o.json && ::isatty(STDERR_FILENO);
-    return whatif::run(o, stdout, stderr);
+    return whatif_cmd::run(o, stdout, stderr);
   });
 }
 

@@ -135,7 +135,7 @@ inline void print_analysis(std::FILE* out, const daydream::io::dlc_analysis& a, 
 /// the overheads, per-key overheads, message sizes, data volume and the d_time check.
 inline std::string html_report(const daydream::io::dlc_job& job, const daydream::io::dlc_analysis& a,
                                const std::string& title) {
-  using whatif::html_escape;
+  using whatif_cmd::html_escape;
   std::string h;
   auto out = std::back_inserter(h);
   fmt::format_to(out,

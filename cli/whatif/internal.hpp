@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace whatif {
+namespace whatif_cmd {
 
 /// Loads the trace of `o` into `trace` and fills what every analysis of it needs: the
 /// iterations, their measured times, the memory model and the baseline replay.
@@ -44,6 +44,6 @@ template <class Entry> std::string not_applicable_reason(const Entry& e, const g
   return fmt::format("the trace lacks what it needs (run it with --pass {} for details)", e.name);
 }
 
-} // namespace whatif
+} // namespace whatif_cmd
 
 #endif

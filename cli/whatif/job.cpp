@@ -17,6 +17,7 @@
 #include <daydream/job/graph.hpp>
 #include <daydream/job/replay.hpp>
 #include <daydream/passes/all.hpp>
+#include <daydream/whatif/job.hpp>
 #if DAYDREAM_HAVE_ALIGN
 #include <daydream/align/lp.hpp>
 #endif
@@ -31,7 +32,7 @@
 #include <string>
 #include <vector>
 
-namespace whatif {
+namespace whatif_cmd {
 
 bool have_lp_alignment() noexcept {
 #if DAYDREAM_HAVE_ALIGN
@@ -41,166 +42,18 @@ bool have_lp_alignment() noexcept {
 #endif
 }
 
-/// One job scenario's result.
-struct job_scenario {
-  std::string name;
-  std::vector<std::string> notes;  ///< what it changed, for people
-  bool applied = true;
-  std::string reason;              ///< why it changed nothing, or why it failed (error)
-  std::string error;
-  daydream::job_graph jg;
-  daydream::job_result res;
-};
+using daydream::whatif::job_scenario;
 
 /// A job analysed: the baseline and the scenarios.
-struct job_analysis {
-  daydream::job j;
-  daydream::collective_matching m;
-  daydream::alignment_result unaligned, alignment;
-  daydream::job_model_options model;
-  daydream::job_graph jg;
-  daydream::job_result base;
+struct job_analysis : daydream::whatif::job_baseline {
+  daydream::alignment_result unaligned;
   std::vector<job_scenario> scenarios;
   std::vector<std::string> warnings;
   std::int32_t representative_rank = -1;
   time_ns representative = -1;     ///< representative-worker prediction, -1 if not asked
 };
 
-//! @cond DAYDREAM_INTERNAL
-namespace detail {
-inline std::vector<std::int32_t> parse_rank_list(const std::string& spec, const std::string& s) {
-  std::vector<std::int32_t> out;
-  std::string cur;
-  auto flush = [&] {
-    if (cur.empty()) return;
-    try {
-      std::size_t used = 0;
-      auto v = std::stoi(cur, &used);
-      if (used != cur.size() || v < 0) throw std::invalid_argument(cur);
-      out.push_back(v);
-    } catch (const std::exception&) {
-      throw daydream::usage_error("daydream whatif: scenario '" + spec + "': ranks=" + s +
-                                  " is not a list of ranks (write ranks=3 or ranks=3/5)");
-    }
-    cur.clear();
-  };
-  for (char c : s) {
-    if (c == '/' || c == ';' || c == ' ') flush();
-    else cur += c;
-  }
-  flush();
-  return out;
-}
-} // namespace detail
-//! @endcond
 
-/// Replays `j` under `model` (re-matching its collectives) and explains it.
-inline void replay_job(job_scenario& s, const daydream::job& j, const job_analysis& a,
-                       const daydream::job_model_options& model, const std::vector<std::int32_t>& iterations,
-                       const daydream::replay_options& ro, bool rematch) {
-  auto m = rematch ? daydream::match_collectives(j) : a.m;
-  s.jg = daydream::build_job_graph(j, m, a.alignment, model);
-  s.res = daydream::analyse_job(j, s.jg, iterations, ro);
-}
-
-/// Runs one job scenario spec on `a` (the baseline done).
-inline job_scenario run_job_scenario(const job_analysis& a, const std::string& spec, const job_cli& cli,
-                                     const daydream::passes::registry<graph>& reg, const daydream::replay_options& ro) {
-  job_scenario s;
-  s.name = spec;
-  const auto colon = spec.find(':');
-  const std::string name = spec.substr(0, colon);
-  const std::string rest = colon == std::string::npos ? std::string() : spec.substr(colon + 1);
-  auto iterations = a.base.iterations;
-  if (name == "no_straggler") {
-    auto p = daydream::pass_params::parse(name, rest);
-    std::vector<std::int32_t> ranks;
-    if (p.has("ranks")) ranks = detail::parse_rank_list(spec, p.get_string("ranks", ""));
-    const auto like = std::int32_t(p.get_int("like", -1));
-    p.finish();
-    if (ranks.empty()) {
-      if (a.base.straggler.rank < 0) {
-        s.applied = false;
-        s.reason = "no straggler: " + a.base.straggler.reason;
-        s.jg = a.jg;
-        s.res = a.base;
-        return s;
-      }
-      ranks = {a.base.straggler.rank};
-    }
-    auto ns = daydream::no_straggler(a.j, a.base, ranks, like);
-    auto model = a.model;
-    model.start_like = ns.start_like;
-    std::string rs;
-    for (auto r : ns.ranks) rs += (rs.empty() ? "" : ", ") + std::to_string(r);
-    s.notes.push_back(fmt::format("rank(s) {} take rank {}'s task durations ({} tasks; {} without a counterpart kept) "
-                                  "and start",
-                                  rs, ns.like, ns.changed, ns.unmatched));
-    replay_job(s, ns.j, a, model, iterations, ro, false);
-    return s;
-  }
-  if (name == "network" || name == "collective") {
-    auto p = daydream::pass_params::parse(name, rest);
-    auto model = a.model;
-    if (name == "network") {
-      model.network_scale = p.get_double("scale", 2.0);
-      if (!(model.network_scale > 0))
-        throw daydream::usage_error("daydream whatif: scenario '" + spec + "': scale must be positive");
-      s.notes.push_back(fmt::format("network bandwidth x{}", model.network_scale));
-    } else {
-      const auto alg = p.get_string("algorithm", "tree");
-      daydream::all_reduce_algorithm to{};
-      try {
-        to = daydream::parse_all_reduce_algorithm(alg);
-      } catch (const daydream::error& e) {
-        throw daydream::usage_error("daydream whatif: scenario '" + spec + "': " + e.what());
-      }
-      if (model.transfer == daydream::job_model_options::transfer_source::cluster) model.algorithm = to;
-      else model.changed_to = to;
-      s.notes.push_back("collectives run as " + alg);
-    }
-    p.finish();
-    if (a.m.collectives.empty()) {
-      s.applied = false;
-      s.reason = "the job has no matched collective";
-    }
-    replay_job(s, a.j, a, model, iterations, ro, false);
-    return s;
-  }
-  // A single-GPU pass chain on every rank (or the --on-rank ones).
-  std::vector<daydream::passes::erased_pass<graph>> chain;
-  try {
-    chain = reg.make_chain(spec);
-  } catch (const daydream::usage_error&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw daydream::usage_error(e.what());
-  }
-  try {
-    auto j = a.j;
-    bool any = false;
-    std::string why;
-    for (auto& r : j.ranks) {
-      if (!cli.on_ranks.empty() && std::find(cli.on_ranks.begin(), cli.on_ranks.end(), r.rank) == cli.on_ranks.end())
-        continue;
-      for (auto& p : chain) {
-        auto rep = p.run(r.g);
-        any = any || rep.applied;
-        if (!rep.applied && why.empty()) why = rep.reason;
-      }
-    }
-    s.applied = any;
-    if (!any) s.reason = why.empty() ? "the passes changed nothing" : why;
-    s.notes.push_back(cli.on_ranks.empty() ? std::string("on every rank")
-                                           : fmt::format("on rank(s) {}", fmt::join(cli.on_ranks, ", ")));
-    replay_job(s, j, a, a.model, iterations, ro, a.m.unmatched.empty());
-  } catch (const daydream::usage_error&) {
-    throw;
-  } catch (const std::exception& e) {
-    s.error = e.what();
-  }
-  return s;
-}
 
 /// The job's JSON: the contract `job: {world_size, ranks: [...], alignment: {...},
 /// straggler: {...}}` plus scenarios with per-rank predicted_us.
@@ -501,7 +354,7 @@ int run_job(const job_cli& cli, const std::vector<std::string>& specs_in, bool j
   if (specs.empty()) specs = {"no_straggler", "network:scale=2", "collective:algorithm=tree"};
   for (auto& s : specs) {
     if (progress) { fmt::print(err, "\r\x1b[Kpredicting {}...", s); std::fflush(err); }
-    a.scenarios.push_back(run_job_scenario(a, s, cli, reg, ro));
+    a.scenarios.push_back(daydream::whatif::run_job_scenario(a, s, cli.on_ranks, reg, ro));
   }
   if (progress) fmt::print(err, "\r\x1b[K");
   if (json) std::fputs(job_json(a).c_str(), out);
@@ -524,4 +377,4 @@ int run_job(const job_cli& cli, const std::vector<std::string>& specs_in, bool j
   return 0;
 }
 
-} // namespace whatif
+} // namespace whatif_cmd

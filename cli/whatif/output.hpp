@@ -5,6 +5,9 @@
 
 #include "scenario.hpp"
 
+#include <daydream/whatif/bound.hpp>
+#include <daydream/whatif/throughput.hpp>
+
 #include <daydream/daydream.hpp>
 #include <daydream/io/chrome_trace.hpp>
 #include <daydream/io/json_writer.hpp>
@@ -22,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-namespace whatif {
+namespace whatif_cmd {
 
 /// A bundled pass the default run left out, and why.
 struct skipped_pass {
@@ -97,31 +100,12 @@ inline double spread(const std::vector<time_ns>& v) {
 /// Workers of the traced job (its world size; 1 for a single-GPU trace).
 inline std::int32_t trace_workers(const analysis& a) { return std::max<std::int32_t>(1, a.workers); }
 
-/// Throughput of a scenario: steps per second, samples per second, and how it scales.
-struct throughput {
-  std::int32_t workers = 1;
-  double steps_per_s = 0;
-  std::optional<double> samples_per_s;       ///< with a known batch
-  double vs_baseline = 0;                    ///< throughput / the baseline's throughput
-  std::optional<double> vs_one_gpu;          ///< throughput / one GPU's (the baseline of a one-GPU trace)
-  std::optional<double> scaling_efficiency;  ///< vs_one_gpu / workers, for data-parallel scenarios
-};
+using daydream::whatif::throughput;
 
 /// The throughput of an iteration of `predicted` ns on `scenario_workers` data-parallel
-/// workers (0: as many as the traced job).
+/// workers (0: as many as the traced job), relative to the analysis' baseline.
 inline throughput throughput_of(const analysis& a, time_ns predicted, std::int32_t scenario_workers) {
-  throughput t;
-  const auto base_workers = trace_workers(a);
-  t.workers = scenario_workers > 0 ? scenario_workers : base_workers;
-  if (predicted <= 0 || a.base.predicted <= 0) return t;
-  t.steps_per_s = 1e9 / double(predicted);
-  if (a.batch) t.samples_per_s = t.steps_per_s * double(*a.batch) * t.workers;
-  t.vs_baseline = double(t.workers) * double(a.base.predicted) / (double(base_workers) * double(predicted));
-  if (base_workers == 1) {
-    t.vs_one_gpu = t.vs_baseline;
-    if (scenario_workers > 0) t.scaling_efficiency = *t.vs_one_gpu / t.workers;
-  }
-  return t;
+  return daydream::whatif::throughput_of({a.base.predicted, trace_workers(a), a.batch}, predicted, scenario_workers);
 }
 
 inline throughput throughput_of(const analysis& a, const scenario& s) {
@@ -132,66 +116,7 @@ inline throughput throughput_of(const analysis& a, const scenario& s) {
 /// one-GPU scenario simply baseline time / predicted time).
 inline double speedup(const analysis& a, const scenario& s) { return throughput_of(a, s).vs_baseline; }
 
-/// One line saying what bounds an iteration, from its breakdown.
-inline std::string explain_bound(const graph& g, const daydream::iteration_breakdown& b) {
-  using daydream::resource_kind;
-  if (b.duration <= 0) return "nothing ran in the iteration";
-  auto busy_of = [&](daydream::resource_id r) {
-    for (auto& [res, t] : b.busy)
-      if (res == r) return t;
-    return time_ns(0);
-  };
-  auto top_resource = [&](std::initializer_list<resource_kind> kinds) -> std::string {
-    for (auto& [res, t] : b.critical_by_resource) {
-      auto k = g.resource_at(res).kind;
-      if (std::find(kinds.begin(), kinds.end(), k) != kinds.end())
-        return fmt::format("{} busy {:.0f}%", g.resource_at(res).name, share(busy_of(res), b.duration));
-    }
-    return "";
-  };
-  auto with = [](std::string head, std::string res, std::string tail) {
-    return res.empty() ? head + ": " + tail : head + ": " + res + "; " + tail;
-  };
-  // input-bound is CPU work on the critical path (critical[0]); the others index it directly.
-  const auto kind = b.bound == daydream::bound_by::input ? daydream::bound_by::cpu : b.bound;
-  const double on_path = share(b.critical[static_cast<int>(kind)], b.duration);
-  switch (b.bound) {
-  case daydream::bound_by::gpu:
-    return with("GPU-bound", top_resource({resource_kind::gpu_stream}),
-                fmt::format("GPU kernels hold {:.0f}% of the critical path", on_path));
-  case daydream::bound_by::cpu:
-    if (2 * b.critical_launch >= b.critical[0])
-      return with("CPU launch-bound", top_resource({resource_kind::cpu_thread}),
-                  fmt::format("kernel launch calls hold {:.0f}% of the critical path, the GPUs are busy {:.0f}%",
-                              share(b.critical_launch, b.duration), share(b.gpu_busy, b.duration)));
-    return with("CPU-bound", top_resource({resource_kind::cpu_thread}),
-                fmt::format("CPU work holds {:.0f}% of the critical path{}, the GPUs are busy {:.0f}%", on_path,
-                            share(b.critical_cpu_gaps, b.duration) >= 0.5
-                                ? fmt::format(" ({:.0f}% between traced operators: Python, data loading)",
-                                              share(b.critical_cpu_gaps, b.duration))
-                                : std::string(),
-                            share(b.gpu_busy, b.duration)));
-  case daydream::bound_by::input:
-    return with("input-bound", top_resource({resource_kind::cpu_thread}),
-                fmt::format("{:.0f}% of the step waits in DataLoader.__next__ on the training thread (data loading "
-                            "holds {:.0f}% of the critical path's CPU time), the GPUs are busy {:.0f}%",
-                            share(b.critical_input, b.duration), share(b.critical_input, b.critical[0]),
-                            share(b.gpu_busy, b.duration)));
-  case daydream::bound_by::communication:
-    return with("communication-bound", top_resource({resource_kind::link, resource_kind::gpu_stream, resource_kind::other}),
-                fmt::format("communication holds {:.0f}% of the critical path ({:.0f}% of communication time "
-                            "overlaps GPU computation)",
-                            on_path, share(b.comm_overlapped, b.comm_busy)));
-  case daydream::bound_by::memory_copies:
-    return with("copy-bound", top_resource({resource_kind::copy_engine, resource_kind::gpu_stream}),
-                fmt::format("memory copies hold {:.0f}% of the critical path", on_path));
-  case daydream::bound_by::idle:
-    return fmt::format("latency-bound: {:.0f}% of the critical path is idle time between tasks (waits for "
-                       "synchronization, data loading or launch latency), the GPUs are busy {:.0f}%",
-                       on_path, share(b.gpu_busy, b.duration));
-  }
-  return "";
-}
+using daydream::whatif::explain_bound;
 
 /// The breakdown of the representative iteration in scenario `s`.
 inline daydream::iteration_breakdown breakdown_of(const analysis& a, const scenario& s) {
@@ -199,11 +124,7 @@ inline daydream::iteration_breakdown breakdown_of(const analysis& a, const scena
 }
 
 /// What a scenario's row says instead of a speedup when it has none: empty if it has one.
-inline std::string no_result(const scenario& s) {
-  if (!s.error.empty()) return "refused: " + s.error;
-  if (!s.applied()) return "no change: " + s.reason();
-  return "";
-}
+inline std::string no_result(const scenario& s) { return s.no_result(); }
 
 /// Per-iteration speedups vary by more than 10% of their median: the warning, or "".
 inline std::string iteration_warning(const analysis& a, const scenario& s) {
@@ -224,22 +145,10 @@ inline std::string iteration_warning(const analysis& a, const scenario& s) {
                      iteration_name(a, a.iterations[std::size_t(hi - sp.begin())]));
 }
 
-/// Warnings about the iterations: measured or replayed times that differ by more than 10%,
-/// and scenarios whose speedup does.
-/// Why a scenario's step is longer than its replayed span, "" when it is not: a resource
-/// whose work per iteration exceeds the span falls behind, so the steady-state step is
-/// that work (daydream::steady_step).
-inline std::string backlog_note(const scenario& s) {
-  for (auto& st : s.steps)
-    if (st.backlogged())
-      return fmt::format("iteration {} replays in {}, but {} works {} in it: its backlog would grow every step, so "
-                         "the steady-state step is {}",
-                         st.iteration, ms(st.span),
-                         st.busiest < s.g.resource_count() ? s.g.resource_at(st.busiest).name : std::string("a resource"),
-                         ms(st.work), ms(st.step()));
-  return "";
-}
+using daydream::whatif::backlog_note;
 
+/// Warnings about the iterations: measured or replayed times that differ by more than 10%,
+/// scenarios whose speedup does, and a baseline whose step a falling-behind resource decides.
 inline std::vector<std::string> spread_warnings(const analysis& a) {
   std::vector<std::string> out;
   if (a.iterations.size() < 2) return out;
@@ -511,31 +420,8 @@ inline void print_table(std::FILE* out, const analysis& a) {
     }
 }
 
-/// One row of the critical-path summary: a kind of layer in one phase.
-struct critical_group {
-  std::string layer;        ///< layer_kind of its layers ("(no layer)" for none)
-  daydream::phase ph{};
-  time_ns time = 0;
-  std::size_t instances = 0; ///< distinct layers
-};
-
-/// The critical path of the representative iteration summarized by layer kind and phase,
-/// largest first. With idle time (`b.critical[4]`) the rows add up to the iteration.
-inline std::vector<critical_group> critical_groups(const daydream::iteration_breakdown& b) {
-  std::map<std::pair<std::string, daydream::phase>, critical_group> m;
-  for (auto& [k, d] : b.critical_by_layer) {
-    std::string kind = k.first.empty() ? std::string("(no layer)") : std::string(daydream::layer_kind(k.first));
-    auto& gr = m[{kind, k.second}];
-    gr.layer = kind;
-    gr.ph = k.second;
-    gr.time += d;
-    ++gr.instances;
-  }
-  std::vector<critical_group> out;
-  for (auto& [k, gr] : m) out.push_back(gr);
-  std::stable_sort(out.begin(), out.end(), [](auto& x, auto& y) { return x.time > y.time; });
-  return out;
-}
+using daydream::whatif::critical_group;
+using daydream::whatif::critical_groups;
 
 /// `--critical-path`: the baseline's critical path of the representative iteration, by
 /// kind of work, then by layer kind and phase (top `rows`, the rest summed).
@@ -578,6 +464,6 @@ inline void write_timeline(const std::string& path, const analysis& a) {
   ct.save(path);
 }
 
-} // namespace whatif
+} // namespace whatif_cmd
 
 #endif

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace whatif {
+namespace whatif_cmd {
 
 inline std::string html_escape(std::string_view s) {
   std::string o;
@@ -174,6 +174,6 @@ inline std::string html_report(const analysis& a) {
   return h;
 }
 
-} // namespace whatif
+} // namespace whatif_cmd
 
 #endif

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace whatif {
+namespace whatif_cmd {
 
 /// The sweep mode of run(): every chain of `o.specs` (default: the applicable bundled passes
 /// that take one of the varied keys) at every point of the grid of `o.vary`.
@@ -96,4 +96,4 @@ int run_sweep_mode(const options& o, std::FILE* out, std::FILE* err,
   return 0;
 }
 
-} // namespace whatif
+} // namespace whatif_cmd

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-namespace whatif {
+namespace whatif_cmd {
 
 /// What the sweep predicted for one distinct spec.
 struct sweep_row {
@@ -315,6 +315,6 @@ inline void print_sweep(std::FILE* out, const analysis& a, const sweep_result& r
   fmt::print(out, "  speedup: throughput against the baseline's (workers x steps/s)\n");
 }
 
-} // namespace whatif
+} // namespace whatif_cmd
 
 #endif

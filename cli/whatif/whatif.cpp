@@ -31,7 +31,7 @@
 #include <unistd.h>
 #include <vector>
 
-namespace whatif {
+namespace whatif_cmd {
 
 /// "Passes (--pass NAME[:key=value,...], ...)" and one line per bundled pass.
 inline std::string pass_help(const daydream::passes::registry<graph>& reg) {
@@ -263,4 +263,4 @@ int run(const options& o, std::FILE* out, std::FILE* err) { return run(o, out, e
 
 void add_options(CLI::App& app, options& o) { add_options(app, o, daydream::passes::bundled()); }
 
-} // namespace whatif
+} // namespace whatif_cmd

@@ -21,7 +21,7 @@
 namespace CLI { class App; }
 namespace daydream::passes { template <class Graph> class registry; }
 
-namespace whatif {
+namespace whatif_cmd {
 
 /// What the job mode reads from the command line.
 struct job_cli {
@@ -79,6 +79,6 @@ int run(const options& o, std::FILE* out, std::FILE* err);
 /// Whether this program can align a job's clocks by LP (built with GLPK).
 bool have_lp_alignment() noexcept;
 
-} // namespace whatif
+} // namespace whatif_cmd
 
 #endif

@@ -43,14 +43,14 @@ TEST_CASE("one baseline for every command: whatif, optimize, ps and strategy agr
   REQUIRE(std::filesystem::exists(trace));
   const std::string model_bytes = "102.2MB"; // ResNet-50's parameters: the trace has no shapes
 
-  whatif::options w;
+  whatif_cmd::options w;
   w.trace = trace;
   w.specs = {"amp"};
   w.json = true;
   const double base = number_of(
       [&](std::FILE* out) {
         std::FILE* err = std::tmpfile();
-        const int s = whatif::run(w, out, err);
+        const int s = whatif_cmd::run(w, out, err);
         std::fclose(err);
         return s;
       },

@@ -24,13 +24,13 @@ using programs_test::slurp;
 
 namespace {
 
-std::string run_json(whatif::options o) {
+std::string run_json(whatif_cmd::options o) {
   std::FILE* out = std::tmpfile();
   std::FILE* err = std::tmpfile();
   REQUIRE(out);
   REQUIRE(err);
   o.json = true;
-  CHECK(whatif::run(o, out, err) == 0);
+  CHECK(whatif_cmd::run(o, out, err) == 0);
   slurp(err);
   return slurp(out);
 }
@@ -44,7 +44,7 @@ std::vector<std::string> dlrm_job() {
 } // namespace
 
 TEST_CASE("whatif job mode: the JSON contract on the 8-rank DLRM job") {
-  whatif::options o;
+  whatif_cmd::options o;
   o.traces = dlrm_job();
   o.job.representative = true;
   auto text = run_json(o);
@@ -71,7 +71,7 @@ TEST_CASE("whatif job mode: the JSON contract on the 8-rank DLRM job") {
   auto al = job["alignment"];
   CHECK(num(al["residual_us"]) >= 0);
   CHECK(int64_t(al["violations"]) >= 0);
-  if (whatif::have_lp_alignment()) {
+  if (whatif_cmd::have_lp_alignment()) {
     CHECK(bool(al["aligned"]));
     CHECK(std::string_view(al["method"]).find("GLPK") != std::string_view::npos);
     CHECK(int64_t(al["violations"]) <= int64_t(al["unaligned_violations"]));
@@ -99,7 +99,7 @@ TEST_CASE("whatif job mode: the JSON contract on the 8-rank DLRM job") {
 }
 
 TEST_CASE("whatif job mode: a partial job says so; a single-GPU pass runs on the chosen ranks") {
-  whatif::options o;
+  whatif_cmd::options o;
   o.traces = {(std::filesystem::path(DAYDREAM_SOURCE_DIR) / "tests" / "data" / "hta_sampled_128rank").string()};
   o.specs = {"fused_adam"};
   o.job.on_ranks = {1};
@@ -125,7 +125,7 @@ TEST_CASE("whatif job mode: a partial job says so; a single-GPU pass runs on the
 }
 
 TEST_CASE("whatif job mode: --align none keeps the recorded clocks; a bad --align is a usage error") {
-  whatif::options o;
+  whatif_cmd::options o;
   o.traces = dlrm_job();
   o.specs = {"no_straggler"};
   o.job.align = "none";
@@ -141,24 +141,24 @@ TEST_CASE("whatif job mode: --align none keeps the recorded clocks; a bad --alig
   o.job.align = "exact";
   std::FILE* out = std::tmpfile();
   std::FILE* err = std::tmpfile();
-  CHECK_THROWS_WITH_AS(whatif::run(o, out, err), doctest::Contains("--align must be lp or none"), daydream::usage_error);
+  CHECK_THROWS_WITH_AS(whatif_cmd::run(o, out, err), doctest::Contains("--align must be lp or none"), daydream::usage_error);
   std::fclose(out);
   std::fclose(err);
 }
 
 TEST_CASE("whatif job mode: options for a job given one trace are a usage error") {
-  whatif::options o;
+  whatif_cmd::options o;
   o.traces = {daydream::testing::bundled("dlrm_v100_rank0.json.gz").string()};
   o.job.representative = true;
   std::FILE* out = std::tmpfile();
   std::FILE* err = std::tmpfile();
-  CHECK_THROWS_AS(whatif::run(o, out, err), daydream::usage_error);
+  CHECK_THROWS_AS(whatif_cmd::run(o, out, err), daydream::usage_error);
   std::fclose(out);
   std::fclose(err);
 }
 
 TEST_CASE("whatif job mode: --comm fine replays the DLRM job's collectives as chunk transfers, every rank reported") {
-  whatif::options o;
+  whatif_cmd::options o;
   o.traces = dlrm_job();
   o.job.comm = "fine";
   o.job.cluster = "machines=1,workers_per_machine=8,nvlink=150GB/s";
@@ -184,7 +184,7 @@ TEST_CASE("whatif job mode: --comm fine replays the DLRM job's collectives as ch
   o.job.comm = "finest";
   std::FILE* out = std::tmpfile();
   std::FILE* err = std::tmpfile();
-  CHECK_THROWS_AS(whatif::run(o, out, err), daydream::usage_error);
+  CHECK_THROWS_AS(whatif_cmd::run(o, out, err), daydream::usage_error);
   std::fclose(out);
   std::fclose(err);
 }

@@ -34,20 +34,20 @@ struct result {
   std::string out, err;
 };
 
-result run(whatif::options o, const daydream::passes::registry<daydream::graph>& reg = daydream::passes::bundled()) {
+result run(whatif_cmd::options o, const daydream::passes::registry<daydream::graph>& reg = daydream::passes::bundled()) {
   std::FILE* out = std::tmpfile();
   std::FILE* err = std::tmpfile();
   REQUIRE(out);
   REQUIRE(err);
   result r;
-  r.status = whatif::run(o, out, err, reg);
+  r.status = whatif_cmd::run(o, out, err, reg);
   r.out = slurp(out);
   r.err = slurp(err);
   return r;
 }
 
-whatif::options json_of(std::string trace, std::vector<std::string> specs = {}) {
-  whatif::options o;
+whatif_cmd::options json_of(std::string trace, std::vector<std::string> specs = {}) {
+  whatif_cmd::options o;
   o.trace = std::move(trace);
   o.specs = std::move(specs);
   o.json = true;
@@ -123,7 +123,7 @@ TEST_CASE("every pass spec is checked before the trace is read: bad names and pa
   } catch (const daydream::error& e) {
     CHECK(std::string(e.what()).find("no-such-trace") != std::string::npos);
   }
-  whatif::options o = json_of(resnet, {"amp"});
+  whatif_cmd::options o = json_of(resnet, {"amp"});
   o.iteration = 7;
   CHECK_THROWS_AS(run(o), daydream::usage_error); // the trace has ProfilerStep#100..104
 }

@@ -123,6 +123,16 @@ TEST_CASE("cluster parameters are read the same way for every pass, with units")
   CHECK_THROWS_AS(make_cluster("workers=16,machines=2,workers_per_machine=4"), error);
   auto p = pass_params::parse("ddp", "workers=2,bandwith=10Gbps");
   CHECK_THROWS_AS((void)dp::ddp::from_params(p), error); // the typo is refused
+
+  // The cluster specs' names are synonyms: nodes, nic, nic_latency.
+  auto s = make_cluster("nodes=4,workers_per_machine=2,nic=100Gbps,nic_latency=10us");
+  CHECK(s.machines == 4);
+  CHECK(s.workers() == 8);
+  CHECK(s.network.bandwidth == doctest::Approx(12.5e9));
+  CHECK(s.network.latency == 10'000);
+  CHECK_THROWS_WITH_AS(make_cluster("workers=8,bandwidth=10Gbps,nic=100Gbps"),
+                       doctest::Contains("bandwidth= and nic= name the same quantity"), usage_error);
+  CHECK_THROWS_AS(make_cluster("machines=2,nodes=2"), usage_error);
 }
 
 TEST_CASE("each collective's duration follows its alpha-beta formula") {

@@ -93,10 +93,10 @@ struct cluster {
   /// | key | meaning | default |
   /// |---|---|---|
   /// | `workers` | workers in all | machines x workers_per_machine |
-  /// | `machines` | machines | workers / workers_per_machine, or workers / per_machine |
+  /// | `machines` (or `nodes`) | machines | workers / workers_per_machine, or workers / per_machine |
   /// | `workers_per_machine` | GPUs per machine | workers / machines, or per_machine |
-  /// | `bandwidth` | NIC bandwidth (`25Gbps`, `12.5GB/s`; a plain number is Gbit/s) | 25Gbps |
-  /// | `latency` | NIC latency per message (`5us`; a plain number is us) | 5us |
+  /// | `bandwidth` (or `nic`) | NIC bandwidth (`25Gbps`, `12.5GB/s`; a plain number is Gbit/s) | 25Gbps |
+  /// | `latency` (or `nic_latency`) | NIC latency per message (`5us`; a plain number is us) | 5us |
   /// | `nvlink`, `nvlink_latency` | NVLink bandwidth and latency; no key: no NVLink | -, 1us |
   /// | `pcie`, `pcie_latency` | PCIe bandwidth and latency | 12GB/s, 2us |
   /// | `ps` | parameter servers | one per machine |
@@ -110,18 +110,29 @@ struct cluster {
   /// NVLink joins the GPUs of one machine, so `ddp:workers=2,nvlink=300GB/s` is two GPUs
   /// of one machine, not two machines whose NVLink would go unused.
   ///
+  /// The names in parentheses are the ones a cluster spec of `daydream strategy` uses
+  /// (strategy/cluster_spec.hpp): both parsers take both, so one vocabulary describes a
+  /// link wherever it is given; giving a quantity under both names is an error.
+  ///
   /// Throws daydream::usage_error if the worker counts disagree (`workers=16,machines=3`)
   /// or a bandwidth is zero.
   static cluster from_params(const pass_params& p, std::uint32_t per_machine = 1) {
     cluster c;
-    const bool has_w = p.has("workers"), has_m = p.has("machines"),
-               has_pm = p.has("workers_per_machine");
-    auto w = p.get_int("workers", 1);
-    auto m = p.get_int("machines", 1);
-    auto pm = p.get_int("workers_per_machine", 1);
     auto fail = [&](const std::string& why) {
       throw usage_error("daydream: pass '" + p.pass() + "': " + why);
     };
+    // The key a quantity is given under: `name`, or its synonym `alias`.
+    auto key = [&](const char* name, const char* alias) -> std::string {
+      if (p.has(name) && p.has(alias))
+        fail(std::string(name) + "= and " + alias + "= name the same quantity; give one of them");
+      return p.has(alias) ? alias : name;
+    };
+    const auto machines_key = key("machines", "nodes");
+    const bool has_w = p.has("workers"), has_m = p.has(machines_key),
+               has_pm = p.has("workers_per_machine");
+    auto w = p.get_int("workers", 1);
+    auto m = p.get_int(machines_key, 1);
+    auto pm = p.get_int("workers_per_machine", 1);
     if (w < 1 || m < 1 || pm < 1) fail("workers, machines and workers_per_machine must be at least 1");
     if (has_w) {
       if (has_m && has_pm && m * pm != w)
@@ -146,8 +157,8 @@ struct cluster {
     }
     c.machines = static_cast<std::uint32_t>(m);
     c.workers_per_machine = static_cast<std::uint32_t>(pm);
-    c.network.bandwidth = p.get_bandwidth("bandwidth", c.network.bandwidth);
-    c.network.latency = p.get_time_ns("latency", c.network.latency);
+    c.network.bandwidth = p.get_bandwidth(key("bandwidth", "nic"), c.network.bandwidth);
+    c.network.latency = p.get_time_ns(key("latency", "nic_latency"), c.network.latency);
     c.nvlink.bandwidth = p.get_bandwidth("nvlink", c.nvlink.bandwidth);
     c.nvlink.latency = p.get_time_ns("nvlink_latency", c.nvlink.latency);
     c.pcie.bandwidth = p.get_bandwidth("pcie", c.pcie.bandwidth);

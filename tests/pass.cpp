@@ -17,6 +17,7 @@
 #include <support/print.hpp>
 
 #include <doctest/doctest.h>
+#include <range/v3/iterator/operations.hpp>
 #include <range/v3/range/primitives.hpp>
 
 #include <stdexcept>

@@ -1,4 +1,4 @@
-// Defines the select primitive: lazy range-v3 views of typed tasks and composable predicates.
+// Defines the select primitive: lazy views of typed tasks (ranges for range-v3 and std::ranges alike) and composable predicates.
 // SPDX-License-Identifier: MIT
 #ifndef DAYDREAM_SELECT_HPP
 #define DAYDREAM_SELECT_HPP
@@ -10,16 +10,18 @@
 
 #include <range/v3/range/concepts.hpp>
 #include <range/v3/range/traits.hpp>
-#include <range/v3/view/filter.hpp>
-#include <range/v3/view/iota.hpp>
-#include <range/v3/view/transform.hpp>
 
+#include <cstddef>
+#include <iterator>
 #include <memory>
+#include <optional>
+#include <ranges>
 #include <regex>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace daydream {
 
@@ -79,10 +81,160 @@ template <class Graph, class Kind> struct task_ref {
   operator task_id() const noexcept { return id; } // NOLINT: a ref is usable as an id
 };
 
+//! @cond DAYDREAM_INTERNAL
+namespace detail {
+
+/// The views of select.hpp are small hand-written ones, not compositions of range-v3's
+/// adaptors: a selection is instantiated in every pass with its own predicate type, and
+/// range-v3's adaptor machinery made up about 40% of a pass header's compile time. They
+/// model forward ranges of both libraries (view_base), so range-v3 and std::ranges
+/// algorithms and adaptors take them.
+struct select_view_base : ranges::view_base, std::ranges::view_base {};
+
+/// Live tasks among ids [0, n) of `ids` (or among all ids when `ids` is null), as
+/// task_ref<Graph, Kind>, in order; n is fixed when the view is made.
+template <class Graph, class Kind> class live_tasks_view : public select_view_base {
+public:
+  using ref = task_ref<Graph, Kind>;
+  class iterator {
+  public:
+    using value_type = ref;
+    using reference = ref;
+    using difference_type = std::ptrdiff_t;
+    using iterator_concept = std::forward_iterator_tag;
+    using iterator_category = std::input_iterator_tag;
+    iterator() = default;
+    iterator(const live_tasks_view* v, std::size_t i) : v_(v), i_(i) { skip(); }
+    ref operator*() const { return {v_->g_, v_->id_at(i_)}; }
+    iterator& operator++() {
+      ++i_;
+      skip();
+      return *this;
+    }
+    iterator operator++(int) {
+      auto old = *this;
+      ++*this;
+      return old;
+    }
+    friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.i_ == b.i_; }
+
+  private:
+    void skip() {
+      while (i_ < v_->n_ && !v_->g_->contains(v_->id_at(i_))) ++i_;
+    }
+    const live_tasks_view* v_ = nullptr;
+    std::size_t i_ = 0;
+  };
+
+  live_tasks_view() = default;
+  live_tasks_view(Graph* g, const std::vector<task_id>* ids, std::size_t n) : g_(g), ids_(ids), n_(n) {}
+  iterator begin() const { return {this, 0}; }
+  iterator end() const { return {this, n_}; }
+  /// Whether no live task is in the view.
+  bool empty() const { return begin() == end(); }
+
+private:
+  task_id id_at(std::size_t i) const { return ids_ ? (*ids_)[i] : static_cast<task_id>(i); }
+  Graph* g_ = nullptr;
+  const std::vector<task_id>* ids_ = nullptr;
+  std::size_t n_ = 0;
+};
+
+/// Holds a predicate so that views holding it stay copy-assignable and default
+/// constructible (a lambda is neither), as views must be.
+template <class P> class predicate_box {
+public:
+  predicate_box() = default;
+  explicit predicate_box(P p) : p_(std::move(p)) {}
+  predicate_box(const predicate_box&) = default;
+  predicate_box(predicate_box&&) = default;
+  predicate_box& operator=(const predicate_box& o) {
+    if (this != &o) {
+      p_.reset();
+      if (o.p_) p_.emplace(*o.p_);
+    }
+    return *this;
+  }
+  predicate_box& operator=(predicate_box&& o) noexcept(std::is_nothrow_move_constructible_v<P>) {
+    if (this != &o) {
+      p_.reset();
+      if (o.p_) p_.emplace(std::move(*o.p_));
+    }
+    return *this;
+  }
+  template <class R> bool operator()(const R& r) const { return static_cast<bool>((*p_)(r)); }
+
+private:
+  std::optional<P> p_;
+};
+
+/// The elements of `base` for which `p` holds, lazily, in order. A common range when
+/// `base` is one (every view of this header is).
+template <class Base, class P> class where_view : public select_view_base {
+  using base_iterator = decltype(ranges::begin(std::declval<const Base&>()));
+  using base_sentinel = decltype(ranges::end(std::declval<const Base&>()));
+
+public:
+  class iterator {
+  public:
+    using reference = decltype(*std::declval<const base_iterator&>());
+    using value_type = std::remove_cvref_t<reference>;
+    using difference_type = std::ptrdiff_t;
+    using iterator_concept = std::forward_iterator_tag;
+    using iterator_category = std::input_iterator_tag;
+    iterator() = default;
+    iterator(const where_view* v, base_iterator it) : v_(v), it_(std::move(it)) { skip(); }
+    reference operator*() const { return *it_; }
+    iterator& operator++() {
+      ++it_;
+      skip();
+      return *this;
+    }
+    iterator operator++(int) {
+      auto old = *this;
+      ++*this;
+      return old;
+    }
+    friend bool operator==(const iterator& a, const iterator& b) { return a.it_ == b.it_; }
+    /// Whether the iterator is at the end of the base (its sentinel).
+    friend bool operator==(const iterator& a, const base_sentinel& end)
+      requires(!std::is_same_v<base_iterator, base_sentinel>)
+    {
+      return a.it_ == end;
+    }
+
+  private:
+    void skip() {
+      const auto end = ranges::end(v_->base_);
+      while (!(it_ == end) && !v_->p_(*it_)) ++it_;
+    }
+    const where_view* v_ = nullptr;
+    base_iterator it_{};
+  };
+
+  where_view() = default;
+  where_view(Base base, P p) : base_(std::move(base)), p_(std::move(p)) {}
+  iterator begin() const { return {this, ranges::begin(base_)}; }
+  auto end() const {
+    if constexpr (std::is_same_v<base_iterator, base_sentinel>) return iterator(this, ranges::end(base_));
+    else return ranges::end(base_);
+  }
+  /// Whether no element of the base satisfies the predicate.
+  bool empty() const { return begin() == end(); }
+
+private:
+  Base base_;
+  predicate_box<P> p_;
+};
+
+} // namespace detail
+//! @endcond
+
 /// The live tasks of kind `K` of `g`, as a lazy view of task_ref<Graph, K>, in id order.
 /// The view sees the tasks of kind `K` that existed when it was made: tasks added while
 /// iterating are not visited, removed ones are skipped, and removing the current task
-/// (or any other) while iterating is allowed. compact() invalidates the view.
+/// (or any other) while iterating is allowed. compact() invalidates the view. A forward
+/// range of range-v3 and of std::ranges.
 ///
 ///     for (auto k : daydream::tasks<daydream::gpu_kernel>(g) | daydream::where(daydream::in_phase(daydream::phase::backward)))
 ///       daydream::scale_duration(g, k, 0.5);
@@ -90,9 +242,7 @@ template <class K, class Graph> auto tasks(Graph& g) {
   static_assert(std::remove_const_t<Graph>::template has_kind<K>,
                 "daydream::tasks<K>(g): K is not a task kind of this graph");
   const auto& ids = g.template ids_of<K>();
-  return ranges::views::iota(std::size_t{0}, ids.size()) |
-         ranges::views::transform([&g, &ids](std::size_t i) { return task_ref<Graph, K>{&g, ids[i]}; }) |
-         ranges::views::filter([](const task_ref<Graph, K>& r) { return r.g->contains(r.id); });
+  return detail::live_tasks_view<Graph, K>(&g, &ids, ids.size());
 }
 
 /// Every live task of `g`, as a lazy view of task_ref<Graph>, in id order (same
@@ -100,9 +250,7 @@ template <class K, class Graph> auto tasks(Graph& g) {
 ///
 ///     for (auto t : daydream::tasks(g) | daydream::where(daydream::in_layer("fc1"))) ...;
 template <class Graph> auto tasks(Graph& g) {
-  return ranges::views::iota(task_id{0}, g.id_bound()) |
-         ranges::views::filter([&g](task_id t) { return g.contains(t); }) |
-         ranges::views::transform([&g](task_id t) { return task_ref<Graph>{&g, t}; });
+  return detail::live_tasks_view<Graph, void>(&g, nullptr, g.id_bound());
 }
 
 /// A predicate over task_refs, composable with `&&`, `||` and `!`. Make one from a
@@ -136,7 +284,7 @@ template <class A> constexpr auto operator!(predicate<A> a) {
 /// What where(p) makes: applied to a view of task_refs with `|`, it filters it.
 template <class P> struct where_closure {
   P p; ///< the predicate
-  /// The tasks of `view` for which the predicate holds (a lazy range-v3 view).
+  /// The tasks of `view` for which the predicate holds (a lazy view).
   template <class View>
     requires ranges::range<View>
   friend auto operator|(View&& view, where_closure w) {
@@ -147,7 +295,7 @@ template <class P> struct where_closure {
     if constexpr (std::is_invocable_v<const P&, ref>) {
       static_assert(std::is_convertible_v<std::invoke_result_t<const P&, ref>, bool>,
                     "daydream::where(p): p must return a bool (or something that converts to one).");
-      return std::forward<View>(view) | ranges::views::filter(std::move(w.p));
+      return detail::where_view<std::remove_cvref_t<View>, P>(std::forward<View>(view), std::move(w.p));
     }
   }
 };

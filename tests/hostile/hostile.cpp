@@ -11,6 +11,7 @@
 #include <support/temp_dir.hpp>
 
 #include <doctest/doctest.h>
+#include <range/v3/iterator/operations.hpp>
 #include <zlib.h>
 
 #include <cstdint>

@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace daydream::io {
@@ -121,121 +122,133 @@ struct dlc_analysis {
   double overlap_ratio_mean = -1; ///< over the iterations with a ratio; -1 if none
 };
 
-/// Analyses a DLC job as SketchDLC §3.2.4 and §5.3 define it: the three phases and
-/// the overlap ratio of every worker iteration (from the worker's file), the search,
-/// update and synchronization overheads (from the servers' files), the computation and
-/// wait overheads (from the workers' files), the message sizes per key, the data volume
-/// per node and iteration, and the d_time consistency check of every one-to-one record.
-/// Iteration 0 (initialization) has no phases. Complexity: O(R log R) for R records.
-inline dlc_analysis analyze_dlc(const dlc_job& job) {
-  dlc_analysis a;
-  std::map<std::int64_t, dlc_message_size> sizes;
-  std::map<std::int64_t, int> seen; // bits: which of the four sizes were seen
-  for (auto& f : job.files) {
-    const bool worker = f.is_worker();
-    // d_time consistency; update and search overheads.
-    for (auto& r : f.records) {
-      if (r.deps.empty()) continue;
-      std::int64_t latest = std::numeric_limits<std::int64_t>::min();
-      for (auto d : r.deps) latest = std::max(latest, f.records[d].time_us);
-      const auto gap = r.time_us - latest;
-      if (r.form == dlc_dep_form::one) {
-        ++a.d_time_checked;
-        if (gap != r.d_time_us) a.d_time_mismatches.push_back({f.path, r.line, r.d_time_us, gap});
-      }
-      if (r.op == dlc_op::pull_send_server) { a.search.add(gap); a.search_by_key[r.key].add(gap); }
-      if (r.op == dlc_op::push_send_server) { a.update.add(gap); a.update_by_key[r.key].add(gap); }
+//! @cond DAYDREAM_INTERNAL
+namespace detail::dlc {
+
+// d_time consistency of one-to-one records; search and update overheads.
+inline void add_overheads(const dlc_file& f, dlc_analysis& a) {
+  for (auto& r : f.records) {
+    if (r.deps.empty()) continue;
+    std::int64_t latest = std::numeric_limits<std::int64_t>::min();
+    for (auto d : r.deps) latest = std::max(latest, f.records[d].time_us);
+    const auto gap = r.time_us - latest;
+    if (r.form == dlc_dep_form::one) {
+      ++a.d_time_checked;
+      if (gap != r.d_time_us) a.d_time_mismatches.push_back({f.path, r.line, r.d_time_us, gap});
     }
-    // Synchronization: first to last Push_Recv_Server per key and iteration.
-    if (!worker) {
-      std::map<std::pair<std::int64_t, std::int32_t>, std::pair<std::int64_t, std::int64_t>> span;
-      for (auto& r : f.records) {
-        if (r.op != dlc_op::push_recv_server || r.iteration < 1) continue;
-        auto [it, fresh] = span.try_emplace({r.key, r.iteration}, r.time_us, r.time_us);
-        if (!fresh) {
-          it->second.first = std::min(it->second.first, r.time_us);
-          it->second.second = std::max(it->second.second, r.time_us);
-        }
-      }
-      for (auto& [k, s] : span) {
-        a.sync.add(s.second - s.first);
-        a.sync_by_key[k.first].add(s.second - s.first);
-      }
-    }
-    // Data volume.
-    std::map<std::int32_t, dlc_volume> vol;
-    for (auto& r : f.records) {
-      auto& v = vol[r.iteration];
-      v.rank = f.rank;
-      v.iteration = r.iteration;
-      switch (message_of(r.op)) {
-      case dlc_message::push: v.push += r.length; break;
-      case dlc_message::push_ack: v.push_ack += r.length; break;
-      case dlc_message::pull_request: v.pull_request += r.length; break;
-      case dlc_message::pull_response: v.pull_response += r.length; break;
-      }
-    }
-    for (auto& [i, v] : vol) a.volume.push_back(v);
-    // Message sizes: the workers' view of the training iterations.
-    if (worker)
-      for (auto& r : f.records) {
-        if (r.iteration < 1) continue;
-        auto& m = sizes[r.key];
-        m.key = r.key;
-        std::uint64_t* slot = nullptr;
-        switch (r.op) {
-        case dlc_op::push_send_worker: slot = &m.push_send; break;
-        case dlc_op::push_recv_worker: slot = &m.push_recv; break;
-        case dlc_op::pull_send_worker: slot = &m.pull_send; break;
-        case dlc_op::pull_recv_worker: slot = &m.pull_recv; break;
-        default: break;
-        }
-        const int bit = 1 << dlc_step(r.op);
-        if ((seen[r.key] & bit) && *slot != r.length) m.varies = true;
-        seen[r.key] |= bit;
-        *slot = std::max(*slot, r.length);
-      }
-    // Phases of every training iteration of a worker.
-    if (worker) {
-      struct span {
-        std::int64_t first_push = std::numeric_limits<std::int64_t>::max(), last_push = -1;
-        std::int64_t first_pull = std::numeric_limits<std::int64_t>::max(), last_pull = -1;
-        std::size_t pushes = 0, pulls = 0;
-      };
-      std::map<std::int32_t, span> its;
-      for (auto& r : f.records) {
-        auto& s = its[r.iteration];
-        if (r.op == dlc_op::push_send_worker) {
-          s.first_push = std::min(s.first_push, r.time_us);
-          s.last_push = std::max(s.last_push, r.time_us);
-          ++s.pushes;
-        } else if (r.op == dlc_op::pull_recv_worker) {
-          s.first_pull = std::min(s.first_pull, r.time_us);
-          s.last_pull = std::max(s.last_pull, r.time_us);
-          ++s.pulls;
-        }
-      }
-      for (auto& [i, s] : its) {
-        if (i < 1 || !s.pushes || !s.pulls) continue;
-        dlc_iteration it;
-        it.rank = f.rank;
-        it.iteration = i;
-        it.pushes = s.pushes;
-        it.pulls = s.pulls;
-        it.phase2_us = s.last_push - s.first_push;
-        it.phase3_us = s.last_pull - s.first_push;
-        it.wait_us = s.last_pull - s.first_pull;
-        auto prev = its.find(i - 1);
-        if (prev != its.end() && prev->second.pulls && prev->second.last_pull <= s.first_push) {
-          it.phase1_us = s.first_push - prev->second.last_pull;
-          it.computation_us = s.last_push - prev->second.last_pull;
-          const auto total = it.phase1_us + it.phase3_us;
-          if (total > 0) it.overlap_ratio = double(it.phase2_us) / double(total);
-        }
-        a.iterations.push_back(it);
-      }
+    if (r.op == dlc_op::pull_send_server) { a.search.add(gap); a.search_by_key[r.key].add(gap); }
+    if (r.op == dlc_op::push_send_server) { a.update.add(gap); a.update_by_key[r.key].add(gap); }
+  }
+}
+
+// Synchronization of a server: first to last Push_Recv_Server per key and iteration.
+inline void add_sync(const dlc_file& f, dlc_analysis& a) {
+  std::map<std::pair<std::int64_t, std::int32_t>, std::pair<std::int64_t, std::int64_t>> span;
+  for (auto& r : f.records) {
+    if (r.op != dlc_op::push_recv_server || r.iteration < 1) continue;
+    auto [it, fresh] = span.try_emplace({r.key, r.iteration}, r.time_us, r.time_us);
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, r.time_us);
+      it->second.second = std::max(it->second.second, r.time_us);
     }
   }
+  for (auto& [k, s] : span) {
+    a.sync.add(s.second - s.first);
+    a.sync_by_key[k.first].add(s.second - s.first);
+  }
+}
+
+// Data volume of a node per iteration.
+inline void add_volume(const dlc_file& f, dlc_analysis& a) {
+  std::map<std::int32_t, dlc_volume> vol;
+  for (auto& r : f.records) {
+    auto& v = vol[r.iteration];
+    v.rank = f.rank;
+    v.iteration = r.iteration;
+    switch (message_of(r.op)) {
+    case dlc_message::push: v.push += r.length; break;
+    case dlc_message::push_ack: v.push_ack += r.length; break;
+    case dlc_message::pull_request: v.pull_request += r.length; break;
+    case dlc_message::pull_response: v.pull_response += r.length; break;
+    }
+  }
+  for (auto& [i, v] : vol) a.volume.push_back(v);
+}
+
+// Message sizes, the workers' view of the training iterations (`seen`: per key, a bit
+// per size seen).
+inline void add_message_sizes(const dlc_file& f, std::map<std::int64_t, dlc_message_size>& sizes,
+                              std::map<std::int64_t, int>& seen) {
+  for (auto& r : f.records) {
+    if (r.iteration < 1) continue;
+    auto& m = sizes[r.key];
+    m.key = r.key;
+    std::uint64_t* slot = nullptr;
+    switch (r.op) {
+    case dlc_op::push_send_worker: slot = &m.push_send; break;
+    case dlc_op::push_recv_worker: slot = &m.push_recv; break;
+    case dlc_op::pull_send_worker: slot = &m.pull_send; break;
+    case dlc_op::pull_recv_worker: slot = &m.pull_recv; break;
+    default: break;
+    }
+    const int bit = 1 << dlc_step(r.op);
+    if ((seen[r.key] & bit) && *slot != r.length) m.varies = true;
+    seen[r.key] |= bit;
+    *slot = std::max(*slot, r.length);
+  }
+}
+
+// A worker's pushes and pull answers in one iteration.
+struct worker_span {
+  std::int64_t first_push = std::numeric_limits<std::int64_t>::max(), last_push = -1;
+  std::int64_t first_pull = std::numeric_limits<std::int64_t>::max(), last_pull = -1;
+  std::size_t pushes = 0, pulls = 0;
+};
+
+// The phases of iteration `i` (span `s`) of worker `rank`; `prev` is the previous
+// iteration's span, or nullptr.
+inline dlc_iteration worker_iteration(std::int32_t rank, std::int32_t i, const worker_span& s, const worker_span* prev) {
+  dlc_iteration it;
+  it.rank = rank;
+  it.iteration = i;
+  it.pushes = s.pushes;
+  it.pulls = s.pulls;
+  it.phase2_us = s.last_push - s.first_push;
+  it.phase3_us = s.last_pull - s.first_push;
+  it.wait_us = s.last_pull - s.first_pull;
+  if (prev && prev->pulls && prev->last_pull <= s.first_push) {
+    it.phase1_us = s.first_push - prev->last_pull;
+    it.computation_us = s.last_push - prev->last_pull;
+    const auto total = it.phase1_us + it.phase3_us;
+    if (total > 0) it.overlap_ratio = double(it.phase2_us) / double(total);
+  }
+  return it;
+}
+
+// The phases of every training iteration of a worker.
+inline void add_phases(const dlc_file& f, dlc_analysis& a) {
+  std::map<std::int32_t, worker_span> its;
+  for (auto& r : f.records) {
+    auto& s = its[r.iteration];
+    if (r.op == dlc_op::push_send_worker) {
+      s.first_push = std::min(s.first_push, r.time_us);
+      s.last_push = std::max(s.last_push, r.time_us);
+      ++s.pushes;
+    } else if (r.op == dlc_op::pull_recv_worker) {
+      s.first_pull = std::min(s.first_pull, r.time_us);
+      s.last_pull = std::max(s.last_pull, r.time_us);
+      ++s.pulls;
+    }
+  }
+  for (auto& [i, s] : its) {
+    if (i < 1 || !s.pushes || !s.pulls) continue;
+    auto prev = its.find(i - 1);
+    a.iterations.push_back(worker_iteration(f.rank, i, s, prev != its.end() ? &prev->second : nullptr));
+  }
+}
+
+// The distributions over the iterations and the mean overlap ratio.
+inline void add_iteration_stats(dlc_analysis& a) {
   double ratio_sum = 0;
   std::size_t ratios = 0;
   for (auto& it : a.iterations) {
@@ -249,6 +262,32 @@ inline dlc_analysis analyze_dlc(const dlc_job& job) {
     if (it.overlap_ratio >= 0) { ratio_sum += it.overlap_ratio; ++ratios; }
   }
   if (ratios) a.overlap_ratio_mean = ratio_sum / double(ratios);
+}
+
+} // namespace detail::dlc
+//! @endcond
+
+/// Analyses a DLC job as SketchDLC §3.2.4 and §5.3 define it: the three phases and
+/// the overlap ratio of every worker iteration (from the worker's file), the search,
+/// update and synchronization overheads (from the servers' files), the computation and
+/// wait overheads (from the workers' files), the message sizes per key, the data volume
+/// per node and iteration, and the d_time consistency check of every one-to-one record.
+/// Iteration 0 (initialization) has no phases. Complexity: O(R log R) for R records.
+inline dlc_analysis analyze_dlc(const dlc_job& job) {
+  namespace d = detail::dlc;
+  dlc_analysis a;
+  std::map<std::int64_t, dlc_message_size> sizes;
+  std::map<std::int64_t, int> seen;
+  for (auto& f : job.files) {
+    d::add_overheads(f, a);
+    if (!f.is_worker()) d::add_sync(f, a);
+    d::add_volume(f, a);
+    if (f.is_worker()) {
+      d::add_message_sizes(f, sizes, seen);
+      d::add_phases(f, a);
+    }
+  }
+  d::add_iteration_stats(a);
   for (auto& [k, m] : sizes) a.message_sizes.push_back(m);
   return a;
 }
@@ -265,17 +304,8 @@ inline void stat_json(json_writer& w, const dlc_stat& s, bool histogram = false)
   }
   w.end_object();
 }
-} // namespace detail::dlc
-//! @endcond
 
-/// Writes the analysis of `job` as JSON (docs/dlc.md, "JSON"): nodes, iterations,
-/// overheads ({count, min, mean, max, p50, p90} each, in microseconds), per-key overheads
-/// (with a 10-bin histogram from min to max), message sizes, data volume and the d_time
-/// mismatches.
-inline void write_dlc_analysis_json(json_writer& w, const dlc_job& job, const dlc_analysis& a) {
-  using detail::dlc::stat_json;
-  w.begin_object();
-  w.field("workers", job.workers).field("servers", job.servers);
+inline void nodes_json(json_writer& w, const dlc_job& job) {
   w.key("nodes").begin_array();
   for (auto& f : job.files) {
     w.begin_object().field("rank", f.rank).field("role", f.rank < 0 ? "none" : f.is_worker() ? "worker" : "server");
@@ -290,6 +320,9 @@ inline void write_dlc_analysis_json(json_writer& w, const dlc_job& job, const dl
     w.end_array().end_object();
   }
   w.end_array();
+}
+
+inline void iterations_json(json_writer& w, const dlc_analysis& a) {
   w.key("iterations").begin_array();
   for (auto& it : a.iterations) {
     w.begin_object().field("rank", it.rank).field("iteration", it.iteration);
@@ -302,6 +335,9 @@ inline void write_dlc_analysis_json(json_writer& w, const dlc_job& job, const dl
   w.end_array();
   if (a.overlap_ratio_mean >= 0) w.field("overlap_ratio_mean", a.overlap_ratio_mean);
   else w.key("overlap_ratio_mean").null();
+}
+
+inline void overheads_json(json_writer& w, const dlc_analysis& a) {
   w.key("overheads").begin_object();
   w.key("computation_us"); stat_json(w, a.computation);
   w.key("search_us"); stat_json(w, a.search);
@@ -310,25 +346,26 @@ inline void write_dlc_analysis_json(json_writer& w, const dlc_job& job, const dl
   w.key("wait_us"); stat_json(w, a.wait);
   w.end_object();
   w.key("overheads_by_key").begin_array();
-  {
-    std::map<std::int64_t, int> keys;
-    for (auto& m : {&a.search_by_key, &a.update_by_key, &a.sync_by_key})
-      for (auto& [k, s] : *m) keys[k] = 1;
-    for (auto& entry : keys) {
-      const std::int64_t k = entry.first;
-      w.begin_object().field("key", k);
-      auto one = [&](const char* name, const std::map<std::int64_t, dlc_stat>& m) {
-        auto it = m.find(k);
-        w.key(name);
-        if (it == m.end()) w.null(); else stat_json(w, it->second, true);
-      };
-      one("search_us", a.search_by_key);
-      one("update_us", a.update_by_key);
-      one("sync_us", a.sync_by_key);
-      w.end_object();
-    }
+  std::map<std::int64_t, int> keys;
+  for (auto& m : {&a.search_by_key, &a.update_by_key, &a.sync_by_key})
+    for (auto& [k, s] : *m) keys[k] = 1;
+  for (auto& entry : keys) {
+    const std::int64_t k = entry.first;
+    w.begin_object().field("key", k);
+    auto one = [&](const char* name, const std::map<std::int64_t, dlc_stat>& m) {
+      auto it = m.find(k);
+      w.key(name);
+      if (it == m.end()) w.null(); else stat_json(w, it->second, true);
+    };
+    one("search_us", a.search_by_key);
+    one("update_us", a.update_by_key);
+    one("sync_us", a.sync_by_key);
+    w.end_object();
   }
   w.end_array();
+}
+
+inline void sizes_json(json_writer& w, const dlc_analysis& a) {
   w.key("message_sizes").begin_array();
   for (auto& m : a.message_sizes)
     w.begin_object().field("key", m.key).field("push_send", m.push_send).field("push_recv", m.push_recv)
@@ -340,6 +377,9 @@ inline void write_dlc_analysis_json(json_writer& w, const dlc_job& job, const dl
         .field("push_ack", v.push_ack).field("pull_request", v.pull_request).field("pull_response", v.pull_response)
         .field("total", v.total()).end_object();
   w.end_array();
+}
+
+inline void d_time_json(json_writer& w, const dlc_analysis& a) {
   w.field("d_time_checked", a.d_time_checked);
   w.field("d_time_mismatches", a.d_time_mismatches.size());
   w.key("d_time_mismatch_list").begin_array();
@@ -347,6 +387,23 @@ inline void write_dlc_analysis_json(json_writer& w, const dlc_job& job, const dl
     w.begin_object().field("file", m.file).field("line", m.line).field("d_time_us", m.d_time_us)
         .field("actual_us", m.actual_us).end_object();
   w.end_array();
+}
+} // namespace detail::dlc
+//! @endcond
+
+/// Writes the analysis of `job` as JSON (docs/dlc.md, "JSON"): nodes, iterations,
+/// overheads ({count, min, mean, max, p50, p90} each, in microseconds), per-key overheads
+/// (with a 10-bin histogram from min to max), message sizes, data volume and the d_time
+/// mismatches.
+inline void write_dlc_analysis_json(json_writer& w, const dlc_job& job, const dlc_analysis& a) {
+  namespace d = detail::dlc;
+  w.begin_object();
+  w.field("workers", job.workers).field("servers", job.servers);
+  d::nodes_json(w, job);
+  d::iterations_json(w, a);
+  d::overheads_json(w, a);
+  d::sizes_json(w, a);
+  d::d_time_json(w, a);
   w.end_object();
 }
 

@@ -3,10 +3,10 @@
 #ifndef DAYDREAM_IO_DLC_GRAPH_HPP
 #define DAYDREAM_IO_DLC_GRAPH_HPP
 
-#include <daydream/net/cluster.hpp>
 #include <daydream/config.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/io/dlc.hpp>
+#include <daydream/net/cluster.hpp>
 #include <daydream/replay_result.hpp>
 #include <daydream/update.hpp>
 
@@ -18,6 +18,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace daydream::io {
@@ -82,159 +83,219 @@ struct dlc_graph_options {
   double recorded_bandwidth = 0;
 };
 
+//! @cond DAYDREAM_INTERNAL
+namespace detail {
+
+// Builds a dlc_graph in steps: the job's origin and sends; the node time before every
+// send; the transfers; the dependencies (a node's sends in time order, each record's
+// id_dep, joins); the traced network's per-byte time.
+class dlc_graph_builder {
+public:
+  dlc_graph_builder(const dlc_job& job, dlc_graph& d) : job_(job), d_(d), g_(d.g) {}
+
+  void run(const dlc_graph_options& opt) {
+    d_.workers = job_.workers;
+    d_.servers = job_.servers;
+    set_origin();
+    index_sends();
+    const auto files = job_.files.size();
+    for (std::size_t fi = 0; fi < files; ++fi) add_node_time(fi);
+    for (std::size_t fi = 0; fi < files; ++fi)
+      for (std::size_t i = 0; i < job_.files[fi].records.size(); ++i)
+        if (!is_send(job_.files[fi].records[i].op)) add_transfer(fi, i);
+    for (std::size_t fi = 0; fi < files; ++fi) {
+      add_send_order(fi);
+      add_record_dependencies(fi);
+    }
+    set_per_byte_time(opt);
+  }
+
+private:
+  // A message: iteration, key, worker, server, kind.
+  using msg_key = std::tuple<std::int32_t, std::int64_t, std::int32_t, std::int32_t, int>;
+
+  static msg_key key_of(const dlc_record& r) {
+    const bool w = is_worker_op(r.op);
+    return msg_key{r.iteration, r.key, w ? r.performer() : r.peer, w ? r.peer : r.performer(), int(message_of(r.op))};
+  }
+
+  // The indices of `f`'s sends in time order (file order among equal times).
+  static std::vector<std::size_t> sends_by_time(const dlc_file& f) {
+    std::vector<std::size_t> idx;
+    for (std::size_t i = 0; i < f.records.size(); ++i)
+      if (is_send(f.records[i].op)) idx.push_back(i);
+    std::stable_sort(idx.begin(), idx.end(),
+                     [&](std::size_t a, std::size_t b) { return f.records[a].time_us < f.records[b].time_us; });
+    return idx;
+  }
+
+  time_ns ns(std::int64_t us) const { return (us - d_.origin_us) * 1000; }
+
+  void set_origin() {
+    bool any = false;
+    std::int64_t origin = std::numeric_limits<std::int64_t>::max();
+    for (auto& f : job_.files)
+      for (auto& r : f.records) { origin = std::min(origin, r.time_us); any = true; }
+    d_.origin_us = any ? origin : 0;
+  }
+
+  // The first send of every message, to join it to its receive.
+  void index_sends() {
+    d_.event.resize(job_.files.size());
+    round_trip_.resize(job_.files.size());
+    for (std::size_t fi = 0; fi < job_.files.size(); ++fi) {
+      const auto& records = job_.files[fi].records;
+      for (std::size_t i = 0; i < records.size(); ++i)
+        if (is_send(records[i].op)) sends_.emplace(key_of(records[i]), std::pair{fi, i});
+      d_.event[fi].assign(records.size(), no_task);
+      round_trip_[fi].assign(records.size(), false);
+    }
+  }
+
+  // The node time before every send of file `fi`, in time order on the node's resource.
+  void add_node_time(std::size_t fi) {
+    auto& f = job_.files[fi];
+    if (f.records.empty()) return;
+    const auto node = g_.add_resource(resource{"node " + std::to_string(f.rank), resource_kind::cpu_thread,
+                                               sharing::exclusive, f.rank});
+    std::int64_t prev_us = d_.origin_us;
+    for (auto i : sends_by_time(f)) {
+      auto& r = f.records[i];
+      std::int64_t ready = prev_us;
+      for (auto j : r.deps) ready = std::max(ready, f.records[j].time_us);
+      const std::string name = std::string(to_string(r.op)) + " " + std::to_string(r.key) + "-" +
+                               std::to_string(r.op_num);
+      auto h = g_.add(cpu_task{}, task_fields{.name = "before " + name, .duration = (r.time_us - ready) * 1000,
+                                              .resource = node, .trace_start = ns(ready),
+                                              .phase = is_worker_op(r.op) && dlc_step(r.op) == 0 ? phase::backward
+                                                                                                  : phase::other,
+                                              .iteration = r.iteration});
+      d_.event[fi][i] = h.id;
+      prev_us = r.time_us;
+    }
+  }
+
+  // A message whose send `s` (file, record) is in the job: it starts at the send.
+  std::int64_t start_at_send(dlc_graph::transfer& x, const dlc_record& r, std::pair<std::size_t, std::size_t> s) {
+    auto& sr = job_.files[s.first].records[s.second];
+    x.bytes = sr.length;
+    if (r.time_us < sr.time_us) {
+      ++d_.clock_skewed;
+      d_.skew_ns = std::max<time_ns>(d_.skew_ns, (sr.time_us - r.time_us) * 1000);
+    }
+    return sr.time_us;
+  }
+
+  // A receive whose send is not in the job: a round trip from its id_dep.
+  std::int64_t start_round_trip(dlc_graph::transfer& x, const dlc_file& f, const dlc_record& r) const {
+    x.round_trip = true;
+    std::int64_t start_us = d_.origin_us;
+    for (auto j : r.deps) start_us = std::max(start_us, f.records[j].time_us);
+    x.bytes = r.length;
+    if (r.form == dlc_dep_form::one && is_send(f.records[r.deps.front()].op)) x.bytes += f.records[r.deps.front()].length;
+    return start_us;
+  }
+
+  // The transfer ending at receive `i` of file `fi`.
+  void add_transfer(std::size_t fi, std::size_t i) {
+    auto& f = job_.files[fi];
+    auto& r = f.records[i];
+    const bool pull = message_of(r.op) >= dlc_message::pull_request;
+    dlc_graph::transfer x;
+    x.from = r.src;
+    x.to = r.dst;
+    auto s = sends_.find(key_of(r));
+    const std::string label = std::string(to_string(message_of(r.op))) + " " + std::to_string(r.key) + " it " +
+                              std::to_string(r.iteration) + " " + std::to_string(r.src) + "->" + std::to_string(r.dst);
+    const std::int64_t start_us = s != sends_.end() ? start_at_send(x, r, s->second) : start_round_trip(x, f, r);
+    x.recorded_ns = std::max<std::int64_t>(0, r.time_us - start_us) * 1000;
+    auto h = g_.add(comm_task{.op = pull ? comm_op::pull : comm_op::push, .bytes = x.bytes, .group_size = 2},
+                    task_fields{.name = (x.round_trip ? "round trip " : "") + label, .duration = x.recorded_ns,
+                                .resource = no_resource, .trace_start = ns(start_us), .phase = phase::other,
+                                .iteration = r.iteration});
+    x.task = h.id;
+    d_.event[fi][i] = h.id;
+    round_trip_[fi][i] = x.round_trip;
+    d_.transfers.push_back(x);
+    if (s != sends_.end()) g_.add_dependency(d_.event[s->second.first][s->second.second], h.id, dep_kind::comm);
+  }
+
+  // Program order of the node's sends.
+  void add_send_order(std::size_t fi) {
+    task_id prev = no_task;
+    for (auto i : sends_by_time(job_.files[fi])) {
+      const auto me = d_.event[fi][i];
+      if (prev != no_task) g_.add_dependency(prev, me, dep_kind::cpu_order);
+      prev = me;
+    }
+  }
+
+  // The id_dep of sends and of round trips. A record with several dependencies waits on
+  // a join: one zero-length task per distinct set, so that a one-to-many id_dep shared
+  // by many records (every push of an iteration on every answer of the previous one)
+  // costs one edge per member.
+  void add_record_dependencies(std::size_t fi) {
+    auto& f = job_.files[fi];
+    std::map<std::vector<std::size_t>, task_id> joins;
+    for (std::size_t i = 0; i < f.records.size(); ++i) {
+      auto& r = f.records[i];
+      if (!is_send(r.op) && !round_trip_[fi][i]) continue;
+      if (r.deps.size() == 1) {
+        g_.add_dependency(d_.event[fi][r.deps.front()], d_.event[fi][i], dep_kind::comm);
+        continue;
+      }
+      if (r.deps.empty()) continue;
+      auto [it, fresh] = joins.try_emplace(r.deps, no_task);
+      if (fresh) it->second = add_join(fi, r);
+      g_.add_dependency(it->second, d_.event[fi][i], dep_kind::comm);
+    }
+  }
+
+  // The join of record `r`'s dependencies (in file `fi`).
+  task_id add_join(std::size_t fi, const dlc_record& r) {
+    auto& f = job_.files[fi];
+    std::int64_t latest = d_.origin_us;
+    for (auto j : r.deps) latest = std::max(latest, f.records[j].time_us);
+    auto h = g_.add(cpu_task{}, task_fields{.name = "all of " + std::to_string(r.deps.size()) + " records",
+                                            .duration = 0, .resource = no_resource, .trace_start = ns(latest),
+                                            .phase = phase::other, .iteration = r.iteration});
+    for (auto j : r.deps) g_.add_dependency(d_.event[fi][j], h.id, dep_kind::comm);
+    ++d_.joins;
+    return h.id;
+  }
+
+  // The traced network's per-byte time, and each transfer's fixed part.
+  void set_per_byte_time(const dlc_graph_options& opt) {
+    if (opt.recorded_bandwidth > 0)
+      d_.recorded_per_byte_ns = std::max(1.0, double(std::max(1, d_.workers)) / double(std::max(1, d_.servers))) *
+                                1e9 / opt.recorded_bandwidth;
+    else {
+      double best = std::numeric_limits<double>::infinity();
+      for (auto& x : d_.transfers)
+        if (x.bytes) best = std::min(best, double(x.recorded_ns) / double(x.bytes));
+      d_.recorded_per_byte_ns = std::isfinite(best) ? best : 0;
+    }
+    for (auto& x : d_.transfers)
+      x.fixed_ns = std::max(0.0, double(x.recorded_ns) - double(x.bytes) * d_.recorded_per_byte_ns);
+  }
+
+  const dlc_job& job_;
+  dlc_graph& d_;
+  graph& g_;
+  std::map<msg_key, std::pair<std::size_t, std::size_t>> sends_; // first send of each message: (file, record)
+  std::vector<std::vector<bool>> round_trip_;                    // per file and record
+};
+
+} // namespace detail
+//! @endcond
+
 /// Builds the graph of a DLC job (dlc_graph). Replaying it with daydream::replay gives
 /// every record its recorded time exactly, except the receives of clock-skewed
 /// transfers (dlc_graph::clock_skewed). Accepts every job the reader makes.
 /// Complexity: O(R log R) for R records.
 inline dlc_graph build_dlc_graph(const dlc_job& job, const dlc_graph_options& opt = {}) {
   dlc_graph d;
-  d.workers = job.workers;
-  d.servers = job.servers;
-  auto& g = d.g;
-  bool any = false;
-  std::int64_t origin = std::numeric_limits<std::int64_t>::max();
-  for (auto& f : job.files)
-    for (auto& r : f.records) { origin = std::min(origin, r.time_us); any = true; }
-  d.origin_us = any ? origin : 0;
-  auto ns = [&](std::int64_t us) -> time_ns { return (us - d.origin_us) * 1000; };
-  // Sends by message, to join them to their receives.
-  using msg_key = std::tuple<std::int32_t, std::int64_t, std::int32_t, std::int32_t, int>;
-  auto key_of = [&](const dlc_record& r) {
-    const bool w = is_worker_op(r.op);
-    return msg_key{r.iteration, r.key, w ? r.performer() : r.peer, w ? r.peer : r.performer(), int(message_of(r.op))};
-  };
-  std::map<msg_key, std::pair<std::size_t, std::size_t>> sends, recvs; // first of each
-  for (std::size_t fi = 0; fi < job.files.size(); ++fi)
-    for (std::size_t i = 0; i < job.files[fi].records.size(); ++i) {
-      auto& r = job.files[fi].records[i];
-      (is_send(r.op) ? sends : recvs).emplace(key_of(r), std::pair{fi, i});
-    }
-  d.event.resize(job.files.size());
-  std::vector<std::vector<bool>> round_trip(job.files.size());
-  for (std::size_t fi = 0; fi < job.files.size(); ++fi) {
-    d.event[fi].assign(job.files[fi].records.size(), no_task);
-    round_trip[fi].assign(job.files[fi].records.size(), false);
-  }
-  // Node time before every send, in time order on the node's resource.
-  for (std::size_t fi = 0; fi < job.files.size(); ++fi) {
-    auto& f = job.files[fi];
-    if (f.records.empty()) continue;
-    const auto node = g.add_resource(resource{"node " + std::to_string(f.rank), resource_kind::cpu_thread,
-                                              sharing::exclusive, f.rank});
-    std::vector<std::size_t> idx;
-    for (std::size_t i = 0; i < f.records.size(); ++i)
-      if (is_send(f.records[i].op)) idx.push_back(i);
-    std::stable_sort(idx.begin(), idx.end(),
-                     [&](std::size_t a, std::size_t b) { return f.records[a].time_us < f.records[b].time_us; });
-    std::int64_t prev_us = d.origin_us;
-    for (auto i : idx) {
-      auto& r = f.records[i];
-      std::int64_t ready = prev_us;
-      for (auto j : r.deps) ready = std::max(ready, f.records[j].time_us);
-      const std::string name = std::string(to_string(r.op)) + " " + std::to_string(r.key) + "-" +
-                               std::to_string(r.op_num);
-      auto h = g.add(cpu_task{}, task_fields{.name = "before " + name, .duration = (r.time_us - ready) * 1000,
-                                             .resource = node, .trace_start = ns(ready),
-                                             .phase = is_worker_op(r.op) && dlc_step(r.op) == 0 ? phase::backward
-                                                                                                 : phase::other,
-                                             .iteration = r.iteration});
-      d.event[fi][i] = h.id;
-      prev_us = r.time_us;
-    }
-  }
-  // Transfers: joined messages, and round trips for receives without their send.
-  for (std::size_t fi = 0; fi < job.files.size(); ++fi) {
-    auto& f = job.files[fi];
-    for (std::size_t i = 0; i < f.records.size(); ++i) {
-      auto& r = f.records[i];
-      if (is_send(r.op)) continue;
-      const bool pull = message_of(r.op) >= dlc_message::pull_request;
-      dlc_graph::transfer x;
-      x.from = r.src;
-      x.to = r.dst;
-      std::int64_t start_us;
-      auto s = sends.find(key_of(r));
-      const std::string label = std::string(to_string(message_of(r.op))) + " " + std::to_string(r.key) + " it " +
-                                std::to_string(r.iteration) + " " + std::to_string(r.src) + "->" + std::to_string(r.dst);
-      if (s != sends.end()) {
-        auto& sr = job.files[s->second.first].records[s->second.second];
-        start_us = sr.time_us;
-        x.bytes = sr.length;
-        if (r.time_us < start_us) {
-          ++d.clock_skewed;
-          d.skew_ns = std::max<time_ns>(d.skew_ns, (start_us - r.time_us) * 1000);
-        }
-      } else {
-        x.round_trip = true;
-        start_us = d.origin_us;
-        for (auto j : r.deps) start_us = std::max(start_us, f.records[j].time_us);
-        x.bytes = r.length;
-        if (r.form == dlc_dep_form::one && is_send(f.records[r.deps.front()].op)) x.bytes += f.records[r.deps.front()].length;
-      }
-      x.recorded_ns = std::max<std::int64_t>(0, r.time_us - start_us) * 1000;
-      auto h = g.add(comm_task{.op = pull ? comm_op::pull : comm_op::push, .bytes = x.bytes, .group_size = 2},
-                     task_fields{.name = (x.round_trip ? "round trip " : "") + label, .duration = x.recorded_ns,
-                                 .resource = no_resource, .trace_start = ns(start_us), .phase = phase::other,
-                                 .iteration = r.iteration});
-      x.task = h.id;
-      d.event[fi][i] = h.id;
-      round_trip[fi][i] = x.round_trip;
-      d.transfers.push_back(x);
-      if (s != sends.end()) g.add_dependency(d.event[s->second.first][s->second.second], h.id, dep_kind::comm);
-    }
-  }
-  // Dependencies: program order of a node's sends, id_dep of sends, and of round trips.
-  for (std::size_t fi = 0; fi < job.files.size(); ++fi) {
-    auto& f = job.files[fi];
-    task_id prev = no_task;
-    std::vector<std::pair<std::int64_t, std::size_t>> sends_by_time;
-    for (std::size_t i = 0; i < f.records.size(); ++i)
-      if (is_send(f.records[i].op)) sends_by_time.emplace_back(f.records[i].time_us, i);
-    std::stable_sort(sends_by_time.begin(), sends_by_time.end(),
-                     [](auto& a, auto& b) { return a.first < b.first; });
-    for (auto& [t, i] : sends_by_time) {
-      const auto me = d.event[fi][i];
-      if (prev != no_task) g.add_dependency(prev, me, dep_kind::cpu_order);
-      prev = me;
-    }
-    // A record with several dependencies waits on a join: one zero-length task per
-    // distinct set, so that a one-to-many id_dep shared by many records (every push of
-    // an iteration on every answer of the previous one) costs one edge per member.
-    std::map<std::vector<std::size_t>, task_id> joins;
-    for (std::size_t i = 0; i < f.records.size(); ++i) {
-      auto& r = f.records[i];
-      if (!is_send(r.op) && !round_trip[fi][i]) continue;
-      if (r.deps.size() == 1) {
-        g.add_dependency(d.event[fi][r.deps.front()], d.event[fi][i], dep_kind::comm);
-        continue;
-      }
-      if (r.deps.empty()) continue;
-      auto [it, fresh] = joins.try_emplace(r.deps, no_task);
-      if (fresh) {
-        std::int64_t latest = d.origin_us;
-        for (auto j : r.deps) latest = std::max(latest, f.records[j].time_us);
-        auto h = g.add(cpu_task{}, task_fields{.name = "all of " + std::to_string(r.deps.size()) + " records",
-                                               .duration = 0, .resource = no_resource, .trace_start = ns(latest),
-                                               .phase = phase::other, .iteration = r.iteration});
-        for (auto j : r.deps) g.add_dependency(d.event[fi][j], h.id, dep_kind::comm);
-        it->second = h.id;
-        ++d.joins;
-      }
-      g.add_dependency(it->second, d.event[fi][i], dep_kind::comm);
-    }
-  }
-  // The traced network's per-byte time.
-  if (opt.recorded_bandwidth > 0)
-    d.recorded_per_byte_ns = std::max(1.0, double(std::max(1, d.workers)) / double(std::max(1, d.servers))) * 1e9 /
-                             opt.recorded_bandwidth;
-  else {
-    double best = std::numeric_limits<double>::infinity();
-    for (auto& x : d.transfers)
-      if (x.bytes) best = std::min(best, double(x.recorded_ns) / double(x.bytes));
-    d.recorded_per_byte_ns = std::isfinite(best) ? best : 0;
-  }
-  for (auto& x : d.transfers)
-    x.fixed_ns = std::max(0.0, double(x.recorded_ns) - double(x.bytes) * d.recorded_per_byte_ns);
+  detail::dlc_graph_builder(job, d).run(opt);
   return d;
 }
 

@@ -251,6 +251,172 @@ inline void add_fine_collective(job_graph& jg, const job& j, const matched_colle
 } // namespace detail
 //! @endcond
 
+//! @cond DAYDREAM_INTERNAL
+namespace detail {
+
+// Builds a job graph (build_job_graph) in steps: each rank's release; each rank's
+// resources, tasks and dependencies copied, and the task holding back its start; each
+// matched collective's barrier and parts, and at the fine level its transfers.
+class job_graph_builder {
+public:
+  job_graph_builder(const job& j, const collective_matching& m, const alignment_result& alignment,
+                    const job_model_options& o, job_graph& jg)
+      : j_(j), m_(m), alignment_(alignment), o_(o), jg_(jg) {}
+
+  void run() {
+    jg_.alignment = alignment_;
+    std::size_t total = 0;
+    for (auto& r : j_.ranks) total += r.g.size();
+    jg_.g.reserve(total + j_.ranks.size() + m_.collectives.size());
+    set_releases();
+    for (std::size_t k = 0; k < j_.ranks.size(); ++k) add_rank(k);
+    jg_.first_task.push_back(jg_.g.id_bound());
+    if (o_.communication == communication_level::fine) prepare_fine();
+    for (std::size_t ci = 0; ci < m_.collectives.size(); ++ci) add_collective(ci);
+  }
+
+private:
+  time_ns off(std::int32_t r) const {
+    auto it = alignment_.offset.find(r);
+    return it == alignment_.offset.end() ? time_ns(0) : it->second;
+  }
+
+  // Each rank's first trace event on aligned clocks, and its release: how long after
+  // the job's first event it starts (another rank's, by o.start_like).
+  void set_releases() {
+    first_.assign(j_.ranks.size(), 0);
+    time_ns job_first = std::numeric_limits<time_ns>::max();
+    for (std::size_t k = 0; k < j_.ranks.size(); ++k) {
+      time_ns lo = std::numeric_limits<time_ns>::max();
+      j_.ranks[k].g.for_each_task([&](task_id t) { lo = std::min(lo, j_.ranks[k].g.trace_start(t)); });
+      first_[k] = lo == std::numeric_limits<time_ns>::max() ? 0 : lo + off(j_.ranks[k].rank);
+      job_first = std::min(job_first, first_[k]);
+    }
+    for (std::size_t k = 0; k < j_.ranks.size(); ++k) {
+      auto src = k;
+      if (auto it = o_.start_like.find(k); it != o_.start_like.end()) src = it->second;
+      jg_.release.push_back(first_[src] - job_first);
+    }
+  }
+
+  // A rank's resources, named "rank R: <name>" with node R; their ids in the job graph.
+  std::vector<resource_id> copy_resources(const rank_trace& rt) {
+    const auto& src = rt.g;
+    std::vector<resource_id> res(src.resource_count());
+    for (std::size_t r = 0; r < src.resource_count(); ++r) {
+      auto x = src.resource_at(resource_id(r));
+      x.name = "rank " + std::to_string(rt.rank) + ": " + x.name;
+      x.node = rt.rank;
+      res[r] = jg_.g.add_resource(std::move(x));
+    }
+    return res;
+  }
+
+  // Rank `k`'s tasks (trace starts shifted by its clock offset) and dependencies.
+  void add_rank(std::size_t k) {
+    const auto& rt = j_.ranks[k];
+    const auto& src = rt.g;
+    const auto& c = src.core();
+    const time_ns shift = off(rt.rank);
+    jg_.ranks.push_back(rt.rank);
+    const auto res = copy_resources(rt);
+    jg_.first_task.push_back(jg_.g.id_bound());
+    auto& map = jg_.map.emplace_back(src.id_bound(), no_task);
+    src.for_each_task([&](task_id t) {
+      task_fields f{.name = src.name(t), .duration = c.duration[t],
+                    .resource = c.res[t] == no_resource ? no_resource : res[c.res[t]], .gap = c.gap[t],
+                    .trace_start = c.trace_start[t] + shift, .layer = src.layer(t), .phase = c.ph[t],
+                    .iteration = c.iteration[t]};
+      auto id = src.visit(t, [&](auto, const auto& p) { return jg_.g.add(p, f).id; });
+      if (c.priority[t]) jg_.g.core().priority[id] = c.priority[t];
+      if (c.mem_delta[t]) jg_.g.core().mem_delta[id] = c.mem_delta[t];
+      map[t] = id;
+    });
+    src.for_each_task([&](task_id t) {
+      for (auto d : src.successors(t)) jg_.g.add_dependency(map[t], map[d.to], d.kind);
+    });
+    jg_.release_task.push_back(no_task);
+    if (jg_.release[k] > 0) jg_.release_task.back() = add_release(k);
+  }
+
+  // The task that holds rank `k` back by its release, on its own "rank R: start"
+  // resource (outside every iteration), before each of its tasks without predecessors.
+  task_id add_release(std::size_t k) {
+    const auto rank = j_.ranks[k].rank;
+    std::vector<task_id> roots;
+    for (task_id t = jg_.first_task[k]; t < jg_.g.id_bound(); ++t)
+      if (jg_.g.in_degree(t) == 0) roots.push_back(t);
+    auto rr = jg_.g.add_resource({"rank " + std::to_string(rank) + ": start", resource_kind::other,
+                                  sharing::exclusive, rank, -1, 0});
+    auto h = jg_.g.add(cpu_task{}, {.name = "start of rank " + std::to_string(rank), .duration = jg_.release[k],
+                                    .resource = rr, .trace_start = first_[k] - jg_.release[k], .iteration = -1});
+    for (auto t : roots) jg_.g.add_dependency(h.id, t, dep_kind::control);
+    return h.id;
+  }
+
+  // The fine level's links, the options that scale the transfer as recorded, and room
+  // for every transfer: a latency task and a task on each of its two links.
+  void prepare_fine() {
+    hierarchy_ = job_link_hierarchy(j_, o_);
+    as_traced_ = o_;
+    as_traced_.network_scale = 1.0;
+    as_traced_.changed_to = o_.calibrated_as;
+    const auto algo = o_.transfer == job_model_options::transfer_source::trace ? o_.changed_to : o_.algorithm;
+    std::size_t transfers = 0;
+    for (auto& mc : m_.collectives)
+      transfers +=
+          collective_transfer_count(mc.op, std::max<std::uint32_t>(mc.group_size, std::uint32_t(mc.parts.size())), algo);
+    jg_.g.reserve(jg_.g.id_bound() + m_.collectives.size() + 3 * transfers);
+  }
+
+  // Matched collective `ci`: its barrier waits for what each part waited for, each part
+  // waits for the barrier and takes the modelled transfer time.
+  void add_collective(std::size_t ci) {
+    const auto& mc = m_.collectives[ci];
+    modelled_collective x;
+    x.matched = ci;
+    auto [t, from] = modelled_transfer(mc, o_, alignment_.offset);
+    x.transfer = t;
+    x.calibrated_from = from;
+    time_ns at = std::numeric_limits<time_ns>::max();
+    for (auto& p : mc.parts) {
+      auto k = std::size_t(j_.index_of(p.rank));
+      x.parts.push_back(jg_.map[k][p.task]);
+      x.part_rank.push_back(k);
+      at = std::min(at, p.start + off(p.rank));
+    }
+    auto b = jg_.g.add(cpu_task{}, {.name = "collective " + std::string(to_string(mc.op)) + " #" +
+                                            std::to_string(mc.index + 1) + " (group " + std::to_string(mc.group + 1) + ")",
+                                    .duration = 0, .resource = no_resource, .trace_start = at, .iteration = -1});
+    x.barrier = b.id;
+    for (auto part : x.parts) {
+      std::vector<task_id> preds;
+      for (auto d : jg_.g.predecessors(part)) preds.push_back(d.from);
+      for (auto p : preds) jg_.g.add_dependency(p, b.id, dep_kind::comm);
+    }
+    for (auto part : x.parts) {
+      jg_.g.add_dependency(b.id, part, dep_kind::comm);
+      jg_.g.core().duration[part] = x.transfer;
+    }
+    if (o_.communication == communication_level::fine)
+      add_fine_collective(jg_, j_, mc, x, o_, hierarchy_, links_, modelled_transfer(mc, as_traced_, alignment_.offset).first);
+    jg_.collectives.push_back(std::move(x));
+  }
+
+  const job& j_;
+  const collective_matching& m_;
+  const alignment_result& alignment_;
+  const job_model_options& o_;
+  job_graph& jg_;
+  std::vector<time_ns> first_; // by rank index: its first trace event on aligned clocks
+  link_hierarchy hierarchy_;   // the fine level's
+  fine_links links_;
+  job_model_options as_traced_; // the fine level scales the transfer as recorded
+};
+
+} // namespace detail
+//! @endcond
+
 /// Joins every rank of `j` into one graph and models the matched collectives `m`
 /// (coarse level):
 ///
@@ -280,122 +446,9 @@ inline void add_fine_collective(job_graph& jg, const job& j, const matched_colle
 inline job_graph build_job_graph(const job& j, const collective_matching& m, const alignment_result& alignment,
                                  const job_model_options& o = {}) {
   job_graph jg;
-  jg.alignment = alignment;
-  auto off = [&](std::int32_t r) {
-    auto it = alignment.offset.find(r);
-    return it == alignment.offset.end() ? time_ns(0) : it->second;
-  };
-  std::size_t total = 0;
-  for (auto& r : j.ranks) total += r.g.size();
-  jg.g.reserve(total + j.ranks.size() + m.collectives.size());
-  // Releases: each rank's first trace event on aligned clocks.
-  std::vector<time_ns> first(j.ranks.size(), 0);
-  time_ns job_first = std::numeric_limits<time_ns>::max();
-  for (std::size_t k = 0; k < j.ranks.size(); ++k) {
-    time_ns lo = std::numeric_limits<time_ns>::max();
-    j.ranks[k].g.for_each_task([&](task_id t) { lo = std::min(lo, j.ranks[k].g.trace_start(t)); });
-    first[k] = lo == std::numeric_limits<time_ns>::max() ? 0 : lo + off(j.ranks[k].rank);
-    job_first = std::min(job_first, first[k]);
-  }
-  for (std::size_t k = 0; k < j.ranks.size(); ++k) {
-    auto src = k;
-    if (auto it = o.start_like.find(k); it != o.start_like.end()) src = it->second;
-    jg.release.push_back(first[src] - job_first);
-  }
-  for (std::size_t k = 0; k < j.ranks.size(); ++k) {
-    const auto& rt = j.ranks[k];
-    const auto& src = rt.g;
-    const auto& c = src.core();
-    const time_ns shift = off(rt.rank);
-    jg.ranks.push_back(rt.rank);
-    std::vector<resource_id> res(src.resource_count());
-    for (std::size_t r = 0; r < src.resource_count(); ++r) {
-      auto x = src.resource_at(resource_id(r));
-      x.name = "rank " + std::to_string(rt.rank) + ": " + x.name;
-      x.node = rt.rank;
-      res[r] = jg.g.add_resource(std::move(x));
-    }
-    jg.first_task.push_back(jg.g.id_bound());
-    auto& map = jg.map.emplace_back(src.id_bound(), no_task);
-    src.for_each_task([&](task_id t) {
-      task_fields f{.name = src.name(t), .duration = c.duration[t],
-                    .resource = c.res[t] == no_resource ? no_resource : res[c.res[t]], .gap = c.gap[t],
-                    .trace_start = c.trace_start[t] + shift, .layer = src.layer(t), .phase = c.ph[t],
-                    .iteration = c.iteration[t]};
-      auto id = src.visit(t, [&](auto, const auto& p) { return jg.g.add(p, f).id; });
-      if (c.priority[t]) jg.g.core().priority[id] = c.priority[t];
-      if (c.mem_delta[t]) jg.g.core().mem_delta[id] = c.mem_delta[t];
-      map[t] = id;
-    });
-    src.for_each_task([&](task_id t) {
-      for (auto d : src.successors(t)) jg.g.add_dependency(map[t], map[d.to], d.kind);
-    });
-    jg.release_task.push_back(no_task);
-    if (jg.release[k] > 0) {
-      std::vector<task_id> roots;
-      for (task_id t = jg.first_task[k]; t < jg.g.id_bound(); ++t)
-        if (jg.g.in_degree(t) == 0) roots.push_back(t);
-      auto rr = jg.g.add_resource({"rank " + std::to_string(rt.rank) + ": start", resource_kind::other,
-                                   sharing::exclusive, rt.rank, -1, 0});
-      auto h = jg.g.add(cpu_task{}, {.name = "start of rank " + std::to_string(rt.rank), .duration = jg.release[k],
-                                     .resource = rr, .trace_start = first[k] - jg.release[k], .iteration = -1});
-      for (auto t : roots) jg.g.add_dependency(h.id, t, dep_kind::control);
-      jg.release_task.back() = h.id;
-    }
-  }
-  jg.first_task.push_back(jg.g.id_bound());
-  // The collectives.
-  const bool fine = o.communication == communication_level::fine;
-  link_hierarchy hierarchy;
-  fine_links links;
-  job_model_options as_traced; // the fine level scales the transfer as recorded
-  if (fine) {
-    hierarchy = job_link_hierarchy(j, o);
-    as_traced = o;
-    as_traced.network_scale = 1.0;
-    as_traced.changed_to = o.calibrated_as;
-    // Room for every transfer: a latency task and a task on each of its two links.
-    const auto algo = o.transfer == job_model_options::transfer_source::trace ? o.changed_to : o.algorithm;
-    std::size_t transfers = 0;
-    for (auto& mc : m.collectives)
-      transfers += collective_transfer_count(mc.op, std::max<std::uint32_t>(mc.group_size, std::uint32_t(mc.parts.size())), algo);
-    jg.g.reserve(jg.g.id_bound() + m.collectives.size() + 3 * transfers);
-  }
-  for (std::size_t ci = 0; ci < m.collectives.size(); ++ci) {
-    const auto& mc = m.collectives[ci];
-    modelled_collective x;
-    x.matched = ci;
-    auto [t, from] = detail::modelled_transfer(mc, o, alignment.offset);
-    x.transfer = t;
-    x.calibrated_from = from;
-    time_ns at = std::numeric_limits<time_ns>::max();
-    for (auto& p : mc.parts) {
-      auto k = std::size_t(j.index_of(p.rank));
-      x.parts.push_back(jg.map[k][p.task]);
-      x.part_rank.push_back(k);
-      at = std::min(at, p.start + off(p.rank));
-    }
-    auto b = jg.g.add(cpu_task{}, {.name = "collective " + std::string(to_string(mc.op)) + " #" +
-                                           std::to_string(mc.index + 1) + " (group " + std::to_string(mc.group + 1) + ")",
-                                   .duration = 0, .resource = no_resource, .trace_start = at, .iteration = -1});
-    x.barrier = b.id;
-    for (auto part : x.parts) {
-      std::vector<task_id> preds;
-      for (auto d : jg.g.predecessors(part)) preds.push_back(d.from);
-      for (auto p : preds) jg.g.add_dependency(p, b.id, dep_kind::comm);
-    }
-    for (auto part : x.parts) {
-      jg.g.add_dependency(b.id, part, dep_kind::comm);
-      jg.g.core().duration[part] = x.transfer;
-    }
-    if (fine)
-      detail::add_fine_collective(jg, j, mc, x, o, hierarchy, links,
-                                  detail::modelled_transfer(mc, as_traced, alignment.offset).first);
-    jg.collectives.push_back(std::move(x));
-  }
+  detail::job_graph_builder(j, m, alignment, o, jg).run();
   return jg;
 }
-
 
 } // namespace daydream
 

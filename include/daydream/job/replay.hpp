@@ -117,110 +117,134 @@ inline time_ns arrival_of(const job_graph& jg, const replay_result& r, task_id p
   return at;
 }
 
-/// Replays job graph `jg` of job `j` and explains it for `iterations` (empty: the job's
-/// analysed iterations): each rank's predicted and measured iteration, its compute /
-/// transfer / wait split and whom it waited for, the job's iteration time (the slowest
-/// rank's), the straggler with the operations that made it late, and the critical path
-/// across ranks.
-inline job_result analyse_job(const job& j, const job_graph& jg, std::vector<std::int32_t> iterations = {},
-                              const replay_options& options = {}) {
-  job_result out;
-  if (iterations.empty()) iterations = j.analysed_iterations();
-  out.iterations = iterations;
-  out.r = replay(jg.g, trace_order_policy{}, options);
-  const auto& r = out.r;
-  auto spans = rank_iteration_spans(jg, r);
-  out.ranks.resize(jg.ranks.size());
-  for (std::size_t k = 0; k < jg.ranks.size(); ++k) {
-    auto& rr = out.ranks[k];
-    rr.rank = jg.ranks[k];
-    for (auto i : iterations) {
-      time_ns t = -1;
-      for (auto& s : spans[k])
-        if (s.iteration == i) t = s.duration();
-      rr.per_iteration.push_back(t);
+//! @cond DAYDREAM_INTERNAL
+namespace detail {
+
+// The explanation of a job's replay (analyse_job), in steps over `out.r`: each rank's
+// iterations and the focus iteration; per rank the intervals of that iteration spent
+// computing, transferring and waiting (and for whom); their exclusive split; the
+// straggler; the critical path by rank.
+class job_analysis {
+public:
+  job_analysis(const job& j, const job_graph& jg, const std::vector<std::int32_t>& iterations, job_result& out)
+      : j_(j), jg_(jg), iterations_(iterations), out_(out), r_(out.r), iv_(jg.ranks.size()),
+        window_(jg.ranks.size(), {0, -1}) {}
+
+  void run() {
+    spans_ = rank_iteration_spans(jg_, r_);
+    iteration_times();
+    choose_focus();
+    for (std::size_t k = 0; k < jg_.ranks.size(); ++k)
+      for (auto& s : spans_[k])
+        if (s.iteration == out_.iteration) window_[k] = {s.begin, s.end};
+    for (auto& c : jg_.collectives)
+      for (auto p : c.parts) parts_.insert(p);
+    task_intervals();
+    transfer_intervals();
+    for (auto& c : jg_.collectives) wait_intervals(c);
+    for (std::size_t k = 0; k < jg_.ranks.size(); ++k) split(k);
+    find_straggler();
+    critical_path();
+  }
+
+private:
+  // Each rank's time per analysed iteration, and the job's (the slowest rank's).
+  void iteration_times() {
+    out_.ranks.resize(jg_.ranks.size());
+    for (std::size_t k = 0; k < jg_.ranks.size(); ++k) {
+      auto& rr = out_.ranks[k];
+      rr.rank = jg_.ranks[k];
+      for (auto i : iterations_) {
+        time_ns t = -1;
+        for (auto& s : spans_[k])
+          if (s.iteration == i) t = s.duration();
+        rr.per_iteration.push_back(t);
+      }
     }
+    for (std::size_t x = 0; x < iterations_.size(); ++x) {
+      time_ns t = -1;
+      for (auto& rr : out_.ranks) t = std::max(t, rr.per_iteration[x]);
+      out_.per_iteration.push_back(t);
+    }
+    out_.predicted = median_of(out_.per_iteration);
   }
-  for (std::size_t x = 0; x < iterations.size(); ++x) {
-    time_ns t = -1;
-    for (auto& rr : out.ranks) t = std::max(t, rr.per_iteration[x]);
-    out.per_iteration.push_back(t);
-  }
-  out.predicted = median_of(out.per_iteration);
+
   // Every rank is told in the focus iteration, so that the job's time is the slowest
   // rank's and each rank's parts add up to its time (a rank's own median iteration may
   // be another one, and the largest of those medians is not the job's median).
-  for (std::size_t x = 0; x < iterations.size(); ++x) {
-    if (out.per_iteration[x] != out.predicted) continue;
-    out.iteration = iterations[x];
-    for (std::size_t k = 0; k < jg.ranks.size(); ++k) {
-      auto& rr = out.ranks[k];
-      rr.predicted = rr.per_iteration[x];
-      if (k < j.ranks.size())
-        if (auto it = j.ranks[k].measured.find(out.iteration); it != j.ranks[k].measured.end()) rr.measured = it->second;
+  void choose_focus() {
+    for (std::size_t x = 0; x < iterations_.size(); ++x) {
+      if (out_.per_iteration[x] != out_.predicted) continue;
+      out_.iteration = iterations_[x];
+      for (std::size_t k = 0; k < jg_.ranks.size(); ++k) {
+        auto& rr = out_.ranks[k];
+        rr.predicted = rr.per_iteration[x];
+        if (k < j_.ranks.size())
+          if (auto it = j_.ranks[k].measured.find(out_.iteration); it != j_.ranks[k].measured.end())
+            rr.measured = it->second;
+      }
+      break;
     }
-    break;
   }
 
-  // Intervals per rank in the focus iteration.
-  std::vector<std::vector<detail::interval>> iv(jg.ranks.size());
-  std::vector<std::pair<time_ns, time_ns>> window(jg.ranks.size(), {0, -1});
-  for (std::size_t k = 0; k < jg.ranks.size(); ++k)
-    for (auto& s : spans[k])
-      if (s.iteration == out.iteration) window[k] = {s.begin, s.end};
-  std::set<task_id> parts;
-  for (auto& c : jg.collectives)
-    for (auto p : c.parts) parts.insert(p);
-  jg.g.for_each_task([&](task_id t) {
-    if (r.start[t] < 0 || jg.g.iteration(t) != out.iteration) return;
-    auto res = jg.g.resource_of(t);
-    if (res == no_resource) return;
-    auto kind = jg.g.resource_at(res).kind;
-    if (kind == resource_kind::cpu_thread || kind == resource_kind::other) return;
-    auto k = jg.rank_index_of(t);
-    if (k < 0) return;
-    const bool comm = jg.g.is<comm_task>(t) || parts.count(t);
-    iv[std::size_t(k)].push_back({r.start[t], r.end[t], comm ? 1 : 0, -1});
-  });
+  // The ranks' GPU work in the focus iteration: computing, or transferring for
+  // communication tasks and collective parts.
+  void task_intervals() {
+    jg_.g.for_each_task([&](task_id t) {
+      if (r_.start[t] < 0 || jg_.g.iteration(t) != out_.iteration) return;
+      auto res = jg_.g.resource_of(t);
+      if (res == no_resource) return;
+      auto kind = jg_.g.resource_at(res).kind;
+      if (kind == resource_kind::cpu_thread || kind == resource_kind::other) return;
+      auto k = jg_.rank_index_of(t);
+      if (k < 0) return;
+      const bool comm = jg_.g.is<comm_task>(t) || parts_.count(t);
+      iv_[std::size_t(k)].push_back({r_.start[t], r_.end[t], comm ? 1 : 0, -1});
+    });
+  }
+
   // The fine level: a rank transfers from the barrier until its kernel ends (its last
   // chunk arrived); the kernel itself takes no time.
-  for (auto& c : jg.collectives)
-    if (c.transfers)
-      for (std::size_t x = 0; x < c.parts.size(); ++x)
-        if (jg.g.iteration(c.parts[x]) == out.iteration && r.end[c.parts[x]] > r.end[c.barrier])
-          iv[c.part_rank[x]].push_back({r.end[c.barrier], r.end[c.parts[x]], 1, -1});
-  std::map<std::int32_t, time_ns> caused;
-  std::map<std::int32_t, std::size_t> last_count;
-  std::size_t focus_collectives = 0;
-  const modelled_collective* worst = nullptr;
-  time_ns worst_wait = -1;
-  for (auto& c : jg.collectives) {
-    if (c.parts.empty() || jg.g.iteration(c.parts.front()) != out.iteration) continue;
-    ++focus_collectives;
-    const task_id p = r.pred[c.barrier];
-    const std::int32_t whom = p == no_task ? -1 : jg.rank_of(p);
-    if (whom >= 0) ++last_count[whom];
+  void transfer_intervals() {
+    for (auto& c : jg_.collectives)
+      if (c.transfers)
+        for (std::size_t x = 0; x < c.parts.size(); ++x)
+          if (jg_.g.iteration(c.parts[x]) == out_.iteration && r_.end[c.parts[x]] > r_.end[c.barrier])
+            iv_[c.part_rank[x]].push_back({r_.end[c.barrier], r_.end[c.parts[x]], 1, -1});
+  }
+
+  // The waiting at collective `c` of the focus iteration: each rank from its arrival
+  // until the barrier, for the rank that arrived last.
+  void wait_intervals(const modelled_collective& c) {
+    if (c.parts.empty() || jg_.g.iteration(c.parts.front()) != out_.iteration) return;
+    ++focus_collectives_;
+    const task_id p = r_.pred[c.barrier];
+    const std::int32_t whom = p == no_task ? -1 : jg_.rank_of(p);
+    if (whom >= 0) ++last_count_[whom];
     time_ns total = 0;
     for (std::size_t x = 0; x < c.parts.size(); ++x) {
-      const auto part = c.parts[x];
-      const time_ns arrive = arrival_of(jg, r, part, c.barrier);
-      const time_ns until = r.end[c.barrier];
-      if (until > arrive && whom >= 0 && whom != jg.ranks[c.part_rank[x]]) {
-        iv[c.part_rank[x]].push_back({arrive, until, 2, whom});
+      const time_ns arrive = arrival_of(jg_, r_, c.parts[x], c.barrier);
+      const time_ns until = r_.end[c.barrier];
+      if (until > arrive && whom >= 0 && whom != jg_.ranks[c.part_rank[x]]) {
+        iv_[c.part_rank[x]].push_back({arrive, until, 2, whom});
         total += until - arrive;
       }
     }
-    if (whom >= 0) caused[whom] += total;
-    if (total > worst_wait) { worst_wait = total; worst = &c; }
+    if (whom >= 0) caused_[whom] += total;
+    if (total > worst_wait_) {
+      worst_wait_ = total;
+      worst_ = &c;
+    }
   }
-  // Exclusive split by sweep: compute > transfer > wait > other.
-  for (std::size_t k = 0; k < jg.ranks.size(); ++k) {
-    auto& rr = out.ranks[k];
-    auto [b, e] = window[k];
-    if (e < b) continue;
+
+  // Rank `k`'s focus iteration split exclusively by a sweep: compute > transfer > wait > other.
+  void split(std::size_t k) {
+    auto& rr = out_.ranks[k];
+    auto [b, e] = window_[k];
+    if (e < b) return;
     struct ev { time_ns at; int delta; std::size_t idx; };
     std::vector<ev> evs;
-    auto& v = iv[k];
+    auto& v = iv_[k];
     for (std::size_t x = 0; x < v.size(); ++x) {
       auto lo = std::max(v[x].b, b), hi = std::min(v[x].e, e);
       if (hi <= lo) continue;
@@ -250,53 +274,93 @@ inline job_result analyse_job(const job& j, const job_graph& jg, std::vector<std
     account(e);
     rr.other = (e - b) - busy;
   }
+
   // The straggler: the rank the others waited for longest.
-  auto& st = out.straggler;
-  st.collectives = focus_collectives;
-  for (auto& [rank, t] : caused)
-    if (t > st.caused) { st.caused = t; st.rank = rank; }
-  if (st.rank < 0) {
-    st.reason = focus_collectives ? "no rank waited for another at the " + std::to_string(focus_collectives) +
-                                        " collective(s) of iteration " + std::to_string(out.iteration)
-                                  : "the ranks share no collective in iteration " + std::to_string(out.iteration);
-  } else {
-    st.last_arrivals = last_count[st.rank];
-    // What made it late at the collective it delayed most: its own chain of tasks back
-    // from its arrival to its previous synchronization.
+  void find_straggler() {
+    auto& st = out_.straggler;
+    st.collectives = focus_collectives_;
+    for (auto& [rank, t] : caused_)
+      if (t > st.caused) { st.caused = t; st.rank = rank; }
+    if (st.rank < 0) {
+      st.reason = focus_collectives_ ? "no rank waited for another at the " + std::to_string(focus_collectives_) +
+                                           " collective(s) of iteration " + std::to_string(out_.iteration)
+                                     : "the ranks share no collective in iteration " + std::to_string(out_.iteration);
+      return;
+    }
+    st.last_arrivals = last_count_[st.rank];
+    late_operations();
+    std::string s = "rank " + std::to_string(st.rank) + " arrived last at " + std::to_string(st.last_arrivals) + " of " +
+                    std::to_string(focus_collectives_) + " collective(s) of iteration " + std::to_string(out_.iteration) +
+                    "; the other ranks waited " + job_time(st.caused) + " for it in all";
+    if (!st.operations.empty()) {
+      s += "; late because of:";
+      for (std::size_t x = 0; x < st.operations.size() && x < 3; ++x)
+        s += std::string(x ? "," : "") + " " + st.operations[x].first + " (" + job_time(st.operations[x].second) + ")";
+    }
+    st.reason = s;
+  }
+
+  // What made the straggler late at the collective it delayed most: its own chain of
+  // tasks back from its arrival to its previous synchronization (the five longest).
+  void late_operations() {
+    auto& st = out_.straggler;
     std::map<std::string, time_ns> ops;
-    if (worst) {
-      for (task_id t = r.pred[worst->barrier]; t != no_task; t = r.pred[t]) {
-        if (jg.rank_of(t) != st.rank) break;
-        bool is_part = parts.count(t) > 0;
-        if (is_part) break;
-        const auto k = std::size_t(jg.rank_index_of(t));
-        if (t == jg.release_task[k]) ops["started late (its previous iteration ended late)"] += r.duration(t);
-        else if (r.duration(t) > 0) ops[std::string(jg.g.name(t))] += r.duration(t);
+    if (worst_) {
+      for (task_id t = r_.pred[worst_->barrier]; t != no_task; t = r_.pred[t]) {
+        if (jg_.rank_of(t) != st.rank || parts_.count(t) > 0) break;
+        const auto k = std::size_t(jg_.rank_index_of(t));
+        if (t == jg_.release_task[k]) ops["started late (its previous iteration ended late)"] += r_.duration(t);
+        else if (r_.duration(t) > 0) ops[std::string(jg_.g.name(t))] += r_.duration(t);
       }
     }
     for (auto& [n, t] : ops) st.operations.emplace_back(n, t);
     std::sort(st.operations.begin(), st.operations.end(),
               [](auto& a, auto& c) { return a.second > c.second || (a.second == c.second && a.first < c.first); });
     if (st.operations.size() > 5) st.operations.resize(5);
-    std::string s = "rank " + std::to_string(st.rank) + " arrived last at " + std::to_string(st.last_arrivals) + " of " +
-                    std::to_string(focus_collectives) + " collective(s) of iteration " + std::to_string(out.iteration) +
-                    "; the other ranks waited " + detail::job_time(st.caused) + " for it in all";
-    if (!st.operations.empty()) {
-      s += "; late because of:";
-      for (std::size_t x = 0; x < st.operations.size() && x < 3; ++x)
-        s += std::string(x ? "," : "") + " " + st.operations[x].first + " (" +
-             detail::job_time(st.operations[x].second) + ")";
-    }
-    st.reason = s;
   }
+
   // The critical path by rank.
-  const task_id own = jg.first_task.empty() ? jg.g.id_bound() : jg.first_task.back();
-  for (auto& step : r.critical_path()) {
-    const auto rank = step.task < own ? jg.rank_of(step.task) : -1;
-    if (out.critical.empty() || out.critical.back().rank != rank) out.critical.push_back({rank, 0, 0});
-    out.critical.back().time += r.duration(step.task);
-    ++out.critical.back().tasks;
+  void critical_path() {
+    const task_id own = jg_.first_task.empty() ? jg_.g.id_bound() : jg_.first_task.back();
+    for (auto& step : r_.critical_path()) {
+      const auto rank = step.task < own ? jg_.rank_of(step.task) : -1;
+      if (out_.critical.empty() || out_.critical.back().rank != rank) out_.critical.push_back({rank, 0, 0});
+      out_.critical.back().time += r_.duration(step.task);
+      ++out_.critical.back().tasks;
+    }
   }
+
+  const job& j_;
+  const job_graph& jg_;
+  const std::vector<std::int32_t>& iterations_;
+  job_result& out_;
+  const replay_result& r_;
+  std::vector<std::vector<iteration_span>> spans_;          // by rank index
+  std::vector<std::vector<interval>> iv_;                   // by rank index, in the focus iteration
+  std::vector<std::pair<time_ns, time_ns>> window_;         // by rank index: its focus iteration
+  std::set<task_id> parts_;                                 // the collectives' parts
+  std::map<std::int32_t, time_ns> caused_;                  // by rank: the others' waiting for it
+  std::map<std::int32_t, std::size_t> last_count_;          // by rank: collectives it arrived last at
+  std::size_t focus_collectives_ = 0;
+  const modelled_collective* worst_ = nullptr;              // the collective waited at longest
+  time_ns worst_wait_ = -1;
+};
+
+} // namespace detail
+//! @endcond
+
+/// Replays job graph `jg` of job `j` and explains it for `iterations` (empty: the job's
+/// analysed iterations): each rank's predicted and measured iteration, its compute /
+/// transfer / wait split and whom it waited for, the job's iteration time (the slowest
+/// rank's), the straggler with the operations that made it late, and the critical path
+/// across ranks.
+inline job_result analyse_job(const job& j, const job_graph& jg, std::vector<std::int32_t> iterations = {},
+                              const replay_options& options = {}) {
+  job_result out;
+  if (iterations.empty()) iterations = j.analysed_iterations();
+  out.iterations = iterations;
+  out.r = replay(jg.g, trace_order_policy{}, options);
+  detail::job_analysis(j, jg, iterations, out).run();
   return out;
 }
 

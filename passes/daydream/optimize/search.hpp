@@ -252,8 +252,8 @@ private:
     std::vector<move> moves;
     const auto n = p_.gs.grads.size();
     for (std::size_t k = 0; k + 1 < cur_.buckets(); ++k)
-      moves.push_back({"tensor_fusion", "refinement",
-                       "fuse " + detail::gradient_range(p_, cur_, k) + " with the next bucket", detail::merged(cur_, k)});
+      moves.push_back({"tensor_fusion", "refinement", "fuse " + detail::gradient_range(p_, cur_, k) + " with the next bucket",
+                       detail::merged(cur_, k)});
     for (std::size_t k = 0; k < cur_.buckets() && cuts.size() <= o_.refine_split_limit; ++k)
       for (auto c : cuts)
         if (c > cur_.starts[k] && c < cur_.end_of(k, n))

@@ -46,7 +46,8 @@ namespace detail {
 struct ps_links {
   std::vector<link_id> srv_down, srv_up, wrk_in, wrk_out;
   bandwidth_sharing share;
-  ps_links(network& net, std::uint32_t workers, std::uint32_t servers, double bytes_per_ns, bandwidth_sharing sh) : share(sh) {
+  ps_links(network& net, std::uint32_t workers, std::uint32_t servers, double bytes_per_ns, bandwidth_sharing sh)
+      : share(sh) {
     for (std::uint32_t s = 0; s < servers; ++s) {
       srv_down.push_back(net.add_link(bytes_per_ns));
       srv_up.push_back(net.add_link(bytes_per_ns));
@@ -117,16 +118,16 @@ struct connection {
 
 /// The rates (bytes per second) that `active` transfers get at once under sharing
 /// model `share`, with `workers` workers and `servers` servers on links of `bandwidth`
-/// bytes per second each way: the snapshot simulate_training uses between two events. At most
-/// one transfer per (worker, server, direction), as the link schedulers send one chunk
-/// at a time; throws daydream::usage_error otherwise.
+/// bytes per second each way: the snapshot simulate_training uses between two events.
+/// At most one transfer per (worker, server, direction), as the link schedulers send one
+/// chunk at a time; throws daydream::usage_error otherwise.
 ///
 ///     // a worker alone on server 0 but sharing server 1 with 2 others (Li et al., Section 5)
 ///     auto r = daydream::ps::link_rates(3, 2, 1e9, daydream::ps::bandwidth_sharing::max_min,
 ///                                       {{0, 0, true}, {0, 1, true}, {1, 1, true}, {2, 1, true}});
 ///     // r = {2/3, 1/3, 1/3, 1/3} x 1e9
-inline std::vector<double> link_rates(std::uint32_t workers, std::uint32_t servers, double bandwidth, bandwidth_sharing share,
-                                      const std::vector<connection>& active) {
+inline std::vector<double> link_rates(std::uint32_t workers, std::uint32_t servers, double bandwidth,
+                                      bandwidth_sharing share, const std::vector<connection>& active) {
   network net;
   const detail::ps_links links(net, workers, servers, bandwidth / 1e9, share);
   std::vector<flow_id> f;

@@ -254,7 +254,8 @@ private:
     const chunk ch = flows_[d.flow];
     auto& l = link(ch.worker, ch.server, ch.down);
     l.busy = false;
-    record(ch.worker, ch.down ? op_resource::downlink : op_resource::uplink, ch.server, ch.op, ch.start, now_, ch.bytes);
+    const auto res = ch.down ? op_resource::downlink : op_resource::uplink;
+    record(ch.worker, res, ch.server, ch.op, ch.start, now_, ch.bytes);
     if (ch.last) op_done(ch.worker, ch.op);
     else {
       stream st = ch.st;

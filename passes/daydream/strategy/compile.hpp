@@ -30,12 +30,6 @@
 
 namespace daydream::strategy {
 
-//! @cond DAYDREAM_INTERNAL
-namespace detail {
-inline time_ns ns(double v) { return static_cast<time_ns>(std::llround(std::max(0.0, v))); }
-} // namespace detail
-//! @endcond
-
 /// A ring collective as compile() builds it: one transfer per hop (member j to j + 1 in
 /// rank order) carrying what that hop carries over all the ring's steps, and the step
 /// count (each transfer pays one latency per step).
@@ -61,6 +55,9 @@ inline ring_transfers pipelined_ring(comm_op op, double bytes, std::uint32_t p) 
 
 //! @cond DAYDREAM_INTERNAL
 namespace detail {
+
+/// `v` ns rounded to whole nanoseconds, never negative.
+inline time_ns ns(double v) { return static_cast<time_ns>(std::llround(std::max(0.0, v))); }
 
 /// By device of a stage (index replica x tp + tensor-parallel rank): a task of each.
 using per_device = std::vector<task_id>;

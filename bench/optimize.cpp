@@ -6,7 +6,9 @@
 #include "../cli/optimize/mpi.hpp"
 
 #include <daydream/daydream.hpp>
+#include <daydream/optimize/evaluator.hpp>
 #include <daydream/optimize/search.hpp>
+#include <daydream/optimize/strategies.hpp>
 #ifdef DAYDREAM_BENCH_HAVE_IO
 #  include <daydream/io/kineto.hpp>
 #endif

@@ -1,7 +1,9 @@
-// Benchmarks ps::simulate: simulated steps per second on the ResNet-50 trace's steps, W = 1..64 workers.
+// Benchmarks ps::simulate_training: simulated steps per second on the ResNet-50 trace's steps, W = 1..64 workers.
 // SPDX-License-Identifier: MIT
+#include <daydream/ps/config.hpp>
 #include <daydream/ps/model.hpp>
 #include <daydream/ps/simulate.hpp>
+#include <daydream/ps/steps.hpp>
 #if DAYDREAM_BENCH_HAVE_IO
 #include <daydream/io/kineto.hpp>
 #endif
@@ -64,7 +66,7 @@ void BM_simulate(benchmark::State& state) {
   std::uint64_t events = 0;
   double predicted = 0;
   for (auto _ : state) {
-    auto r = ps::simulate(m.steps, m.tensors, c);
+    auto r = ps::simulate_training(m.steps, m.tensors, c);
     events = r.events;
     predicted = r.steps_per_s;
     benchmark::DoNotOptimize(r.steps_per_s);

@@ -1,7 +1,10 @@
 // Benchmarks of daydream strategy: compile + simulate one 32-device strategy, a 100-strategy grid, and reading a model from a trace.
 // SPDX-License-Identifier: MIT
 #include <daydream/strategy/cluster_spec.hpp>
+#include <daydream/strategy/compile.hpp>
+#include <daydream/strategy/grid.hpp>
 #include <daydream/strategy/model.hpp>
+#include <daydream/strategy/options.hpp>
 #include <daydream/strategy/simulate.hpp>
 #include <daydream/strategy/strategy_spec.hpp>
 #ifdef DAYDREAM_BENCH_HAVE_IO
@@ -44,7 +47,7 @@ void strategy_32_devices(benchmark::State& state) {
   ds::simulate_options o;
   o.overlap_slowdown = 1.1;
   for (auto _ : state) {
-    auto e = ds::simulate(s, c, m, o);
+    auto e = ds::simulate_strategy(s, c, m, o);
     benchmark::DoNotOptimize(e.predicted);
   }
   state.counters["graph_tasks"] = double(ds::compile(s, c, m, o).g.size());
@@ -60,7 +63,7 @@ void strategy_grid_100(benchmark::State& state) {
       if (specs.size() < 100) specs.push_back(s);
   for (auto _ : state)
     for (auto& s : specs) {
-      auto e = ds::simulate(s, c, m);
+      auto e = ds::simulate_strategy(s, c, m);
       benchmark::DoNotOptimize(e.predicted);
     }
   state.counters["strategies"] = double(specs.size());

@@ -5,7 +5,7 @@
 
 #include "../mpi.hpp"
 
-#include <daydream/optimize/search.hpp>
+#include <daydream/optimize/evaluator.hpp>
 
 #include <vector>
 

@@ -11,7 +11,10 @@
 #include <daydream/io/job.hpp>
 #include <daydream/io/json_writer.hpp>
 #include <daydream/io/kineto.hpp>
+#include <daydream/optimize/evaluator.hpp>
+#include <daydream/optimize/plan.hpp>
 #include <daydream/optimize/search.hpp>
+#include <daydream/optimize/strategies.hpp>
 #include <daydream/semantics/data_parallel.hpp>
 #include <daydream/semantics/memory.hpp>
 

@@ -10,7 +10,11 @@
 #include <daydream/io/kineto.hpp>
 #include <daydream/params.hpp>
 #include <daydream/semantics/layers.hpp>
+#include <daydream/ps/config.hpp>
+#include <daydream/ps/links.hpp>
 #include <daydream/ps/model.hpp>
+#include <daydream/ps/simulate.hpp>
+#include <daydream/ps/steps.hpp>
 #include <daydream/ps/sweep.hpp>
 
 #include <CLI/CLI.hpp>
@@ -230,7 +234,7 @@ inline void print_json(std::FILE* out, const outcome& x) {
   if (x.c.flow_control) w.field("window_bytes", x.c.window);
   else w.field("order", x.c.order == ps::stream_order::trace ? "trace" : x.c.order == ps::stream_order::tictac ? "tictac"
                         : x.c.order == ps::stream_order::reverse ? "reverse" : "random");
-  w.field("sharing", x.c.share == ps::sharing::max_min ? "max_min" : "server_links").field("stagger", x.stagger);
+  w.field("sharing", x.c.share == ps::bandwidth_sharing::max_min ? "max_min" : "server_links").field("stagger", x.stagger);
   w.field("steps", x.c.steps).field("warmup", x.c.warmup).field("seed", x.c.seed);
   w.key("batch");
   if (x.batch) w.value(*x.batch); else w.null();
@@ -295,7 +299,7 @@ inline void print_text(std::FILE* out, const outcome& x) {
                             : fmt::format("flow control off ({} order)", c.order == ps::stream_order::trace ? "trace"
                                                                          : c.order == ps::stream_order::tictac ? "tictac"
                                                                          : c.order == ps::stream_order::reverse ? "reverse" : "random"),
-             c.share == ps::sharing::max_min ? "max-min" : "server-link", c.steps, c.warmup, c.seed);
+             c.share == ps::bandwidth_sharing::max_min ? "max-min" : "server-link", c.steps, c.warmup, c.seed);
   fmt::print(out, "workers start {}\n", x.stagger ? "staggered by 1/W of a free-network step" : "together (as in Li et al.)");
   fmt::print(out, "one worker, free network: {:.2f} ms per step\n\n", x.free_step_ns / 1e6);
   const bool smp = x.batch.has_value();
@@ -340,7 +344,7 @@ int run(const options& o, std::FILE* out) {
   if (c.flow_control && !(c.window > 0))
     throw daydream::usage_error("daydream ps: --window must be positive (or give --no-flow-control), not '" + o.window + "'");
   c.order = ps::parse_stream_order(o.order);
-  c.share = ps::parse_sharing(o.sharing);
+  c.share = ps::parse_bandwidth_sharing(o.sharing);
   c.steps = o.steps;
   c.warmup = o.warmup;
   c.seed = o.seed;
@@ -407,7 +411,7 @@ int run(const options& o, std::FILE* out) {
     free.bandwidth = 1e30;
     free.steps = std::min<std::uint32_t>(c.steps, 200);
     free.warmup = std::min<std::uint32_t>(c.warmup, free.steps / 4);
-    x.free_step_ns = ps::simulate(x.m.steps, x.m.tensors, free).mean_step_ns;
+    x.free_step_ns = ps::simulate_training(x.m.steps, x.m.tensors, free).mean_step_ns;
   }
   x.stagger = o.stagger;
   x.s = ps::sweep(x.m, x.c, workers, {}, o.stagger ? x.free_step_ns : 0);
@@ -418,7 +422,7 @@ int run(const options& o, std::FILE* out) {
     tc.steps = std::max(tc.timeline_steps + 1, std::min(tc.steps, tc.timeline_steps + 1));
     tc.warmup = 0;
     if (o.stagger) tc.stagger = x.free_step_ns / double(tc.workers);
-    auto r = ps::simulate(x.m.steps, x.m.tensors, tc);
+    auto r = ps::simulate_training(x.m.steps, x.m.tensors, tc);
     if (!o.timeline.empty()) write_timeline(o.timeline, x, r, tc.workers);
     if (!o.dlc.empty()) {
       daydream::io::dlc_write_options wo;

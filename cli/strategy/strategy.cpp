@@ -14,11 +14,17 @@
 #include <daydream/replay.hpp>
 #include <daydream/semantics/format.hpp>
 #include <daydream/strategy/cluster_spec.hpp>
+#include <daydream/strategy/compile.hpp>
+#include <daydream/strategy/compiled.hpp>
+#include <daydream/strategy/device_spans.hpp>
+#include <daydream/strategy/grid.hpp>
 #include <daydream/strategy/model.hpp>
+#include <daydream/strategy/options.hpp>
 #include <daydream/strategy/simulate.hpp>
 #include <daydream/strategy/strategy_spec.hpp>
 #include <daydream/strategy/tree.hpp>
 #include <daydream/strategy/tree_json.hpp>
+#include <daydream/strategy/validate.hpp>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -315,11 +321,11 @@ int run(const options& o, std::FILE* out) {
   // Under mpirun, rank r simulates strategies r, r + size, ...; rank 0 gathers the figures
   // (written exactly: shortest round-trip decimals) and re-simulates the best to explain it.
   program::mpi_world world;
-  std::vector<ds::evaluation> evals(plans.size());
+  std::vector<ds::strategy_evaluation> evals(plans.size());
   std::string mine;
   for (std::size_t i = 0; i < plans.size(); ++i) {
     if (int(i % std::size_t(world.size())) != world.rank()) continue;
-    evals[i] = ds::simulate(plans[i], cluster, model, so);
+    evals[i] = ds::simulate_strategy(plans[i], cluster, model, so);
     const auto& e = evals[i];
     mine += fmt::format("{} {} {} {} {} {} {} {} {} {}\n", i, e.predicted, e.samples_per_s, e.peak_memory,
                         int(e.oom), e.comm.dp, e.comm.tp, e.comm.pp, e.comm.zero, e.bound);
@@ -334,7 +340,7 @@ int run(const options& o, std::FILE* out) {
       std::size_t i = 0;
       int oom = 0;
       std::string dp, tp, pp, zero, sps, peak;
-      ds::evaluation e;
+      ds::strategy_evaluation e;
       f >> i >> e.predicted >> sps >> peak >> oom >> dp >> tp >> pp >> zero;
       std::getline(f >> std::ws, e.bound);
       if (!f.eof() && f.fail()) throw daydream::error("daydream strategy: a rank sent a malformed result: " + line);
@@ -348,10 +354,10 @@ int run(const options& o, std::FILE* out) {
       evals[i] = e;
     }
   }
-  std::stable_sort(evals.begin(), evals.end(), [](const ds::evaluation& a, const ds::evaluation& b) {
+  std::stable_sort(evals.begin(), evals.end(), [](const ds::strategy_evaluation& a, const ds::strategy_evaluation& b) {
     return a.samples_per_s > b.samples_per_s;
   });
-  const ds::evaluation* best = nullptr;
+  const ds::strategy_evaluation* best = nullptr;
   for (auto& e : evals)
     if (!e.oom) { best = &e; break; }
   auto plan_named = [&](const std::string& name) -> const ds::strategy_plan& {
@@ -359,9 +365,9 @@ int run(const options& o, std::FILE* out) {
       if (p.name == name) return p;
     throw daydream::error("daydream strategy: no strategy named " + name);
   };
-  ds::evaluation explained;
+  ds::strategy_evaluation explained;
   if (best && best->memory.empty()) {
-    explained = ds::simulate(plan_named(best->name), cluster, model, so);
+    explained = ds::simulate_strategy(plan_named(best->name), cluster, model, so);
     best = &explained;
   }
   const double single = double(model.iteration);

@@ -3,6 +3,7 @@
 #include <daydream/daydream.hpp>
 #include <daydream/optimize/plan.hpp>
 #include <daydream/optimize/search.hpp>
+#include <daydream/optimize/strategies.hpp>
 #include <daydream/semantics/data_parallel.hpp>
 
 #include <doctest/doctest.h>

@@ -1,8 +1,10 @@
 // Tests ps::extract_steps on bundled real traces: the steps' shape, one worker reproducing the trace, overheads, sizes.
 // SPDX-License-Identifier: MIT
 #include <daydream/io/kineto.hpp>
+#include <daydream/ps/config.hpp>
 #include <daydream/ps/model.hpp>
 #include <daydream/ps/simulate.hpp>
+#include <daydream/ps/steps.hpp>
 #include <daydream/ps/sweep.hpp>
 
 #include <support/corpus.hpp>
@@ -103,12 +105,12 @@ TEST_CASE("one worker with a free network takes the trace's step: its computatio
   c.steps = 20;
   c.warmup = 2;
   c.server_of = ps::assign_servers(m.tensors, 1);
-  auto r = ps::simulate(m.steps, m.tensors, c);
+  auto r = ps::simulate_training(m.steps, m.tensors, c);
   CHECK(r.mean_step_ns == doctest::Approx(m.compute_ns).epsilon(1e-9));
   // With the updates: no less than the computation, no more than it plus every update in a row.
   o.update_scale = 1;
   auto u = ps::extract_steps(t.g, {its.front()}, o);
-  auto ru = ps::simulate(u.steps, u.tensors, c);
+  auto ru = ps::simulate_training(u.steps, u.tensors, c);
   CHECK(ru.mean_step_ns >= u.compute_ns * (1 - 1e-9));
   CHECK(ru.mean_step_ns <= (u.compute_ns + u.update_ns) * (1 + 1e-9));
   CHECK(u.compute_ns + u.update_ns == doctest::Approx(u.trace_step_ns));

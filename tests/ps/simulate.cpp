@@ -1,7 +1,10 @@
-// Tests ps::simulate, ps::link_rates and the coarse models on hand-built steps with answers computed by hand.
+// Tests ps::simulate_training, ps::link_rates and the coarse models on hand-built steps with answers computed by hand.
 // SPDX-License-Identifier: MIT
 #include <daydream/ps/baselines.hpp>
+#include <daydream/ps/config.hpp>
+#include <daydream/ps/links.hpp>
 #include <daydream/ps/simulate.hpp>
+#include <daydream/ps/steps.hpp>
 #include <daydream/ps/sweep.hpp>
 
 #include <doctest/doctest.h>
@@ -63,7 +66,7 @@ TEST_CASE("one worker and one server: the step is the chain down -> compute -> u
   // 1000 B down (1000 ns), 500 ns of computation, 2000 B up (2000 ns), 300 ns update.
   std::vector<ps::step_template> steps{{0, {down(0, 1000), work(500, {0}), up(0, 2000, {1}), update(0, 300, {2})}}};
   auto c = base(1, 1);
-  auto r = ps::simulate(steps, tensors({1000}), c);
+  auto r = ps::simulate_training(steps, tensors({1000}), c);
   CHECK(r.mean_step_ns == doctest::Approx(3800));
   CHECK(r.steps_per_s == doctest::Approx(1e9 / 3800));
   CHECK(r.window_begin == doctest::Approx(4 * 3800));
@@ -79,11 +82,11 @@ TEST_CASE("two workers share a server's link: each gets half while both send") {
   // down together at 1/2 (2000 ns), compute (1000 ns), up together at 1/2 (2000 ns):
   // 5000 ns a step each, 2 steps per 5000 ns in all.
   std::vector<ps::step_template> steps{{0, {down(0, 1000), work(1000, {0}), up(0, 1000, {1})}}};
-  auto one = ps::simulate(steps, tensors({1000}), base(1, 1));
+  auto one = ps::simulate_training(steps, tensors({1000}), base(1, 1));
   CHECK(one.mean_step_ns == doctest::Approx(3000));
   auto c = base(2, 1);
   c.timeline_steps = 1;
-  auto two = ps::simulate(steps, tensors({1000}), c);
+  auto two = ps::simulate_training(steps, tensors({1000}), c);
   CHECK(two.steps_per_s == doctest::Approx(2e9 / 5000));
   CHECK(two.mean_step_ns == doctest::Approx(5000));
   auto d = chunks(two, op_resource::downlink);
@@ -98,12 +101,12 @@ TEST_CASE("two workers with a link twice as slow as computation: 1/n sharing sta
   // Two workers start together: both downlinks at 1/2 end at 4000; both compute to 5000;
   // then again: the pattern repeats every 5000 ns, so 2 steps per 5000 ns.
   std::vector<ps::step_template> steps{{0, {down(0, 2000), work(1000, {0})}}};
-  auto one = ps::simulate(steps, tensors({2000}), base(1, 1));
+  auto one = ps::simulate_training(steps, tensors({2000}), base(1, 1));
   CHECK(one.steps_per_s == doctest::Approx(1e9 / 3000));
-  auto two = ps::simulate(steps, tensors({2000}), base(2, 1));
+  auto two = ps::simulate_training(steps, tensors({2000}), base(2, 1));
   CHECK(two.steps_per_s == doctest::Approx(2e9 / 5000));
   // Four workers: 4 x 2000 B over one link = 8000 ns, then 1000 ns: 4 steps / 9000 ns.
-  auto four = ps::simulate(steps, tensors({2000}), base(4, 1));
+  auto four = ps::simulate_training(steps, tensors({2000}), base(4, 1));
   CHECK(four.steps_per_s == doctest::Approx(4e9 / 9000));
 }
 
@@ -115,7 +118,7 @@ TEST_CASE("HTTP/2 flow control: a stream larger than the window is pre-empted on
   auto c = base(1, 3);
   c.window = 1000;
   c.timeline_steps = 1;
-  auto r = ps::simulate(steps, tensors({2500, 500, 3000}), c);
+  auto r = ps::simulate_training(steps, tensors({2500, 500, 3000}), c);
   auto d = chunks(r, op_resource::downlink);
   REQUIRE(d.size() == 5);
   const std::uint32_t tensor[] = {0, 1, 2, 0, 2};
@@ -129,7 +132,7 @@ TEST_CASE("HTTP/2 flow control: a stream larger than the window is pre-empted on
   CHECK(r.mean_step_ns == doctest::Approx(6000));
   SUBCASE("without flow control, whole streams in the trace order") {
     c.flow_control = false;
-    auto w = ps::simulate(steps, tensors({2500, 500, 3000}), c);
+    auto w = ps::simulate_training(steps, tensors({2500, 500, 3000}), c);
     auto e = chunks(w, op_resource::downlink);
     REQUIRE(e.size() == 3);
     CHECK(e[0].tensor == 0);
@@ -141,7 +144,7 @@ TEST_CASE("HTTP/2 flow control: a stream larger than the window is pre-empted on
   }
   SUBCASE("a window of 0 is refused with flow control on") {
     c.window = 0;
-    CHECK_THROWS_AS(ps::simulate(steps, tensors({2500, 500, 3000}), c), daydream::usage_error);
+    CHECK_THROWS_AS(ps::simulate_training(steps, tensors({2500, 500, 3000}), c), daydream::usage_error);
   }
 }
 
@@ -155,11 +158,11 @@ TEST_CASE("flow control off: the TicTac order beats the trace order when the tra
   auto c = base(1, 2);
   c.flow_control = false;
   c.order = ps::stream_order::trace;
-  auto trace = ps::simulate(steps, ts, c);
+  auto trace = ps::simulate_training(steps, ts, c);
   c.order = ps::stream_order::tictac;
-  auto tictac = ps::simulate(steps, ts, c);
+  auto tictac = ps::simulate_training(steps, ts, c);
   c.order = ps::stream_order::reverse;
-  auto reverse = ps::simulate(steps, ts, c);
+  auto reverse = ps::simulate_training(steps, ts, c);
   CHECK(trace.mean_step_ns == doctest::Approx(2200));
   CHECK(tictac.mean_step_ns == doctest::Approx(2100));
   CHECK(reverse.mean_step_ns == doctest::Approx(2100));
@@ -169,21 +172,21 @@ TEST_CASE("flow control off: the TicTac order beats the trace order when the tra
 TEST_CASE("two servers: a worker alone on server 1 but sharing server 2 with n-1 others gets 1/n and 1 - 1/n") {
   // Li et al., Section 5, with n = 3: worker 0 talks to both servers, workers 1 and 2 to server 1 only.
   const std::vector<ps::connection> active{{0, 0, true}, {0, 1, true}, {1, 1, true}, {2, 1, true}};
-  auto r = ps::link_rates(3, 2, 1e9, ps::sharing::max_min, active);
+  auto r = ps::link_rates(3, 2, 1e9, ps::bandwidth_sharing::max_min, active);
   REQUIRE(r.size() == 4);
   CHECK(r[0] == doctest::Approx(2e9 / 3));
   CHECK(r[1] == doctest::Approx(1e9 / 3));
   CHECK(r[2] == doctest::Approx(1e9 / 3));
   CHECK(r[3] == doctest::Approx(1e9 / 3));
   // The single-server rule alone (Section 3.1) ignores the worker's own link.
-  auto s = ps::link_rates(3, 2, 1e9, ps::sharing::server_links, active);
+  auto s = ps::link_rates(3, 2, 1e9, ps::bandwidth_sharing::server_links, active);
   CHECK(s[0] == doctest::Approx(1e9));
   CHECK(s[1] == doctest::Approx(1e9 / 3));
   // Uplinks and downlinks do not share.
-  auto u = ps::link_rates(2, 1, 1e9, ps::sharing::max_min, {{0, 0, true}, {1, 0, false}});
+  auto u = ps::link_rates(2, 1, 1e9, ps::bandwidth_sharing::max_min, {{0, 0, true}, {1, 0, false}});
   CHECK(u[0] == doctest::Approx(1e9));
   CHECK(u[1] == doctest::Approx(1e9));
-  CHECK_THROWS_AS(ps::link_rates(2, 1, 1e9, ps::sharing::max_min, {{0, 0, true}, {0, 0, true}}), daydream::usage_error);
+  CHECK_THROWS_AS(ps::link_rates(2, 1, 1e9, ps::bandwidth_sharing::max_min, {{0, 0, true}, {0, 0, true}}), daydream::usage_error);
 }
 
 TEST_CASE("servers are assigned greedily to the one holding the fewest bytes, or as pinned") {
@@ -217,22 +220,22 @@ TEST_CASE("bad configurations are usage errors naming the problem") {
   auto ts = tensors({1000});
   auto c = base(1, 1);
   c.workers = 0;
-  CHECK_THROWS_WITH_AS(ps::simulate(steps, ts, c), doctest::Contains("workers must be at least 1"), daydream::usage_error);
+  CHECK_THROWS_WITH_AS(ps::simulate_training(steps, ts, c), doctest::Contains("workers must be at least 1"), daydream::usage_error);
   c = base(1, 1);
   c.bandwidth = 0;
-  CHECK_THROWS_WITH_AS(ps::simulate(steps, ts, c), doctest::Contains("bandwidth"), daydream::usage_error);
+  CHECK_THROWS_WITH_AS(ps::simulate_training(steps, ts, c), doctest::Contains("bandwidth"), daydream::usage_error);
   c = base(1, 1);
   c.steps = c.warmup;
-  CHECK_THROWS_AS(ps::simulate(steps, ts, c), daydream::usage_error);
+  CHECK_THROWS_AS(ps::simulate_training(steps, ts, c), daydream::usage_error);
   c = base(1, 1);
   c.server_of = {1};
-  CHECK_THROWS_WITH_AS(ps::simulate(steps, ts, c), doctest::Contains("tensor 0 is on server 1"), daydream::usage_error);
+  CHECK_THROWS_WITH_AS(ps::simulate_training(steps, ts, c), doctest::Contains("tensor 0 is on server 1"), daydream::usage_error);
   c = base(1, 1);
   std::vector<ps::step_template> cyc{{0, {work(1, {1}), work(1, {0})}}};
-  CHECK_THROWS_WITH_AS(ps::simulate(cyc, ts, c), doctest::Contains("cycle"), daydream::error);
+  CHECK_THROWS_WITH_AS(ps::simulate_training(cyc, ts, c), doctest::Contains("cycle"), daydream::error);
   std::vector<ps::step_template> bad{{0, {work(1, {7})}}};
-  CHECK_THROWS_WITH_AS(ps::simulate(bad, ts, c), doctest::Contains("operation 0: depends on operation 7"), daydream::error);
-  CHECK_THROWS_AS(ps::simulate({}, ts, c), daydream::error);
+  CHECK_THROWS_WITH_AS(ps::simulate_training(bad, ts, c), doctest::Contains("operation 0: depends on operation 7"), daydream::error);
+  CHECK_THROWS_AS(ps::simulate_training({}, ts, c), daydream::error);
 }
 
 namespace {
@@ -291,9 +294,9 @@ TEST_CASE("properties on random small models: bounds, determinism, more bandwidt
     c.flow_control = trial % 2 == 0;
     c.window = 700;
     c.order = static_cast<ps::stream_order>(trial % 4);
-    c.share = trial % 3 ? ps::sharing::max_min : ps::sharing::server_links;
-    auto r = ps::simulate(steps, ts, c);
-    auto again = ps::simulate(steps, ts, c);
+    c.share = trial % 3 ? ps::bandwidth_sharing::max_min : ps::bandwidth_sharing::server_links;
+    auto r = ps::simulate_training(steps, ts, c);
+    auto again = ps::simulate_training(steps, ts, c);
     CHECK(r.steps_per_s == again.steps_per_s);
     CHECK(r.events == again.events);
     REQUIRE(r.steps_per_s > 0);
@@ -314,7 +317,7 @@ TEST_CASE("properties on random small models: bounds, determinism, more bandwidt
       for (double bw : {0.25e9, 0.5e9, 1e9, 2e9, 8e9}) {
         auto cc = c;
         cc.bandwidth = bw;
-        auto x = ps::simulate(steps, ts, cc);
+        auto x = ps::simulate_training(steps, ts, cc);
         CHECK(x.steps_per_s >= last * (1 - 1e-9));
         last = x.steps_per_s;
       }
@@ -328,12 +331,12 @@ TEST_CASE("a fixed seed gives the same sampled steps; another seed may not") {
   auto c = base(3, 1);
   c.steps = 200;
   c.warmup = 10;
-  auto a = ps::simulate(steps, ts, c);
-  auto b = ps::simulate(steps, ts, c);
+  auto a = ps::simulate_training(steps, ts, c);
+  auto b = ps::simulate_training(steps, ts, c);
   CHECK(a.steps_per_s == b.steps_per_s);
   CHECK(a.window_end == b.window_end);
   c.seed = 2;
-  auto d = ps::simulate(steps, ts, c);
+  auto d = ps::simulate_training(steps, ts, c);
   CHECK(d.window_end != a.window_end);
   // Sampling with replacement from two steps: about half of each, so the mean step lies
   // between the two steps' lengths, away from both.
@@ -380,10 +383,10 @@ TEST_CASE("the fair-share links agree with the max-min network where both apply"
     c.server_of.assign(n, 0);
     c.flow_control = trial % 2 == 0;
     c.window = 600;
-    c.share = ps::sharing::max_min;
-    auto a = ps::simulate(steps, ts, c);
-    c.share = ps::sharing::server_links;
-    auto b = ps::simulate(steps, ts, c);
+    c.share = ps::bandwidth_sharing::max_min;
+    auto a = ps::simulate_training(steps, ts, c);
+    c.share = ps::bandwidth_sharing::server_links;
+    auto b = ps::simulate_training(steps, ts, c);
     CHECK(a.steps_per_s == doctest::Approx(b.steps_per_s).epsilon(1e-9));
     CHECK(a.measured_steps == b.measured_steps);
     CHECK(a.events == b.events);

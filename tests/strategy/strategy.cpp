@@ -2,8 +2,14 @@
 // single-GPU graph, and the compiled strategies' identities on uniform layers.
 // SPDX-License-Identifier: MIT
 #include <daydream/strategy/cluster_spec.hpp>
+#include <daydream/strategy/compile.hpp>
+#include <daydream/strategy/compiled.hpp>
+#include <daydream/strategy/device_spans.hpp>
+#include <daydream/strategy/grid.hpp>
 #include <daydream/strategy/model.hpp>
+#include <daydream/strategy/options.hpp>
 #include <daydream/strategy/simulate.hpp>
+#include <daydream/strategy/stages.hpp>
 #include <daydream/strategy/strategy_spec.hpp>
 
 #include "fixtures.hpp"
@@ -164,7 +170,7 @@ TEST_CASE("dp=tp=pp=1 predicts the single-GPU replay") {
     CAPTURE(launch);
     uniform_trace t(6, 100, 200, 50, 4096, launch);
     auto m = ds::profile_model(t.g);
-    auto e = ds::simulate(ds::strategy_spec{}, free_links(1, 1), m);
+    auto e = ds::simulate_strategy(ds::strategy_spec{}, free_links(1, 1), m);
     const auto spans = daydream::iteration_spans(t.g, daydream::replay(t.g));
     REQUIRE(spans.size() == 1);
     CHECK(e.predicted == spans[0].duration());
@@ -187,7 +193,7 @@ TEST_CASE("a pipeline of p uniform stages and m micro-batches with free links ta
         CAPTURE(s.to_string());
         ds::simulate_options o;
         o.global_batch = 1; // the profiled batch, cut into m micro-batches
-        auto e = ds::simulate(s, free_links(1, 8), m, o);
+        auto e = ds::simulate_strategy(s, free_links(1, 8), m, o);
         // Each stage updates its own layers' parameters: update / p after its last backward.
         CHECK(e.predicted == compute * (mb + p - 1) / (mb * p) + update / p);
         auto stages = ds::balance_stages(m, p);
@@ -202,18 +208,18 @@ TEST_CASE("data-parallel ring all-reduce sends 2(n-1)/n of the gradient bytes pe
     CAPTURE(n);
     ds::strategy_spec s;
     s.dp = n;
-    auto plain = ds::simulate(s, free_links(1, 8), m);
+    auto plain = ds::simulate_strategy(s, free_links(1, 8), m);
     CHECK(plain.comm.dp == doctest::Approx(2.0 * (n - 1) / n * grads));
     CHECK(plain.comm.zero == 0);
     CHECK(plain.comm.tp == 0);
     CHECK(plain.comm.pp == 0);
     for (std::uint32_t z : {1u, 2u}) {
       s.zero = z;
-      auto e = ds::simulate(s, free_links(1, 8), m);
+      auto e = ds::simulate_strategy(s, free_links(1, 8), m);
       CHECK(e.comm.dp + e.comm.zero == doctest::Approx(plain.comm.dp));
     }
     s.zero = 3;
-    auto z3 = ds::simulate(s, free_links(1, 8), m);
+    auto z3 = ds::simulate_strategy(s, free_links(1, 8), m);
     CHECK(z3.comm.dp + z3.comm.zero == doctest::Approx(1.5 * plain.comm.dp));
   }
 }
@@ -230,7 +236,7 @@ TEST_CASE("Megatron tensor parallelism: 2 all-reduces of b*s*h in forward and 2 
       CAPTURE(s.to_string());
       ds::simulate_options o;
       o.global_batch = 1; // one batch b, cut into m micro-batches
-      auto e = ds::simulate(s, free_links(1, 8), m, o);
+      auto e = ds::simulate_strategy(s, free_links(1, 8), m, o);
       // Per micro-batch b/m: 4 all-reduces per transformer layer, each 2(t-1)/t of its bytes.
       const double per_micro = double(bsh) / mb;
       CHECK(e.comm.tp == doctest::Approx(3 * 4 * mb * 2.0 * (t - 1) / t * per_micro));
@@ -244,7 +250,7 @@ TEST_CASE("pipeline sends: each boundary carries the activations forward and the
   s.micro = 8;
   ds::simulate_options o;
   o.global_batch = 1;
-  auto e = ds::simulate(s, free_links(1, 8), m, o);
+  auto e = ds::simulate_strategy(s, free_links(1, 8), m, o);
   // 3 boundaries x 8 micro-batches x (1000 / 8) bytes x 2 directions, over 4 devices.
   CHECK(e.comm.pp == doctest::Approx(3.0 * 8 * 125 * 2 / 4));
 }
@@ -253,20 +259,20 @@ TEST_CASE("ZeRO stages cut per-device optimizer state, then gradients, then para
   auto m = uniform_model(4, 1'000'000, 1000, 1000);
   ds::strategy_spec s;
   s.dp = 4;
-  auto z0 = ds::simulate(s, free_links(1, 8), m);
+  auto z0 = ds::simulate_strategy(s, free_links(1, 8), m);
   CHECK(z0.memory[0].params == doctest::Approx(4e6));
   CHECK(z0.memory[0].gradients == doctest::Approx(4e6));
   CHECK(z0.memory[0].optimizer == doctest::Approx(12e6)); // 1e6 parameters x 12 bytes
   s.zero = 1;
-  auto z1 = ds::simulate(s, free_links(1, 8), m);
+  auto z1 = ds::simulate_strategy(s, free_links(1, 8), m);
   CHECK(z1.memory[0].optimizer == doctest::Approx(z0.memory[0].optimizer / 4));
   CHECK(z1.memory[0].gradients == doctest::Approx(4e6));
   s.zero = 2;
-  auto z2 = ds::simulate(s, free_links(1, 8), m);
+  auto z2 = ds::simulate_strategy(s, free_links(1, 8), m);
   CHECK(z2.memory[0].gradients == doctest::Approx(1e6));
   CHECK(z2.memory[0].params == doctest::Approx(4e6));
   s.zero = 3;
-  auto z3 = ds::simulate(s, free_links(1, 8), m);
+  auto z3 = ds::simulate_strategy(s, free_links(1, 8), m);
   CHECK(z3.memory[0].params == doctest::Approx(1e6));
   CHECK(z3.peak_memory < z2.peak_memory);
   CHECK(z2.peak_memory < z1.peak_memory);
@@ -280,16 +286,16 @@ TEST_CASE("activations in flight: GPipe holds every micro-batch, 1F1B at most th
   s.micro = 8;
   ds::simulate_options o;
   o.global_batch = 1;
-  auto one = ds::simulate(s, free_links(1, 8), m, o);
+  auto one = ds::simulate_strategy(s, free_links(1, 8), m, o);
   for (std::uint32_t k = 0; k < 4; ++k) CHECK(one.memory[k].in_flight == 4 - k);
   // 2 layers of stage 0 x 1000 bytes / 8 per micro-batch x 4 in flight.
   CHECK(one.memory[0].activations == doctest::Approx(4 * 2 * 125.0));
   s.schedule = ds::pipeline_schedule::gpipe;
-  auto gp = ds::simulate(s, free_links(1, 8), m, o);
+  auto gp = ds::simulate_strategy(s, free_links(1, 8), m, o);
   for (auto& mem : gp.memory) CHECK(mem.in_flight == 8);
   s.schedule = ds::pipeline_schedule::one_f_one_b;
   s.recompute = ds::recompute_mode::blocks;
-  auto rc = ds::simulate(s, free_links(1, 8), m, o);
+  auto rc = ds::simulate_strategy(s, free_links(1, 8), m, o);
   // Stage 1: the inputs of its 2 layers (100 / 8 each) x 3 in flight, plus one layer's stash
   // while it is recomputed. Stage 0's first input is the model's input: its stash (1000 / 8).
   CHECK(rc.memory[1].activations == doctest::Approx(3 * 2 * 12.5 + 125));
@@ -297,35 +303,35 @@ TEST_CASE("activations in flight: GPipe holds every micro-batch, 1F1B at most th
   CHECK(rc.predicted > one.predicted); // the forward runs again
   ds::cluster_spec small = free_links(1, 8);
   small.memory_bytes = 700;
-  CHECK(ds::simulate(s, small, m, o).oom == false);
+  CHECK(ds::simulate_strategy(s, small, m, o).oom == false);
   s.recompute = ds::recompute_mode::none;
-  CHECK(ds::simulate(s, small, m, o).oom == true);
+  CHECK(ds::simulate_strategy(s, small, m, o).oom == true);
 }
 
 TEST_CASE("bad strategies: too many devices, a pipeline deeper than the layers, tp not dividing a width") {
   auto m = uniform_model(4, 1000, 1000, 1000);
   m.layers[2].width = 1020;
   auto c = free_links(1, 8);
-  CHECK(error_of([&] { ds::simulate(ds::strategy_spec::parse("dp=4,tp=1,pp=4"), c, m); })
+  CHECK(error_of([&] { ds::simulate_strategy(ds::strategy_spec::parse("dp=4,tp=1,pp=4"), c, m); })
             .find("needs 16 devices (dp x tp x pp), the cluster 'free' has 8") != std::string::npos);
-  CHECK(error_of([&] { ds::simulate(ds::strategy_spec::parse("pp=8"), c, m); })
+  CHECK(error_of([&] { ds::simulate_strategy(ds::strategy_spec::parse("pp=8"), c, m); })
             .find("a pipeline of 8 stages is deeper than the model's 4 layers") != std::string::npos);
-  CHECK(error_of([&] { ds::simulate(ds::strategy_spec::parse("tp=8"), c, m); })
+  CHECK(error_of([&] { ds::simulate_strategy(ds::strategy_spec::parse("tp=8"), c, m); })
             .find("tp=8 does not divide layer 'block2' (width 1020)") != std::string::npos);
-  CHECK(error_of([&] { ds::simulate(ds::strategy_spec::parse("tp=4"), c, m); }) == "(no error)");
+  CHECK(error_of([&] { ds::simulate_strategy(ds::strategy_spec::parse("tp=4"), c, m); }) == "(no error)");
   ds::simulate_options o;
   o.global_batch = 12;
   m.batch = 4; // samples: a micro-batch must hold whole samples
-  CHECK(error_of([&] { ds::simulate(ds::strategy_spec::parse("dp=8"), c, m, o); })
+  CHECK(error_of([&] { ds::simulate_strategy(ds::strategy_spec::parse("dp=8"), c, m, o); })
             .find("does not split into dp x micro") != std::string::npos);
 }
 
 TEST_CASE("links: a group inside a node uses NVLink, across nodes the NIC shared by the groups on it") {
   auto m = uniform_model(4, 1'000'000, 1000, 1000);
   auto c = ds::cluster_spec::parse("4x8:nvlink=300GB/s,nic=100Gbps");
-  auto inside = ds::simulate(ds::strategy_spec::parse("dp=8"), c, m);
+  auto inside = ds::simulate_strategy(ds::strategy_spec::parse("dp=8"), c, m);
   CHECK(inside.dp_link.name == "NVLink");
-  auto across = ds::simulate(ds::strategy_spec::parse("dp=4,tp=8"), c, m);
+  auto across = ds::simulate_strategy(ds::strategy_spec::parse("dp=4,tp=8"), c, m);
   CHECK(across.tp_link.name == "NVLink");
   CHECK(across.dp_link.name == "NIC");
   // The 8 tp ranks of a node each belong to another dp group: their rings cross its NIC at
@@ -333,11 +339,11 @@ TEST_CASE("links: a group inside a node uses NVLink, across nodes the NIC shared
   CHECK(across.dp_link.link.bandwidth == doctest::Approx(12.5e9));
   CHECK(across.dp_link.share == doctest::Approx(1.0 / 8).epsilon(1e-3));
   CHECK(across.dp_link.resource.find("NIC") != std::string::npos);
-  auto pipe = ds::simulate(ds::strategy_spec::parse("tp=8,pp=4,micro=4"), c, m);
+  auto pipe = ds::simulate_strategy(ds::strategy_spec::parse("tp=8,pp=4,micro=4"), c, m);
   CHECK(pipe.pp_link.name == "NIC");
   CHECK(pipe.pp_link.share == doctest::Approx(1.0 / 8).epsilon(1e-3));
   // Slower links never make an iteration faster.
-  CHECK(across.predicted >= ds::simulate(ds::strategy_spec::parse("dp=4,tp=8"), free_links(4, 8), m).predicted);
+  CHECK(across.predicted >= ds::simulate_strategy(ds::strategy_spec::parse("dp=4,tp=8"), free_links(4, 8), m).predicted);
 }
 
 TEST_CASE("grid: every dp x tp x pp x micro for the device count") {
@@ -358,7 +364,7 @@ TEST_CASE("the busiest stage's breakdown adds up to the iteration time") {
     for (double overlap : {1.0, 1.3}) {
       ds::simulate_options o;
       o.overlap_slowdown = overlap;
-      auto e = ds::simulate(ds::strategy_spec::parse(spec), c, m, o);
+      auto e = ds::simulate_strategy(ds::strategy_spec::parse(spec), c, m, o);
       CHECK(e.compute + e.tp_comm + e.dp_exposed + e.update + e.other + e.bubble == e.predicted);
       CHECK(e.bubble >= 0);
       CHECK(!e.bound.empty());
@@ -404,14 +410,14 @@ TEST_CASE("two data-parallel groups crossing one NIC take the max-min fair share
   ds::simulate_options o;
   o.global_batch = 2; // each replica runs the profiled batch
   // One group (dp=2, one GPU per machine): nothing shares the NIC.
-  auto one = ds::simulate(ds::strategy_spec::parse("dp=2"), links(2, 1, 1e9, 1e12, 1000), m, o);
+  auto one = ds::simulate_strategy(ds::strategy_spec::parse("dp=2"), links(2, 1, 1e9, 1e12, 1000), m, o);
   CHECK(one.predicted == 100'000 + 2 * (1000 + 500'000));
   CHECK(one.dp_link.name == "NIC");
   CHECK(one.dp_link.share == doctest::Approx(1.0));
   // Two groups (dp=2, tp=2, 2 GPUs per machine): ranks {0, 2} and {1, 3} both send through
   // machine 0's NIC out (and receive through machine 1's), in step: each transfer gets half
   // of it, 0.5 MB / 0.5 GB/s = 1 ms per step.
-  auto two = ds::simulate(ds::strategy_spec::parse("dp=2,tp=2"), links(2, 2, 1e9, 1e12, 1000), m, o);
+  auto two = ds::simulate_strategy(ds::strategy_spec::parse("dp=2,tp=2"), links(2, 2, 1e9, 1e12, 1000), m, o);
   CHECK(two.predicted == 100'000 + 2 * (1000 + 1'000'000));
   CHECK(two.dp_link.name == "NIC");
   CHECK(two.dp_link.share == doctest::Approx(0.5));
@@ -442,7 +448,7 @@ TEST_CASE("a tensor-parallel group inside a node uses its NVLink or PCIe ports, 
     CHECK(cs.links.nic_out.empty());
     CHECK(cs.links.nic_in.empty());
     CHECK(cs.compute.size() == 4);
-    auto e = ds::simulate(s, c, m, o);
+    auto e = ds::simulate_strategy(s, c, m, o);
     CHECK(e.predicted == 100'000 + 200'000 + 2 * 6 * (2000 + 1'000'000));
     CHECK(e.tp_link.name == (nvlink ? "NVLink" : "PCIe"));
     CHECK(e.tp_link.share == doctest::Approx(1.0));

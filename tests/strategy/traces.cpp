@@ -6,6 +6,7 @@
 #include <daydream/replay.hpp>
 #include <daydream/semantics/gradients.hpp>
 #include <daydream/strategy/cluster_spec.hpp>
+#include <daydream/strategy/grid.hpp>
 #include <daydream/strategy/model.hpp>
 #include <daydream/strategy/simulate.hpp>
 #include <daydream/strategy/strategy_spec.hpp>
@@ -52,7 +53,7 @@ TEST_CASE("real traces: the model holds the iteration's gradients, and dp=tp=pp=
     const auto replayed = daydream::iteration_time(l.trace.g, daydream::replay(l.trace.g), l.iteration);
     CHECK(l.model.iteration == replayed);
     CHECK(l.model.other + l.model.compute() + l.model.update == replayed);
-    auto e = ds::simulate(ds::strategy_spec{}, ds::cluster_spec::parse("1x1"), l.model);
+    auto e = ds::simulate_strategy(ds::strategy_spec{}, ds::cluster_spec::parse("1x1"), l.model);
     CHECK(e.predicted == replayed);
   }
 }
@@ -63,7 +64,7 @@ TEST_CASE("real trace: every strategy of the 8-device grid keeps the laws") {
   for (auto& s : ds::grid(8, l.model)) {
     const std::string spec = s.to_string();
     CAPTURE(spec);
-    auto e = ds::simulate(s, c, l.model);
+    auto e = ds::simulate_strategy(s, c, l.model);
     // The breakdown of the busiest stage adds up; no stage computes more than the one GPU did.
     CHECK(e.compute + e.tp_comm + e.dp_exposed + e.update + e.other + e.bubble == e.predicted);
     CHECK(e.predicted > 0);
@@ -72,7 +73,7 @@ TEST_CASE("real trace: every strategy of the 8-device grid keeps the laws") {
     if (s.dp > 1) {
       auto z = s;
       z.zero = 3;
-      auto e3 = ds::simulate(z, c, l.model);
+      auto e3 = ds::simulate_strategy(z, c, l.model);
       CHECK(e3.peak_memory <= e.peak_memory);
       CHECK(e3.comm.dp + e3.comm.zero == doctest::Approx(1.5 * e.comm.dp));
     }
@@ -103,17 +104,17 @@ TEST_CASE("real traces with [memory] events: one GPU's predicted memory is the r
     CHECK(held > 0);
     CHECK(held < double(trace.info.memory_peak));
     const auto c = ds::cluster_spec::parse("dgx-h100");
-    auto one = ds::simulate(ds::strategy_spec{}, c, m);
+    auto one = ds::simulate_strategy(ds::strategy_spec{}, c, m);
     CHECK(one.peak_memory == doctest::Approx(double(trace.info.memory_peak)).epsilon(1e-9));
     // Data parallelism keeps a replica's memory; ZeRO-2 and a two-stage pipeline lower it.
-    auto dp8 = ds::simulate(ds::strategy_spec::parse("dp=8"), c, m);
+    auto dp8 = ds::simulate_strategy(ds::strategy_spec::parse("dp=8"), c, m);
     CHECK(dp8.peak_memory == doctest::Approx(one.peak_memory));
-    CHECK(ds::simulate(ds::strategy_spec::parse("dp=8,zero=2"), c, m).peak_memory < dp8.peak_memory);
-    CHECK(ds::simulate(ds::strategy_spec::parse("pp=2,micro=4"), c, m).peak_memory < one.peak_memory);
+    CHECK(ds::simulate_strategy(ds::strategy_spec::parse("dp=8,zero=2"), c, m).peak_memory < dp8.peak_memory);
+    CHECK(ds::simulate_strategy(ds::strategy_spec::parse("pp=2,micro=4"), c, m).peak_memory < one.peak_memory);
     // Without the recorded peak the model is the sum of its named parts.
     po.recorded_peak = -1;
     auto bare = ds::profile_model(trace.g, po);
-    auto e = ds::simulate(ds::strategy_spec{}, c, bare);
+    auto e = ds::simulate_strategy(ds::strategy_spec{}, c, bare);
     CHECK(e.memory[0].recorded_rest == 0);
     CHECK(e.peak_memory == doctest::Approx(e.memory[0].params + e.memory[0].gradients + e.memory[0].optimizer +
                                            e.memory[0].activations));

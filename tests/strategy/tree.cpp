@@ -4,11 +4,15 @@
 // SPDX-License-Identifier: MIT
 #include <daydream/io/kineto.hpp>
 #include <daydream/strategy/cluster_spec.hpp>
+#include <daydream/strategy/compile.hpp>
+#include <daydream/strategy/compiled.hpp>
 #include <daydream/strategy/model.hpp>
+#include <daydream/strategy/options.hpp>
 #include <daydream/strategy/simulate.hpp>
 #include <daydream/strategy/strategy_spec.hpp>
 #include <daydream/strategy/tree.hpp>
 #include <daydream/strategy/tree_json.hpp>
+#include <daydream/strategy/validate.hpp>
 
 #include "fixtures.hpp"
 #include <support/corpus.hpp>
@@ -421,8 +425,8 @@ TEST_CASE("a tree with only the root set predicts exactly what its uniform spec 
     ds::configure_tree(t, "{\"strategy\": \"" + std::string(spec) + "\"}", "uniform.json");
     CHECK(t.uniform());
     CHECK(t.root_spec == s);
-    auto a = ds::simulate(s, c, m);
-    auto b = ds::simulate(t.plan(m, "tree"), c, m);
+    auto a = ds::simulate_strategy(s, c, m);
+    auto b = ds::simulate_strategy(t.plan(m, "tree"), c, m);
     CHECK(a.predicted == b.predicted);
     CHECK(a.peak_memory == b.peak_memory);
     CHECK(a.comm.tp == b.comm.tp);
@@ -473,18 +477,18 @@ TEST_CASE("re-computation on one subtree changes that subtree's time and memory 
   auto t = ds::strategy_tree::build(m, h.names, h.parents);
   ds::simulate_options o;
   o.global_batch = 1;
-  auto base = ds::simulate(t.plan(m), free_links(1, 1), m, o);
+  auto base = ds::simulate_strategy(t.plan(m), free_links(1, 1), m, o);
   CHECK(base.predicted == 4 * 3000);
   CHECK(base.memory[0].activations == 4000); // every stash
   t.set("B", with_recompute(true));
-  auto rb = ds::simulate(t.plan(m), free_links(1, 1), m, o);
+  auto rb = ds::simulate_strategy(t.plan(m), free_links(1, 1), m, o);
   // B's two backwards run their forward again: + 2 x 1000 ns.
   CHECK(rb.predicted == 4 * 3000 + 2 * 1000);
   // A keeps its stashes (2000); B keeps its inputs (block1's and block2's outputs: 200)
   // plus the largest stash of B while it re-runs (1000).
   CHECK(rb.memory[0].activations == 2000 + 200 + 1000);
   // The uniform recompute: every layer's input (block0's is its own stash, 1000) + 3 x 100 + 1000.
-  auto all = ds::simulate(ds::strategy_spec::parse("recompute=blocks"), free_links(1, 1), m, o);
+  auto all = ds::simulate_strategy(ds::strategy_spec::parse("recompute=blocks"), free_links(1, 1), m, o);
   CHECK(all.predicted == 4 * 3000 + 4 * 1000);
   CHECK(all.memory[0].activations == 1000 + 300 + 1000);
 }
@@ -592,7 +596,7 @@ TEST_CASE("the strategy tree of a real trace: every layer once, under its module
   for (auto& l : plan.layers) recomputed += l.recompute;
   CHECK(recomputed > 0);
   CHECK(recomputed < m.layers.size());
-  auto e = ds::simulate(plan, ds::cluster_spec::parse("dgx1-v100"), m);
-  auto u = ds::simulate(ds::strategy_spec::parse("dp=2,tp=2,pp=2,micro=4"), ds::cluster_spec::parse("dgx1-v100"), m);
+  auto e = ds::simulate_strategy(plan, ds::cluster_spec::parse("dgx1-v100"), m);
+  auto u = ds::simulate_strategy(ds::strategy_spec::parse("dp=2,tp=2,pp=2,micro=4"), ds::cluster_spec::parse("dgx1-v100"), m);
   CHECK(e.predicted > u.predicted); // the same strategy, plus the re-computed forwards
 }

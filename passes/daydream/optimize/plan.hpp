@@ -373,19 +373,19 @@ inline time_ns step_time(const graph& h, const replay_result& r, std::int32_t it
 }
 
 /// What one replay of a plan predicts.
-struct evaluation {
+struct plan_evaluation {
   time_ns time = -1;         ///< the iteration's steady-state step (step_time), ns
   std::int64_t peak = 0;     ///< peak memory (problem::memory_initial included), bytes
 };
 
 /// Replays graph `h` (a plan's, or a baseline's) as the search does.
-inline evaluation measure(const problem& p, const graph& h) {
+inline plan_evaluation measure(const problem& p, const graph& h) {
   auto r = daydream::replay(h, trace_order_policy{}, p.replay);
   return {step_time(h, r, p.iteration), p.memory_initial + r.peak_memory};
 }
 
 /// Applies plan `x` to `p` and replays it.
-inline evaluation evaluate(const problem& p, const plan& x) { return measure(p, apply_plan(p, x).first); }
+inline plan_evaluation evaluate(const problem& p, const plan& x) { return measure(p, apply_plan(p, x).first); }
 
 // ---------------------------------------------------------------------------------------
 // Plans of known systems

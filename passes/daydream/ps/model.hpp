@@ -7,15 +7,18 @@
 #include <daydream/graph.hpp>
 #include <daydream/iteration.hpp>
 #include <daydream/kinds.hpp>
-#include <daydream/semantics/gradients.hpp>
-#include <daydream/ps/simulate.hpp>
+#include <daydream/ps/steps.hpp>
 #include <daydream/replay.hpp>
+#include <daydream/replay_result.hpp>
+#include <daydream/semantics/gradients.hpp>
 #include <daydream/task.hpp>
 #include <daydream/update.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <utility>
@@ -35,7 +38,7 @@ struct model_options {
   double compute_scale = 1;
 };
 
-/// One worker's steps, ready for simulate.
+/// One worker's steps, ready for simulate_training.
 struct model {
   std::vector<step_template> steps;   ///< one per steady-state iteration
   std::vector<tensor_info> tensors;   ///< the tensors exchanged every step, in parameter order
@@ -73,6 +76,240 @@ struct interval_set {
     return before[k - 1] + std::min(t, iv[k - 1].second) - iv[k - 1].first;
   }
 };
+
+/// Where each tensor of one iteration is used and produced, in compressed time (the
+/// iteration with its weight-update phase cut out), by position (0: used first).
+struct tensor_points {
+  std::vector<double> use, ready, bytes;
+  std::vector<std::string> names;
+  std::vector<std::uint32_t> made; // place in the ready order
+  explicit tensor_points(std::size_t n) : use(n), ready(n), bytes(n), names(n), made(n) {}
+  std::size_t size() const noexcept { return use.size(); }
+};
+
+/// extract_steps as a state and its steps: the graph, its replay and what the steps
+/// are read from are the members; the trace's step is measured first, then the
+/// collectives are taken out and the graph replayed again, and each iteration becomes
+/// one step.
+class step_extractor {
+public:
+  step_extractor(graph g, const std::vector<std::int32_t>& iterations, const model_options& o)
+      : g_(std::move(g)), iterations_(iterations), o_(o) {}
+
+  model run() {
+    // The trace's step, replayed as recorded (before the collectives are taken out).
+    const auto recorded = replay(g_);
+    measure_trace_step(recorded);
+    zero_collectives();
+    gs_ = passes::find_gradients(g_, o_.sizes, o_.model_bytes);
+    m_.source = gs_.source;
+    if (!gs_.note.empty()) m_.notes.push_back(gs_.note);
+    r_ = m_.collectives ? replay(g_) : recorded; // the same graph without collectives
+    read_replay();
+    for (auto it : iterations_) add_iteration(it);
+    return finish();
+  }
+
+private:
+  // ---- the whole trace
+
+  /// The median steady-state step of the iterations in replay `recorded`.
+  void measure_trace_step(const replay_result& recorded) {
+    std::vector<time_ns> steps;
+    for (auto& st : steady_steps(g_, recorded, iterations_)) steps.push_back(st.step());
+    m_.trace_step_ns = double(median_of(std::move(steps)));
+  }
+
+  /// Recorded collectives take no time: the servers replace them.
+  void zero_collectives() {
+    g_.for_each<comm_task>([&](handle<comm_task> h) {
+      if (g_.duration(h.id) > 0) set_duration(g_, h.id, 0);
+      ++m_.collectives;
+    });
+    if (m_.collectives)
+      m_.notes.push_back(std::to_string(m_.collectives) + " recorded collective task(s) take no time: the servers "
+                         "replace the trace's gradient synchronization");
+  }
+
+  /// From the replay: the iterations' spans and steady-state steps, the forward GPU
+  /// tasks of each iteration, the weight-update intervals.
+  void read_replay() {
+    spans_ = iteration_spans(g_, r_);
+    // A step lasts the iteration's steady-state step: its span, or, when a resource falls
+    // behind (a GPU whose queue grows while the CPU runs ahead), that resource's work.
+    for (auto& st : steady_steps(g_, r_, iterations_)) step_of_[st.iteration] = st.step();
+    fwd_ = passes::forward_gpu_tasks_by_iteration(g_);
+    std::vector<std::pair<time_ns, time_ns>> wu;
+    g_.for_each_task([&](task_id t) {
+      if (g_.phase_of(t) == phase::weight_update && r_.start[t] >= 0) wu.push_back({r_.start[t], r_.end[t]});
+    });
+    update_.build(std::move(wu));
+  }
+
+  model finish() {
+    if (m_.tensors.empty())
+      throw error("daydream ps: no gradients found" + (gs_.note.empty() ? std::string() : ": " + gs_.note));
+    if (m_.steps.empty()) throw error("daydream ps: no usable iteration among the steady-state ones");
+    const double k = double(m_.steps.size());
+    m_.compute_ns = compute_ / k;
+    m_.update_ns = upd_ / k;
+    return std::move(m_);
+  }
+
+  // ---- one iteration
+
+  /// The step of iteration `it`, unless it is left out (with a note).
+  void add_iteration(std::int32_t it) {
+    const auto* sp = span_of(it);
+    if (!sp) {
+      m_.notes.push_back("iteration " + std::to_string(it) + " has no task and is left out");
+      return;
+    }
+    const auto idx = gs_.of_iteration(it);
+    if (idx.empty()) {
+      m_.notes.push_back("iteration " + std::to_string(it) + " has no gradients and is left out");
+      return;
+    }
+    if (!m_.tensors.empty() && idx.size() != m_.tensors.size()) {
+      m_.notes.push_back("iteration " + std::to_string(it) + " has " + std::to_string(idx.size()) +
+                         " gradients, not " + std::to_string(m_.tensors.size()) + ", and is left out");
+      return;
+    }
+    begin_ = sp->begin;
+    end_ = begin_ + step_of_[it]; // the step is never shorter than the span
+    const double length = compressed(end_);
+    const double upd_time = double(update_.covered_before(end_) - update_.covered_before(begin_)) * o_.update_scale;
+    const auto pts = points_of(it, idx);
+    if (m_.tensors.empty()) name_tensors(pts);
+    const auto cuts = cuts_of(pts, length);
+    auto st = worker_chain(it, cuts);
+    add_transfers(st, pts, cuts, length, upd_time);
+    compute_ += length * o_.compute_scale;
+    upd_ += upd_time;
+    m_.steps.push_back(std::move(st));
+  }
+
+  const iteration_span* span_of(std::int32_t it) const {
+    const iteration_span* sp = nullptr;
+    for (auto& s : spans_)
+      if (s.iteration == it) sp = &s;
+    return sp;
+  }
+
+  /// Time `t` of the current iteration, from its beginning, with the weight-update phase
+  /// cut out.
+  double compressed(time_ns t) const {
+    t = std::clamp(t, begin_, end_);
+    return double(t - begin_ - (update_.covered_before(t) - update_.covered_before(begin_)));
+  }
+
+  /// Where the gradients `idx` of iteration `it` are used and produced.
+  tensor_points points_of(std::int32_t it, const std::vector<std::size_t>& idx) const {
+    const auto& f = passes::of_iteration(fwd_, it);
+    const std::size_t n = idx.size();
+    tensor_points pts(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      auto& gr = gs_.grads[idx[k]];
+      const std::size_t p = std::min<std::size_t>(gr.position, n - 1);
+      auto consumer = passes::forward_consumer(g_, gr, n, f);
+      pts.use[p] = consumer == no_task ? 0.0 : compressed(r_.start[consumer]);
+      pts.ready[p] = compressed(r_.end[gr.ready]);
+      pts.bytes[p] = double(gr.bytes);
+      pts.names[p] = gr.layer.empty() ? "tensor " + std::to_string(p) : gr.layer;
+      pts.made[p] = static_cast<std::uint32_t>(k);
+    }
+    return pts;
+  }
+
+  /// The model's tensors, from the first usable iteration: consumption order by first
+  /// use, then position.
+  void name_tensors(const tensor_points& pts) {
+    const std::size_t n = pts.size();
+    std::vector<std::uint32_t> by_use(n);
+    for (std::uint32_t p = 0; p < n; ++p) by_use[p] = p;
+    std::stable_sort(by_use.begin(), by_use.end(), [&](auto a, auto b) { return pts.use[a] < pts.use[b]; });
+    m_.tensors.resize(n);
+    for (std::uint32_t k = 0; k < n; ++k) m_.tensors[by_use[k]].use_rank = k;
+    for (std::size_t p = 0; p < n; ++p) {
+      m_.tensors[p].name = pts.names[p];
+      m_.tensors[p].bytes = pts.bytes[p];
+      m_.tensors[p].trace_rank = pts.made[p];
+      m_.bytes += pts.bytes[p];
+    }
+  }
+
+  /// Every use and ready point in [0, length], sorted, once each, with 0 and `length`.
+  static std::vector<double> cuts_of(const tensor_points& pts, double length) {
+    std::vector<double> cuts{0.0, length};
+    for (std::size_t p = 0; p < pts.size(); ++p) {
+      cuts.push_back(std::clamp(pts.use[p], 0.0, length));
+      cuts.push_back(std::clamp(pts.ready[p], 0.0, length));
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    return cuts;
+  }
+
+  /// The worker's chain of computation, cut at every use and ready point.
+  step_template worker_chain(std::int32_t it, const std::vector<double>& cuts) const {
+    step_template st;
+    st.iteration = it;
+    const std::size_t segs = cuts.size() - 1;
+    for (std::size_t k = 0; k < segs; ++k) {
+      step_op op;
+      op.res = op_resource::worker;
+      op.duration = (cuts[k + 1] - cuts[k]) * o_.compute_scale;
+      if (k) op.after.push_back(static_cast<std::uint32_t>(k - 1));
+      st.ops.push_back(std::move(op));
+    }
+    return st;
+  }
+
+  /// Per tensor: downlink -> [overhead] -> the segment starting at its use point; the
+  /// segment ending at its ready point -> uplink -> server (its share of `upd_time`, and
+  /// the uplink's overhead).
+  void add_transfers(step_template& st, const tensor_points& pts, const std::vector<double>& cuts, double length,
+                     double upd_time) const {
+    const std::size_t segs = cuts.size() - 1;
+    const std::size_t n = pts.size();
+    auto cut_index = [&](double t) { return std::size_t(std::lower_bound(cuts.begin(), cuts.end(), t) - cuts.begin()); };
+    double total = 0;
+    for (double b : pts.bytes) total += b;
+    for (std::uint32_t p = 0; p < n; ++p) {
+      const double over = o_.alpha * pts.bytes[p] + o_.beta;
+      const auto down = static_cast<std::uint32_t>(st.ops.size());
+      st.ops.push_back({op_resource::downlink, 0, pts.bytes[p], p, {}});
+      std::uint32_t gate = down;
+      if (over > 0) {
+        gate = static_cast<std::uint32_t>(st.ops.size());
+        st.ops.push_back({op_resource::worker, over, 0, p, {down}});
+      }
+      const auto u = cut_index(std::clamp(pts.use[p], 0.0, length));
+      if (u < segs) st.ops[u].after.push_back(gate);
+      const auto e = cut_index(std::clamp(pts.ready[p], 0.0, length));
+      const auto up = static_cast<std::uint32_t>(st.ops.size());
+      step_op uo{op_resource::uplink, 0, pts.bytes[p], p, {}};
+      if (e > 0) uo.after.push_back(static_cast<std::uint32_t>(e - 1));
+      st.ops.push_back(std::move(uo));
+      const double share = total > 0 ? upd_time * pts.bytes[p] / total : upd_time / double(n);
+      st.ops.push_back({op_resource::server, share + over, 0, p, {up}});
+    }
+  }
+
+  graph g_;
+  const std::vector<std::int32_t>& iterations_;
+  const model_options& o_;
+  model m_;
+  passes::gradient_set gs_;
+  replay_result r_;                      // the replay without collectives
+  std::vector<iteration_span> spans_;
+  std::map<std::int32_t, time_ns> step_of_; // by iteration: its steady-state step
+  passes::tasks_by_iteration fwd_;       // forward GPU tasks
+  interval_set update_;                  // the weight-update phase
+  double compute_ = 0, upd_ = 0;         // summed over the steps
+  time_ns begin_ = 0, end_ = 0;          // the current iteration's step
+};
+
 } // namespace detail
 //! @endcond
 
@@ -104,152 +341,11 @@ struct interval_set {
 /// sizes or `model_bytes`). Iterations whose gradients differ in number from the
 /// first's are left out with a note.
 inline model extract_steps(graph g, const std::vector<std::int32_t>& iterations, const model_options& o = {}) {
-  model m;
   if (iterations.empty()) throw error("daydream ps: the trace has no iteration to take steps from");
   if (!(o.alpha >= 0) || !(o.beta >= 0) || !(o.update_scale >= 0) || !(o.compute_scale > 0) || !std::isfinite(o.alpha) ||
       !std::isfinite(o.beta) || !std::isfinite(o.update_scale) || !std::isfinite(o.compute_scale))
     throw usage_error("daydream ps: alpha, beta and the update scale must be finite and not negative, the compute scale positive");
-  // The trace's step, replayed as recorded (before the collectives are taken out).
-  const auto recorded = replay(g);
-  {
-    std::vector<time_ns> steps;
-    for (auto& st : steady_steps(g, recorded, iterations)) steps.push_back(st.step());
-    m.trace_step_ns = double(median_of(std::move(steps)));
-  }
-  g.for_each<comm_task>([&](handle<comm_task> h) {
-    if (g.duration(h.id) > 0) set_duration(g, h.id, 0);
-    ++m.collectives;
-  });
-  if (m.collectives)
-    m.notes.push_back(std::to_string(m.collectives) + " recorded collective task(s) take no time: the servers replace "
-                      "the trace's gradient synchronization");
-  auto gs = passes::find_gradients(g, o.sizes, o.model_bytes);
-  m.source = gs.source;
-  if (!gs.note.empty()) m.notes.push_back(gs.note);
-  const auto r = m.collectives ? replay(g) : recorded; // the same graph without collectives
-  const auto spans = iteration_spans(g, r);
-  // A step lasts the iteration's steady-state step: its span, or, when a resource falls
-  // behind (a GPU whose queue grows while the CPU runs ahead), that resource's work.
-  std::map<std::int32_t, time_ns> step_of;
-  for (auto& st : steady_steps(g, r, iterations)) step_of[st.iteration] = st.step();
-  const auto fwd = passes::forward_gpu_tasks_by_iteration(g);
-
-  std::vector<std::pair<time_ns, time_ns>> wu;
-  g.for_each_task([&](task_id t) {
-    if (g.phase_of(t) == phase::weight_update && r.start[t] >= 0) wu.push_back({r.start[t], r.end[t]});
-  });
-  detail::interval_set update;
-  update.build(std::move(wu));
-
-  double compute = 0, upd = 0;
-  for (auto it : iterations) {
-    const iteration_span* sp = nullptr;
-    for (auto& s : spans)
-      if (s.iteration == it) sp = &s;
-    if (!sp) {
-      m.notes.push_back("iteration " + std::to_string(it) + " has no task and is left out");
-      continue;
-    }
-    auto idx = gs.of_iteration(it);
-    if (idx.empty()) {
-      m.notes.push_back("iteration " + std::to_string(it) + " has no gradients and is left out");
-      continue;
-    }
-    if (!m.tensors.empty() && idx.size() != m.tensors.size()) {
-      m.notes.push_back("iteration " + std::to_string(it) + " has " + std::to_string(idx.size()) + " gradients, not " +
-                        std::to_string(m.tensors.size()) + ", and is left out");
-      continue;
-    }
-    const time_ns begin = sp->begin, end = begin + step_of[it]; // the step is never shorter than the span
-    const auto compressed = [&](time_ns t) {
-      t = std::clamp(t, begin, end);
-      return double(t - begin - (update.covered_before(t) - update.covered_before(begin)));
-    };
-    const double length = compressed(end);
-    const double upd_time = double(update.covered_before(end) - update.covered_before(begin)) * o.update_scale;
-    // Where each tensor is used and produced, in compressed time; by position (0: used first).
-    const auto& f = passes::of_iteration(fwd, it);
-    const std::size_t n = idx.size();
-    std::vector<double> use(n), ready(n), bytes(n);
-    std::vector<std::string> names(n);
-    std::vector<std::uint32_t> made(n); // place in the ready order
-    for (std::size_t k = 0; k < n; ++k) {
-      auto& gr = gs.grads[idx[k]];
-      const std::size_t p = std::min<std::size_t>(gr.position, n - 1);
-      auto consumer = passes::forward_consumer(g, gr, n, f);
-      use[p] = consumer == no_task ? 0.0 : compressed(r.start[consumer]);
-      ready[p] = compressed(r.end[gr.ready]);
-      bytes[p] = double(gr.bytes);
-      names[p] = gr.layer.empty() ? "tensor " + std::to_string(p) : gr.layer;
-      made[p] = static_cast<std::uint32_t>(k);
-    }
-    if (m.tensors.empty()) {
-      // Consumption order: by first use, then position.
-      std::vector<std::uint32_t> by_use(n);
-      for (std::uint32_t p = 0; p < n; ++p) by_use[p] = p;
-      std::stable_sort(by_use.begin(), by_use.end(), [&](auto a, auto b) { return use[a] < use[b]; });
-      m.tensors.resize(n);
-      for (std::uint32_t k = 0; k < n; ++k) m.tensors[by_use[k]].use_rank = k;
-      for (std::size_t p = 0; p < n; ++p) {
-        m.tensors[p].name = names[p];
-        m.tensors[p].bytes = bytes[p];
-        m.tensors[p].trace_rank = made[p];
-        m.bytes += bytes[p];
-      }
-    }
-    // The worker's chain, cut at every use and ready point.
-    std::vector<double> cuts{0.0, length};
-    for (std::size_t p = 0; p < n; ++p) {
-      cuts.push_back(std::clamp(use[p], 0.0, length));
-      cuts.push_back(std::clamp(ready[p], 0.0, length));
-    }
-    std::sort(cuts.begin(), cuts.end());
-    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-    step_template st;
-    st.iteration = it;
-    const std::size_t segs = cuts.size() - 1;
-    for (std::size_t k = 0; k < segs; ++k) {
-      step_op op;
-      op.res = op_resource::worker;
-      op.duration = (cuts[k + 1] - cuts[k]) * o.compute_scale;
-      if (k) op.after.push_back(static_cast<std::uint32_t>(k - 1));
-      st.ops.push_back(std::move(op));
-    }
-    auto cut_index = [&](double t) { return std::size_t(std::lower_bound(cuts.begin(), cuts.end(), t) - cuts.begin()); };
-    double total = 0;
-    for (double b : bytes) total += b;
-    for (std::uint32_t p = 0; p < n; ++p) {
-      const double over = o.alpha * bytes[p] + o.beta;
-      // Downlink -> [overhead] -> the segment starting at the use point.
-      const auto down = static_cast<std::uint32_t>(st.ops.size());
-      st.ops.push_back({op_resource::downlink, 0, bytes[p], p, {}});
-      std::uint32_t gate = down;
-      if (over > 0) {
-        gate = static_cast<std::uint32_t>(st.ops.size());
-        st.ops.push_back({op_resource::worker, over, 0, p, {down}});
-      }
-      const auto u = cut_index(std::clamp(use[p], 0.0, length));
-      if (u < segs) st.ops[u].after.push_back(gate);
-      // The segment ending at the ready point -> uplink -> server.
-      const auto e = cut_index(std::clamp(ready[p], 0.0, length));
-      const auto up = static_cast<std::uint32_t>(st.ops.size());
-      step_op uo{op_resource::uplink, 0, bytes[p], p, {}};
-      if (e > 0) uo.after.push_back(static_cast<std::uint32_t>(e - 1));
-      st.ops.push_back(std::move(uo));
-      const double share = total > 0 ? upd_time * bytes[p] / total : upd_time / double(n);
-      st.ops.push_back({op_resource::server, share + over, 0, p, {up}});
-    }
-    compute += length * o.compute_scale;
-    upd += upd_time;
-    m.steps.push_back(std::move(st));
-  }
-  if (m.tensors.empty())
-    throw error("daydream ps: no gradients found" + (gs.note.empty() ? std::string() : ": " + gs.note));
-  if (m.steps.empty()) throw error("daydream ps: no usable iteration among the steady-state ones");
-  const double k = double(m.steps.size());
-  m.compute_ns = compute / k;
-  m.update_ns = upd / k;
-  return m;
+  return detail::step_extractor(std::move(g), iterations, o).run();
 }
 
 } // namespace daydream::ps

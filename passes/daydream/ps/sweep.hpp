@@ -4,6 +4,7 @@
 #define DAYDREAM_PS_SWEEP_HPP
 
 #include <daydream/ps/baselines.hpp>
+#include <daydream/ps/config.hpp>
 #include <daydream/ps/model.hpp>
 #include <daydream/ps/simulate.hpp>
 
@@ -58,7 +59,7 @@ inline sweep_result sweep(const model& m, config base, const std::vector<std::ui
     if (period > 0) c.stagger = period / double(w);
     sweep_point p;
     p.workers = w;
-    p.sim = simulate(m.steps, m.tensors, c);
+    p.sim = simulate_training(m.steps, m.tensors, c);
     p.cynthia = cynthia_steps_per_s(cs, w);
     p.queueing = queueing_steps_per_s(cs, w);
     out.points.push_back(std::move(p));

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: MIT
 //
 // The job graph's fine communication level (job.hpp) and the compiled strategies
-// (passes/daydream/strategy/simulate.hpp) both build their collectives with it, so a
+// (passes/daydream/strategy/compile.hpp) both build their collectives with it, so a
 // transfer costs the same wherever it is modelled.
 #ifndef DAYDREAM_NET_FINE_COLLECTIVE_HPP
 #define DAYDREAM_NET_FINE_COLLECTIVE_HPP

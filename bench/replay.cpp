@@ -133,6 +133,39 @@ void replay_workers_reuse(benchmark::State& state) {
 }
 BENCHMARK(replay_workers_reuse)->Apply(worker_graphs);
 
+// The event-driven kernel on the same graphs, the chained pass bypassed
+// (detail::replay_flat_impl: what replay() runs on a graph whose threads and streams are
+// not chains of dependencies), its result reused as in replay_workers_reuse.
+void replay_events(benchmark::State& state) {
+  const auto& g = workload(std::size_t(state.range(0)), std::uint32_t(state.range(1)));
+  trace_order_policy policy;
+  auto key = [&](task_id t, time_ns ready) { return policy.key(g, t, ready); };
+  replay_result r;
+  for (auto _ : state) {
+    daydream::detail::replay_flat_impl<false>(g.core(), key, {}, r);
+    benchmark::DoNotOptimize(r.end.data());
+  }
+  set_counters(state, g, g.size());
+  state.counters["resources"] = double(g.resource_count());
+}
+BENCHMARK(replay_events)->Apply(worker_graphs);
+
+// The event-driven kernel with an overlap slowdown: every dispatch is a queue event of its
+// own, and the running kernels of a node are re-timed when its transfers start and end.
+void replay_overlap(benchmark::State& state) {
+  const auto& g = workload(std::size_t(state.range(0)), std::uint32_t(state.range(1)));
+  replay_options o;
+  o.overlap_slowdown = 1.2;
+  replay_result r;
+  for (auto _ : state) {
+    daydream::replay_into(g, r, trace_order_policy{}, o);
+    benchmark::DoNotOptimize(r.end.data());
+  }
+  set_counters(state, g, g.size());
+  state.counters["resources"] = double(g.resource_count());
+}
+BENCHMARK(replay_overlap)->Apply(worker_graphs);
+
 // The floor any replay stands on: Kahn's topological traversal of the same graphs as
 // replay_workers, every live task and every dependency touched once (a counter per task
 // from the core's in-degrees, the out-lists walked as the replay's records are built

@@ -450,12 +450,17 @@ TEST_CASE("property: the replay kernel and the reference event loop agree") {
     for (resource_id i = 0; i < exclusive_links.resource_count(); ++i)
       if (exclusive_links.resource_at(i).kind == resource_kind::link)
         exclusive_links.resource_at(i).share = sharing::exclusive;
+    // Resources spread over nodes: a transfer slows the streams of its own node only.
+    auto nodes = g;
+    for (resource_id i = 0; i < nodes.resource_count(); ++i)
+      nodes.resource_at(i).node = std::int32_t(r.between(0, 2)) * 5 - 3;
     for (double slowdown : {1.0, 1.5, 3.0}) {
       const replay_options o{.overlap_slowdown = slowdown};
       check(g, trace_order_policy{}, o, "trace order");
       check(g, priority_policy{}, o, "priority");
       check(exclusive_links, trace_order_policy{}, o, "trace order, exclusive links");
       check(exclusive_links, priority_policy{}, o, "priority, exclusive links");
+      check(nodes, trace_order_policy{}, o, "trace order, resources on three nodes");
     }
   }
 }

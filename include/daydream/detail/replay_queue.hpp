@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+//! @cond DAYDREAM_INTERNAL
 namespace daydream::detail {
 
 /// A selection policy's key function, type-erased: replay() hands the kernels this, so
@@ -101,5 +102,6 @@ private:
 };
 
 } // namespace daydream::detail
+//! @endcond
 
 #endif

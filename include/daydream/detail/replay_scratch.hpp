@@ -24,6 +24,7 @@
 #  define DAYDREAM_CONFIG_REPLAY_SCRATCH_KEEP (std::size_t(1) << 30)
 #endif
 
+//! @cond DAYDREAM_INTERNAL
 namespace daydream::detail {
 
 /// Returns the whole pages inside [p, p + bytes) to the system (Linux; elsewhere a
@@ -95,7 +96,7 @@ template <class T, class F> void append_generated(std::vector<T>& v, std::size_t
   v.insert(v.end(), generated_iterator<T, F>{&f, 0}, generated_iterator<T, F>{&f, count});
 }
 
-/// The working memory of replay_flat, kept per thread between replays so that a search
+/// The working memory of event_replay, kept per thread between replays so that a search
 /// replaying thousands of times pays no page faults for it: one record per task and the
 /// out-edges in CSR form (56 bytes per task at 1 dependency per task). At most
 /// DAYDREAM_CONFIG_REPLAY_SCRATCH_KEEP bytes are kept; larger buffers are freed.
@@ -150,6 +151,24 @@ private:
   }
 };
 
+/// The per-thread working memory `Scratch` (replay_scratch, chain_scratch) of one
+/// replay: this thread's own, or one of the lease's own when that is in use (a replay
+/// inside a replay), released when the lease ends.
+template <class Scratch> class scratch_lease {
+public:
+  scratch_lease() : s_(Scratch::acquire(spare_)) {}
+  ~scratch_lease() { s_.release(); }
+  scratch_lease(const scratch_lease&) = delete;
+  scratch_lease& operator=(const scratch_lease&) = delete;
+
+  Scratch& get() noexcept { return s_; }
+
+private:
+  Scratch spare_;
+  Scratch& s_;
+};
+
 } // namespace daydream::detail
+//! @endcond
 
 #endif

@@ -20,8 +20,13 @@ namespace daydream::detail {
 /// without the overlap slowdown's bookkeeping when replay_options asks for none. Both
 /// give the same results, written into `out` (its arrays' memory reused where it has
 /// room; valid but unspecified if the replay throws).
-inline void replay_flat_into(const graph_core& c, key_ref key, const replay_options& opt,
-                             replay_result& out) {
+///
+/// A template (over the one core type) so that a translation unit that includes the
+/// replay but never calls it does not instantiate the kernels; a program that links
+/// daydream::compiled gets them compiled once (compiled/replay.cpp, the explicit
+/// instantiation declared below).
+template <class Core = graph_core>
+void replay_flat_into(const Core& c, key_ref key, const replay_options& opt, replay_result& out) {
   const double slowdown = opt.overlap_slowdown;
   if (!(slowdown >= 1.0) || !std::isfinite(slowdown))
     throw error("daydream: replay: overlap_slowdown must be a finite factor >= 1");
@@ -30,8 +35,13 @@ inline void replay_flat_into(const graph_core& c, key_ref key, const replay_opti
   replay_flat_impl<false>(c, key, opt, out);
 }
 
+#if defined(DAYDREAM_COMPILED) && !defined(DAYDREAM_COMPILING_REPLAY)
+extern template void replay_flat_into<graph_core>(const graph_core&, key_ref, const replay_options&, replay_result&);
+#endif
+
 /// replay_flat_into a fresh result.
-inline replay_result replay_flat(const graph_core& c, key_ref key, const replay_options& opt = {}) {
+template <class Core = graph_core>
+replay_result replay_flat(const Core& c, key_ref key, const replay_options& opt = {}) {
   replay_result r;
   replay_flat_into(c, key, opt, r);
   return r;

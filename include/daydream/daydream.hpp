@@ -7,6 +7,7 @@
 
 #include <daydream/analysis.hpp>
 #include <daydream/config.hpp>
+#include <daydream/depend.hpp>
 #include <daydream/dependency.hpp>
 #include <daydream/fidelity.hpp>
 #include <daydream/fwd.hpp>

@@ -404,15 +404,14 @@ private:
         cpu += plan.cpu_cost;
         gpu += s.kernel_time;
       }
-      if (s.backward == no_task || s.grad_casts == 0) continue;
-      const auto call = launch_of(g, s.backward);
-      if (call == no_task) continue;
+      // Gradient casts right after the backward kernel, launched like it.
+      if (s.backward == no_task || s.grad_casts == 0 || launch_of(g, s.backward) == no_task) continue;
       const auto bp = g.payload(g.as<gpu_kernel>(s.backward));
       for (int c = 0; c < s.grad_casts; ++c) {
         task_fields f{.name = gname, .duration = s.kernel_time, .trace_start = g.trace_start(s.backward),
                       .layer = g.layer(s.backward), .phase = phase::backward, .iteration = g.iteration(s.backward)};
-        insert_launched(g, gpu_kernel{.device = bp.device, .stream = bp.stream}, f, just_after(s.backward),
-                        just_after(call), launch_call{.name = "aten::to", .duration = plan.cpu_cost});
+        insert_launched_like(g, gpu_kernel{.device = bp.device, .stream = bp.stream}, f, just_after(s.backward),
+                             launch_call{.name = "aten::to", .duration = plan.cpu_cost});
         ++bwd;
         cpu += plan.cpu_cost;
         gpu += s.kernel_time;
@@ -467,11 +466,10 @@ private:
                                 just_before(s.opt),
                                 launch_call{.name = "aten::_amp_foreach_non_finite_check_and_unscale_",
                                             .duration = std::max<time_ns>(plan.cpu_cost, 1)});
-      auto sync = insert_before(g, cpu_task{cpu_call::sync},
-                                {.name = "GradScaler: found_inf.item() (cudaStreamSynchronize)", .duration = 5'000,
-                                 .layer = g.layer(s.opt), .phase = phase::other, .iteration = it},
-                                s.opt);
-      g.add_dependency(un.task.id, sync.id, dep_kind::sync);
+      insert_at(g, cpu_task{cpu_call::sync},
+                {.name = "GradScaler: found_inf.item() (cudaStreamSynchronize)", .duration = 5'000,
+                 .layer = g.layer(s.opt), .phase = phase::other, .iteration = it},
+                just_before(s.opt), {edge_from(un.task, dep_kind::sync)});
       ++n;
     }
     if (n > 0)

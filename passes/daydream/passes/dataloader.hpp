@@ -199,9 +199,12 @@ struct dataloader {
                                 : load;
         task_fields lf{.name = "dataloader: load batch", .duration = d, .resource = procs[i % w],
                        .trace_start = g.trace_start(f.first), .phase = phase::other, .iteration = -1};
-        loads[i] = i < w ? g.add(cpu_task{}, lf).id : insert_after(g, cpu_task{}, lf, loads[i - w]).id;
-        if (i >= ahead) g.add_dependency(fs[i - ahead]->last, loads[i], dep_kind::control);
-        g.add_dependency(loads[i], f.first, dep_kind::data);
+        // A worker's first load starts its program order; the fetch waits for its batch, and a
+        // load waits until the batch `ahead` before it has been handed over.
+        std::vector<dependency> deps;
+        if (i >= ahead) deps.push_back(edge_from(fs[i - ahead]->last, dep_kind::control));
+        deps.push_back(edge_to(f.first, dep_kind::data));
+        loads[i] = insert_at(g, cpu_task{}, lf, i < w ? position{} : just_after(loads[i - w]), deps).id;
         // The main thread's part: the handoff, then nothing until the call returns.
         for (auto u = f.first;; u = next_on_resource(g, u)) {
           main_before += g.duration(u) + (u == f.last ? 0 : g.gap(u));

@@ -3,10 +3,10 @@
 #ifndef DAYDREAM_PASSES_DGC_HPP
 #define DAYDREAM_PASSES_DGC_HPP
 
+#include <daydream/dependency.hpp>
 #include <daydream/insert.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/semantics/data_parallel.hpp>
-#include <daydream/semantics/edit.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -169,13 +169,15 @@ private:
       std::size_t k = 0;
       for (auto* b : buckets_of(buckets, i)) {
         const auto c = static_cast<std::uint64_t>(std::ceil(2.0 * ratio * double(b->bytes)));
-        // The compression kernel, after the bucket's last gradient on its stream.
+        // The compression kernel, after the bucket's last gradient on its stream, waiting
+        // for the bucket's other gradients.
         const auto& last = s.gs.grads[b->members.back()];
         task_fields f{.name = "dgc_compress", .duration = kernel_time(compress_passes * double(b->bytes)),
                       .layer = last.layer, .phase = phase::backward, .iteration = i};
-        auto compress = add_after_gpu(g, f, last.ready);
+        std::vector<dependency> others;
         for (auto t : ready_tasks(s.gs, *b))
-          if (t != last.ready) g.add_dependency(t, compress, dep_kind::data);
+          if (t != last.ready) others.push_back(edge_from(t, dep_kind::data));
+        const task_id compress = insert_after_gpu(g, f, last.ready, others);
         ++kernels;
         auto d = all_gather_time(double(p) * double(c), p, s.c.ring_link());
         prev = add_comm(g, comm_op::all_gather, "sparse all_gather bucket " + std::to_string(k++), c, p, d, link,
@@ -192,8 +194,10 @@ private:
         const double moved = double(bytes) + double(p) * std::ceil(2.0 * ratio * double(bytes));
         task_fields f{.name = "dgc_decompress", .duration = kernel_time(moved), .phase = phase::weight_update,
                       .iteration = i};
-        auto dk = gpu_entry != no_task ? add_before_gpu(g, f, gpu_entry) : g.add(gpu_kernel{}, f).id;
-        g.add_dependency(gather, dk, dep_kind::comm);
+        const dependency exchanged = edge_from(gather, dep_kind::comm);
+        const task_id dk = gpu_entry != no_task
+                               ? insert_launched_like(g, gpu_kernel{}, f, just_before(gpu_entry), {}, {exchanged}).task.id
+                               : daydream::insert(g, gpu_kernel{}, f, {exchanged}).id;
         ends[i].push_back(dk);
         ++kernels;
       }
@@ -204,30 +208,16 @@ private:
     return ends;
   }
 
-  // A kernel on `after`'s stream right after it, launched right after `after`'s launch
-  // call when it has one; unconstrained (after it) when `after` is not on a GPU stream.
-  static task_id add_after_gpu(graph& g, task_fields f, task_id after) {
+  // A kernel right after `after` on its stream, launched like it; when `after` is not on a
+  // GPU stream (a CPU task, or no resource), a kernel in no program order that waits for it.
+  // Then it waits for `others` too.
+  static task_id insert_after_gpu(graph& g, const task_fields& f, task_id after, std::vector<dependency> others) {
     if (g.is<cpu_task>(after) || g.resource_of(after) == no_resource ||
         g.resource_at(g.resource_of(after)).kind != resource_kind::gpu_stream) {
-      auto k = g.add(gpu_kernel{}, f).id;
-      g.add_dependency(after, k, dep_kind::data);
-      return k;
+      others.insert(others.begin(), edge_from(after, dep_kind::data));
+      return daydream::insert(g, gpu_kernel{}, f, others).id;
     }
-    f.trace_start = g.trace_start(after) + g.duration(after);
-    if (auto launch = launch_of(g, after); launch != no_task)
-      return daydream::insert_launched(g, gpu_kernel{}, f, launch, after).task.id;
-    return daydream::insert_after(g, gpu_kernel{}, f, after).id;
-  }
-  // A kernel on `before`'s stream right before it, launched right before its launch call.
-  static task_id add_before_gpu(graph& g, task_fields f, task_id before) {
-    auto k = daydream::insert_before(g, gpu_kernel{}, f, before).id;
-    if (auto launch = launch_of(g, before); launch != no_task) {
-      task_fields lf{.name = "cudaLaunchKernel", .duration = g.duration(launch), .phase = f.phase,
-                     .iteration = f.iteration};
-      auto call = daydream::insert_before(g, cpu_task{.call = cpu_call::launch}, lf, launch);
-      g.add_dependency(call.id, k, dep_kind::launch);
-    }
-    return k;
+    return insert_launched_like(g, gpu_kernel{}, f, just_after(after), {}, others).task.id;
   }
 };
 

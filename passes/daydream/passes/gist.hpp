@@ -6,7 +6,6 @@
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>
 #include <daydream/kinds.hpp>
-#include <daydream/launch.hpp>
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/semantics/edit.hpp>
@@ -101,16 +100,15 @@ struct gist {
       const gpu_kernel k{.device = model.device, .stream = model.stream};
       const auto layer = g.layer(last_fwd);
 
-      const auto fwd_call = launch_of(g, last_fwd);
-      auto e = insert_launched(g, k, {.name = "gist_encode", .duration = d, .layer = layer,
-                                      .phase = phase::forward, .iteration = l.iteration},
-                               just_after(last_fwd), fwd_call == no_task ? position{} : just_after(fwd_call),
-                               launch_call{.duration = fwd_call == no_task ? 0 : g.duration(fwd_call)});
-      const auto bwd_call = launch_of(g, first_bwd);
-      auto dec = insert_launched(g, k, {.name = "gist_decode", .duration = d, .layer = layer,
-                                        .phase = phase::backward, .iteration = l.iteration},
-                                 just_before(first_bwd), bwd_call == no_task ? position{} : just_before(bwd_call),
-                                 launch_call{.duration = bwd_call == no_task ? 0 : g.duration(bwd_call)});
+      // Each launched like its neighbour: the encode right after the last forward kernel
+      // (its call right after that kernel's launch), the decode right before the first
+      // backward kernel.
+      auto e = insert_launched_like(g, k, {.name = "gist_encode", .duration = d, .layer = layer,
+                                           .phase = phase::forward, .iteration = l.iteration},
+                                    just_after(last_fwd));
+      auto dec = insert_launched_like(g, k, {.name = "gist_decode", .duration = d, .layer = layer,
+                                             .phase = phase::backward, .iteration = l.iteration},
+                                      just_before(first_bwd));
       if (memory) {
         // The stash is freed once the encode is issued and allocated again by the decode,
         // where the model charges this layer's memory: its CPU calls or its kernels.

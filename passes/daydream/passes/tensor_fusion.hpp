@@ -3,7 +3,11 @@
 #ifndef DAYDREAM_PASSES_TENSOR_FUSION_HPP
 #define DAYDREAM_PASSES_TENSOR_FUSION_HPP
 
+#include <daydream/dependency.hpp>
+#include <daydream/insert.hpp>
+#include <daydream/kinds.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/replay.hpp>
 #include <daydream/semantics/data_parallel.hpp>
 
 #include <algorithm>
@@ -104,11 +108,12 @@ private:
           if (std::find(ready.begin(), ready.end(), gr.ready) == ready.end()) ready.push_back(gr.ready);
           ++b;
         }
-        auto wait = g.add(cpu_task{.call = cpu_call::runtime},
-                          task_fields{.name = "horovod cycle", .duration = boundary - last_ready,
-                                      .trace_start = trace_end_of(g, ready), .phase = phase::backward,
-                                      .iteration = i});
-        for (auto t : ready) g.add_dependency(t, wait.id, dep_kind::comm);
+        // The cycle's wait: from the buffer's last gradient to the cycle boundary.
+        auto wait = daydream::insert(g, cpu_task{.call = cpu_call::runtime},
+                                     task_fields{.name = "horovod cycle", .duration = boundary - last_ready,
+                                                 .trace_start = trace_end_of(g, ready), .phase = phase::backward,
+                                                 .iteration = i},
+                                     edges_from(ready, dep_kind::comm));
         waited += boundary - last_ready;
         auto d = all_reduce_time(double(bytes), s.c, algorithm);
         prev = add_comm(g, comm_op::all_reduce, "fused all_reduce " + std::to_string(of_iteration(ends, i).size()),

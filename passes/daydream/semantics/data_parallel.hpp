@@ -5,8 +5,10 @@
 
 #include <daydream/net/cluster.hpp>
 #include <daydream/net/collective.hpp>
+#include <daydream/depend.hpp>
 #include <daydream/dependency.hpp>
 #include <daydream/graph.hpp>
+#include <daydream/insert.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/params.hpp>
 #include <daydream/remove.hpp>
@@ -352,20 +354,23 @@ inline time_ns trace_end_of(const graph& g, const std::vector<task_id>& ts) {
 
 /// Adds a communication task on `link` that depends on `after` (dep_kind::comm) and,
 /// when `prev` is a task, follows it in the channel's program order
-/// (dep_kind::stream_order): collectives of one communicator run in issue order.
-/// Phase backward unless given; trace start at the latest end of `after`.
+/// (dep_kind::stream_order): collectives of one communicator run in issue order. When
+/// `consumer` is a task, it waits for the new one (dep_kind::comm). Phase backward unless
+/// given; trace start at the latest end of `after`.
 inline handle<comm_task> add_comm(graph& g, comm_op op, std::string_view name,
                                   std::uint64_t bytes, std::uint32_t group, time_ns duration,
                                   resource_id link, const std::vector<task_id>& after,
                                   task_id prev, std::int32_t iteration,
-                                  phase ph = phase::backward, std::string_view layer = {}) {
-  auto h = g.add(comm_task{.op = op, .bytes = bytes, .group_size = group},
-                 task_fields{.name = name, .duration = duration, .resource = link,
-                             .trace_start = trace_end_of(g, after), .layer = layer, .phase = ph,
-                             .iteration = iteration});
-  for (auto t : after) g.add_dependency(t, h.id, dep_kind::comm);
-  if (prev != no_task) g.add_dependency(prev, h.id, dep_kind::stream_order);
-  return h;
+                                  phase ph = phase::backward, std::string_view layer = {},
+                                  task_id consumer = no_task) {
+  auto deps = edges_from(after, dep_kind::comm);
+  if (prev != no_task) deps.push_back(edge_from(prev, dep_kind::stream_order));
+  if (consumer != no_task) deps.push_back(edge_to(consumer, dep_kind::comm));
+  return insert(g, comm_task{.op = op, .bytes = bytes, .group_size = group},
+                task_fields{.name = name, .duration = duration, .resource = link,
+                            .trace_start = trace_end_of(g, after), .layer = layer, .phase = ph,
+                            .iteration = iteration},
+                deps);
 }
 
 /// The node (worker) whose GPUs the graph holds: the node of its first GPU stream (a
@@ -466,10 +471,9 @@ ps_plan insert_push_pull(graph& g, const gradient_set& gs, const cluster& c, std
         auto push = add_comm(g, comm_op::push, "push " + label, bytes, w, t, up, {gr.ready},
                              no_task, i, phase::backward, gr.layer);
         auto pull = add_comm(g, comm_op::pull, "pull " + label, bytes, w, t, down, {push.id},
-                             no_task, i, phase::backward, gr.layer);
+                             no_task, i, phase::backward, gr.layer, consumer);
         daydream::reschedule(g, push.id, push_priority(gr));
         daydream::reschedule(g, pull.id, pull_priority(gr));
-        if (consumer != no_task) g.add_dependency(pull.id, consumer, dep_kind::comm);
         pulls.push_back(pull.id);
         ++plan.pushes;
       }
@@ -508,20 +512,9 @@ enum class weight_update : std::uint8_t {
   on_servers,  ///< parameter servers update the weights: the workers' optimizer step is removed
 };
 
-/// By task id: whether the task is reachable from `from` along dependencies (`from`
-/// itself included). A dependency into `from` from such a task would close a cycle.
-inline std::vector<bool> reachable_from(const graph& g, task_id from) {
-  std::vector<bool> seen(g.id_bound(), false);
-  std::vector<task_id> todo{from};
-  seen[from] = true;
-  while (!todo.empty()) {
-    const auto t = todo.back();
-    todo.pop_back();
-    for (auto d : g.successors(t))
-      if (!seen[d.to]) { seen[d.to] = true; todo.push_back(d.to); }
-  }
-  return seen;
-}
+/// By task id: whether the task is reachable from a task along dependencies (the task
+/// itself included): daydream::reachable_from, which the passes' namespace names too.
+using daydream::reachable_from;
 
 /// Makes the optimizer step wait for `ends` the way NCCL makes it wait: a GPU stream
 /// wait, so each GPU task of `entries` (update_entries of one iteration) depends on every
@@ -532,8 +525,7 @@ inline bool gpu_waits_for(graph& g, const std::vector<task_id>& entries, const s
   bool waited = false;
   for (auto e : entries) {
     if (g.is<cpu_task>(e)) continue;
-    for (auto t : ends)
-      if (t != e && !g.has_dependency(t, e)) g.add_dependency(t, e, dep_kind::comm);
+    daydream::wait_for(g, e, ends, dep_kind::comm);
     waited = true;
   }
   return waited;
@@ -664,13 +656,7 @@ pass_report run_data_parallel(graph& g, std::string_view name, const cluster& c,
     // A waiter in the middle of the backward pass waited for the synchronization of the
     // gradients ready before it (NCCL runs in order), not for that of gradients it comes
     // before: those ends are reachable from it and are left out.
-    std::vector<task_id> wait_for;
-    for (auto t : of_iteration(ends, w.iteration))
-      if (t != w.task && !g.has_dependency(t, w.task)) wait_for.push_back(t);
-    if (wait_for.empty()) continue;
-    const auto after_waiter = reachable_from(g, w.task);
-    for (auto t : wait_for)
-      if (!after_waiter[t]) { g.add_dependency(t, w.task, w.kind); ++rewired; }
+    rewired += daydream::wait_for(g, w.task, of_iteration(ends, w.iteration), w.kind, on_cycle::skip);
   }
   if (rewired) rep.add("waits on the recorded collectives moved to the modelled ones", std::to_string(rewired));
   return rep;

@@ -38,6 +38,7 @@
 #include <daydream/slack.hpp>
 #include <daydream/task.hpp>
 #include <daydream/trace_order.hpp>
+#include <daydream/units.hpp>
 #include <daydream/unroll.hpp>
 #include <daydream/update.hpp>
 #include <daydream/validate.hpp>

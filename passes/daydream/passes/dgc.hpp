@@ -6,6 +6,7 @@
 #include <daydream/dependency.hpp>
 #include <daydream/insert.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/units.hpp>
 #include <daydream/semantics/data_parallel.hpp>
 
 #include <algorithm>
@@ -45,9 +46,10 @@ namespace daydream::passes {
 /// all-reduces are replaced (run_data_parallel). With one worker the graph is left
 /// unchanged.
 ///
+///     daydream::apply(g, daydream::passes::dgc{.cluster = {.machines = 16}, .ratio = 0.001});
 ///     daydream::apply(g, daydream::passes::dgc::from_params(
 ///         daydream::pass_params::parse("dgc", "workers=16,bandwidth=10Gbps,ratio=0.001")));
-struct dgc : data_parallel_params, bucket_params {
+struct dgc {
   /// The name on the command line.
   static constexpr std::string_view name = "dgc";
   /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
@@ -71,6 +73,11 @@ struct dgc : data_parallel_params, bucket_params {
   /// `default_kernel_floor` is used.
   static constexpr time_ns max_kernel_floor = 20'000, default_kernel_floor = 2'000;
 
+  daydream::cluster cluster; ///< the cluster (read by from_params with cluster::from_params)
+  layer_bytes sizes;         ///< optional layer -> gradient bytes; empty: from the trace
+  double model_bytes = 0;    ///< total gradient bytes to spread when the trace has no sizes
+  std::uint64_t bucket_cap = 25_MiB;  ///< DDP's bucket_cap_mb = 25
+  std::uint64_t first_bucket = 1_MiB; ///< DDP's first bucket: 1 MiB
   double ratio = 0.001;         ///< fraction of the gradient sent (99.9% sparsity)
   double compress_passes = 8;   ///< memory passes over the gradient to compress it
   double mem_bandwidth = 500e9; ///< bytes/s, when the trace has nothing (plausible) to measure
@@ -79,8 +86,8 @@ struct dgc : data_parallel_params, bucket_params {
   /// `bucket_cap` and `first_bucket`.
   static dgc from_params(const pass_params& p) {
     dgc x;
-    x.read_common(p);
-    x.read_buckets(p);
+    read_cluster(x, p);
+    read_buckets(x, p);
     x.ratio = p.get_double("ratio", x.ratio);
     x.compress_passes = p.get_double("compress_passes", x.compress_passes);
     x.mem_bandwidth = p.get_bandwidth("mem_bandwidth", x.mem_bandwidth);
@@ -89,6 +96,13 @@ struct dgc : data_parallel_params, bucket_params {
     if (!(x.mem_bandwidth > 0)) throw usage_error("daydream: pass 'dgc': mem_bandwidth must be positive");
     return x;
   }
+
+  /// Why the default what-if run leaves the pass out on `g`, or "" when it runs it
+  /// (data_parallel_not_applicable: no backward, no gradient sizes, or a trace that
+  /// synchronizes its gradients already).
+  static std::string not_applicable(const graph& g) { return data_parallel_not_applicable(g); }
+  /// Whether the default what-if run includes the pass on `g` (not_applicable is empty).
+  static bool applicable(const graph& g) { return not_applicable(g).empty(); }
 
   /// The device memory throughput (bytes/s) measured from `g`'s device copies and
   /// memsets of at least min_measured_bytes (bytes moved / time: a copy reads and writes

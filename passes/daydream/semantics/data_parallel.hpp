@@ -35,46 +35,48 @@ namespace daydream::passes {
 // ---------------------------------------------------------------------------------------
 // Parameters every data-parallel pass shares
 
-/// The members every data-parallel pass has: the cluster, and where the gradient sizes
-/// come from when the trace recorded none. The passes derive from it, so `pass.cluster`,
-/// `pass.sizes` and `pass.model_bytes` mean the same thing on each of them; its static
-/// `applicable` and `not_applicable` are what the default what-if run asks.
-struct data_parallel_params {
-  daydream::cluster cluster; ///< the cluster (cluster::from_params reads it)
-  layer_bytes sizes;         ///< optional layer -> gradient bytes; empty: from the trace
-  double model_bytes = 0;    ///< total gradient bytes to spread when the trace has no sizes
+/// Reads the keys every data-parallel pass takes into `pass`: the cluster keys
+/// (cluster::from_params, with `per_machine` GPUs per machine when only `workers=` is
+/// given) into `pass.cluster`, and `model_bytes`. Every data-parallel pass has the members
+/// `cluster`, `sizes` (an optional layer -> gradient bytes map; empty: from the trace) and
+/// `model_bytes` (total gradient bytes to spread when the trace has no sizes), declared
+/// first, so `pass.cluster` means the same thing on each of them. The pass reads its own
+/// keys after these and calls `p.finish()`.
+///
+///     ddp d;
+///     read_cluster(d, p);
+template <class Pass>
+  requires requires(Pass& x) { x.cluster = cluster{}; x.model_bytes = 0.0; }
+void read_cluster(Pass& x, const pass_params& p, std::uint32_t per_machine = 1) {
+  x.cluster = cluster::from_params(p, per_machine);
+  x.model_bytes = p.get_bytes("model_bytes", 0);
+}
 
-  /// Reads the cluster keys (cluster::from_params; `per_machine` GPUs per machine when
-  /// only `workers=` is given) and `model_bytes`. The pass reads its own keys after it
-  /// and calls `p.finish()`.
-  void read_common(const pass_params& p, std::uint32_t per_machine = 1) {
-    cluster = cluster::from_params(p, per_machine);
-    model_bytes = p.get_bytes("model_bytes", 0);
-  }
+/// Reads the bucket keys of the passes that bucket as PyTorch DDP does (ddp, blueconnect,
+/// dgc: members `bucket_cap`, DDP's bucket_cap_mb, 25 MiB by default, and `first_bucket`,
+/// DDP's first bucket, 1 MiB): `bucket_cap` and `first_bucket`.
+template <class Pass>
+  requires requires(Pass& x) { x.bucket_cap = std::uint64_t{}; x.first_bucket = std::uint64_t{}; }
+void read_buckets(Pass& x, const pass_params& p) {
+  x.bucket_cap = static_cast<std::uint64_t>(p.get_bytes("bucket_cap", double(x.bucket_cap)));
+  x.first_bucket = static_cast<std::uint64_t>(p.get_bytes("first_bucket", double(x.first_bucket)));
+}
 
-  /// Why the default what-if run leaves a data-parallel pass out on `g`, or "" when it
-  /// runs it: the pass needs backward work with recorded gradient sizes, and a trace that
-  /// already synchronizes its gradients (it holds recorded all-reduces: a rank of a
-  /// multi-GPU job) gets no default scenario, because a default cluster would silently
-  /// replace the one the job ran on. An explicit `--pass` still runs on such a trace: it
-  /// replaces the recorded collectives and says so.
-  static std::string not_applicable(const graph& g);
-  /// Whether the default what-if run includes the pass on `g` (not_applicable is empty).
-  static bool applicable(const graph& g) { return not_applicable(g).empty(); }
-};
+/// Reads `iterations` (member `iterations`: the copies of a one-iteration graph P3 and
+/// TicTac unroll, so that one iteration's transfers overlap the next forward).
+template <class Pass>
+  requires requires(Pass& x) { x.iterations = std::uint32_t{}; }
+void read_iterations(Pass& x, const pass_params& p) {
+  x.iterations = static_cast<std::uint32_t>(p.get_int("iterations", x.iterations));
+}
 
-/// The bucket parameters of the passes that bucket as PyTorch DDP does (ddp,
-/// blueconnect, dgc).
-struct bucket_params {
-  std::uint64_t bucket_cap = 25ull << 20;  ///< DDP bucket_cap_mb = 25
-  std::uint64_t first_bucket = 1ull << 20; ///< DDP's first bucket: 1 MiB
-
-  /// Reads `bucket_cap` and `first_bucket`.
-  void read_buckets(const pass_params& p) {
-    bucket_cap = static_cast<std::uint64_t>(p.get_bytes("bucket_cap", double(bucket_cap)));
-    first_bucket = static_cast<std::uint64_t>(p.get_bytes("first_bucket", double(first_bucket)));
-  }
-};
+/// Why the default what-if run leaves a data-parallel pass out on `g`, or "" when it runs
+/// it (each pass's static `not_applicable` returns this): the pass needs backward work
+/// with recorded gradient sizes, and a trace that already synchronizes its gradients (it
+/// holds recorded all-reduces: a rank of a multi-GPU job) gets no default scenario,
+/// because a default cluster would silently replace the one the job ran on. An explicit
+/// `--pass` still runs on such a trace: it replaces the recorded collectives and says so.
+inline std::string data_parallel_not_applicable(const graph& g);
 
 // ---------------------------------------------------------------------------------------
 // Rates derived from a trace, checked against physical bounds
@@ -236,7 +238,7 @@ inline std::string neighbours_note(const graph& g) {
          "trace to model the job: daydream whatif DIR)";
 }
 
-inline std::string data_parallel_params::not_applicable(const graph& g) {
+inline std::string data_parallel_not_applicable(const graph& g) {
   bool backward = false;
   for ([[maybe_unused]] auto t : tasks(g) | where(in_phase(phase::backward))) { backward = true; break; }
   if (!backward) return "the trace has no backward pass: there are no gradients to synchronize";
@@ -489,20 +491,6 @@ inline std::int64_t position_priority(const gradient& gr) {
   return (std::int64_t(gr.iteration) << 32) + std::int64_t(gr.position);
 }
 
-/// The members P3 and TicTac share: they overlap one iteration's parameter transfers
-/// with the next forward, so a one-iteration graph is unrolled, and their links pick the
-/// next transfer by priority (`policy`, read by pass_traits).
-struct overlap_params {
-  /// Replays with priorities (set with reschedule): the links pick the next transfer by them.
-  using policy = daydream::priority_policy;
-  std::uint32_t iterations = 3; ///< copies when the graph holds one iteration
-
-  /// Reads `iterations`.
-  void read_iterations(const pass_params& p) {
-    iterations = static_cast<std::uint32_t>(p.get_int("iterations", iterations));
-  }
-};
-
 // ---------------------------------------------------------------------------------------
 // The run every data-parallel pass shares
 
@@ -666,12 +654,13 @@ pass_report run_data_parallel(graph& g, std::string_view name, const cluster& c,
 /// run_data_parallel with the servers updating the weights, on exclusive up and down links
 /// of the node ("uplink (one at a time) node N"), every gradient cut into `piece`-byte
 /// transfers (0: whole) with `push_priority` and position_priority for the pulls, each
-/// pull before the parameter's first use in the next forward.
-template <class PushPriority>
-pass_report run_overlapped(graph& g, std::string_view name, const data_parallel_params& x,
-                           const overlap_params& o, std::uint64_t piece, PushPriority push_priority) {
+/// pull before the parameter's first use in the next forward. Reads the pass's name,
+/// `cluster`, `sizes`, `model_bytes` and `iterations` (the copies of a one-iteration
+/// graph).
+template <class Pass, class PushPriority>
+pass_report run_overlapped(graph& g, const Pass& x, std::uint64_t piece, PushPriority push_priority) {
   auto find = [&](const graph& h) { return find_gradients(h, x.sizes, x.model_bytes); };
-  return run_data_parallel(g, name, x.cluster, find, weight_update::on_servers, o.iterations,
+  return run_data_parallel(g, Pass::name, x.cluster, find, weight_update::on_servers, x.iterations,
                            [&](data_parallel_step& s) {
     auto up = node_link(s.g, "uplink (one at a time)", s.c.network.bandwidth, sharing::exclusive);
     auto down = node_link(s.g, "downlink (one at a time)", s.c.network.bandwidth, sharing::exclusive);

@@ -29,6 +29,7 @@
 #include <daydream/net/network.hpp>
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/pass_laws.hpp>
 #include <daydream/remove.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/replay_result.hpp>

@@ -9,6 +9,7 @@
 #include <daydream/select.hpp>
 #include <daydream/passes/fused_adam.hpp>
 #include "builder.hpp"
+#include <support/compare.hpp>
 #include <support/pass_laws.hpp>
 
 #include <doctest/doctest.h>

@@ -46,7 +46,7 @@ int main(int argc, char** argv) try {
   auto after = daydream::iteration_time(g, daydream::replay(g), it);
 
   fmt::print("iteration {}: {:.3f} ms -> {:.3f} ms with {}x faster convolutions ({} kernels): {:.2f}x\n",
-             it, before / 1e6, after / 1e6, speedup, report.items.at(0).second,
+             it, before / 1e6, after / 1e6, speedup, report.items.at(0).text,
              double(before) / double(after));
 } catch (const std::exception& e) {
   fmt::print(stderr, "{}\n", e.what());

@@ -113,11 +113,14 @@ struct blueconnect {
         }
       }
       const auto first = blueconnect_stages(buckets.empty() ? 0.0 : double(buckets.front().bytes), s.c);
-      s.rep.add("buckets", std::to_string(buckets.size()));
-      s.rep.add("stage tasks", std::to_string(tasks));
+      s.rep.add_count("buckets", std::int64_t(buckets.size()));
+      s.rep.add_count("stage tasks", std::int64_t(tasks));
       s.rep.add("first bucket stages (rs intra, rs inter, ag inter, ag intra)",
                 format_time(first.reduce_scatter_intra) + ", " + format_time(first.reduce_scatter_inter) + ", " +
-                    format_time(first.all_gather_inter) + ", " + format_time(first.all_gather_intra));
+                    format_time(first.all_gather_inter) + ", " + format_time(first.all_gather_intra),
+                report_value::of_time(double(first.reduce_scatter_intra + first.reduce_scatter_inter +
+                                             first.all_gather_inter + first.all_gather_intra))
+                    .with_count(4));
       return ends;
     });
   }

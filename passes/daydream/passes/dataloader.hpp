@@ -218,18 +218,24 @@ struct dataloader {
     }
     const time_ns per_batch = moved ? loaded / static_cast<time_ns>(moved) : 0;
     const double slowdown = apply_contention(g, fetches, loaded, moved);
-    rep.add("fetches moved to workers", std::to_string(moved));
-    rep.add("load time per batch", format_time(per_batch) +
-                                       (load_time > 0 ? " (given)" : " (mean __next__ time in the trace)"));
-    rep.add("workers", std::to_string(workers) + ", " + std::to_string(prefetch) + " batches ahead each");
-    rep.add("main-thread fetch time", format_time(main_before) + " -> " +
-                                          format_time(handoff * static_cast<time_ns>(moved)) + " + waits");
-    rep.add("bound", "the workers deliver a batch every " + format_time(per_batch / workers) +
-                         "; the main thread waits when a step is shorter than that");
+    rep.add_count("fetches moved to workers", std::int64_t(moved));
+    rep.add("load time per batch",
+            format_time(per_batch) + (load_time > 0 ? " (given)" : " (mean __next__ time in the trace)"),
+            report_value::of_time(double(per_batch)));
+    rep.add("workers", std::to_string(workers) + ", " + std::to_string(prefetch) + " batches ahead each",
+            report_value::of_count(workers));
+    const time_ns handed = handoff * static_cast<time_ns>(moved);
+    rep.add("main-thread fetch time", format_time(main_before) + " -> " + format_time(handed) + " + waits",
+            report_value::of_change(report_kind::time, double(main_before), double(handed)));
+    rep.add("bound",
+            "the workers deliver a batch every " + format_time(per_batch / workers) +
+                "; the main thread waits when a step is shorter than that",
+            report_value::of_time(double(per_batch / workers)));
     if (slowdown > 1)
-      rep.add("CPU contention", "the training threads' CPU work runs " + format_ratio(slowdown) +
-                                    " slower while the workers load (contention=" + format_ratio(contention) +
-                                    " per busy core)");
+      rep.add("CPU contention",
+              "the training threads' CPU work runs " + format_ratio(slowdown) +
+                  " slower while the workers load (contention=" + format_ratio(contention) + " per busy core)",
+              report_value::of_ratio(slowdown));
     std::size_t skipped = fetches.size() - moved;
     if (skipped > 0)
       rep.note(std::to_string(skipped) + " fetches already load in worker processes "

@@ -108,8 +108,9 @@ struct ddp {
           if (i == its.front()) first_time += d;
         }
       }
-      s.rep.add("buckets per iteration", std::to_string(of_iteration(ends, its.front()).size()));
-      s.rep.add("all-reduce time per iteration (alone on the link)", format_time(first_time));
+      s.rep.add_count("buckets per iteration", std::int64_t(of_iteration(ends, its.front()).size()));
+      s.rep.add("all-reduce time per iteration (alone on the link)", format_time(first_time),
+                report_value::of_time(double(first_time)));
       s.rep.add("algorithm", std::string(to_string(algorithm)));
       s.rep.add("link", s.g.resource_at(link).name);
       return ends;

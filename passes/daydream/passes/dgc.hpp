@@ -161,7 +161,7 @@ private:
     auto& g = s.g;
     const auto throughput = memory_throughput(g);
     s.rep.add(throughput.derived ? "memory throughput (from the trace's copies)" : "memory throughput (mem_bandwidth)",
-              format_rate(throughput.value));
+              format_rate(throughput.value), report_value::of_rate(throughput.value));
     if (!throughput.derived) s.rep.note("compression kernels costed at mem_bandwidth: " + throughput.note);
     const auto floor = kernel_floor(g);
     if (!floor.derived) s.rep.note(floor.note);
@@ -216,9 +216,10 @@ private:
         ++kernels;
       }
     }
-    s.rep.add("buckets", std::to_string(buckets.size()));
-    s.rep.add("bytes sent per iteration", format_bytes(sent) + " instead of " + format_bytes(dense));
-    s.rep.add("compression kernels inserted", std::to_string(kernels));
+    s.rep.add_count("buckets", std::int64_t(buckets.size()));
+    s.rep.add("bytes sent per iteration", format_bytes(sent) + " instead of " + format_bytes(dense),
+              report_value::of_change(report_kind::bytes, dense, sent));
+    s.rep.add_count("compression kernels inserted", std::int64_t(kernels));
     return ends;
   }
 

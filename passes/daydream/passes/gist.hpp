@@ -122,13 +122,19 @@ struct gist {
       saved += l.stash() - static_cast<std::uint64_t>(enc);
       added += 2 * d;
     }
-    rep.add("layers encoded", std::to_string(encoded));
-    rep.add("stashed bytes encoded", format_bytes_per_iteration(double(bytes), iterations.size()));
-    rep.add("bytes saved while stashed", format_bytes_per_iteration(double(saved), iterations.size()));
-    rep.add("encode + decode kernel time", format_time(added));
-    rep.add("cost per byte", rate.samples ? std::to_string(rate.ns_per_byte()) + " ns/B from " +
-                                                std::to_string(rate.samples) + " elementwise kernels"
-                                          : "no elementwise kernel with sizes: " + format_bytes(bandwidth) + "/s");
+    rep.add_count("layers encoded", std::int64_t(encoded));
+    rep.add("stashed bytes encoded", format_bytes_per_iteration(double(bytes), iterations.size()),
+            report_value::of_bytes(double(bytes)));
+    rep.add("bytes saved while stashed", format_bytes_per_iteration(double(saved), iterations.size()),
+            report_value::of_bytes(double(saved)));
+    rep.add("encode + decode kernel time", format_time(added), report_value::of_time(double(added)));
+    if (rate.samples)
+      rep.add("cost per byte",
+              std::to_string(rate.ns_per_byte()) + " ns/B from " + std::to_string(rate.samples) + " elementwise kernels",
+              report_value::of_ratio(rate.ns_per_byte()).with_count(std::int64_t(rate.samples)));
+    else
+      rep.add("cost per byte", "no elementwise kernel with sizes: " + format_bytes(bandwidth) + "/s",
+              report_value::of_rate(bandwidth));
     if (!memory) rep.note("the graph has no memory model: peak memory not predicted "
                           "(the trace has no [memory] events, profile_memory=True, and no estimate "
                           "from tensor sizes, record_shapes=True)");

@@ -113,11 +113,12 @@ struct grad_accum {
       if (k > 1)
         for (auto& d : out) move_dependency(g, d, prev[d.from], d.to);
     }
-    rep.add("micro-batches", std::to_string(k));
-    rep.add("iterations", std::to_string(iterations.size()));
-    rep.add("tasks repeated", std::to_string(repeated));
-    rep.add("GPU time of forward+backward", format_time(scaled_before) + " -> " +
-                                                format_time(scaled_after) + " (all micro-batches)");
+    rep.add_count("micro-batches", k);
+    rep.add_count("iterations", std::int64_t(iterations.size()));
+    rep.add_count("tasks repeated", std::int64_t(repeated));
+    rep.add("GPU time of forward+backward",
+            format_time(scaled_before) + " -> " + format_time(scaled_after) + " (all micro-batches)",
+            report_value::of_change(report_kind::time, double(scaled_before), double(scaled_after)));
     if (iterations.empty()) rep.not_applied("no forward or backward task: nothing to split");
     else if (k == 1) rep.not_applied("k=1: one micro-batch per weight update is what the trace ran");
     return rep;

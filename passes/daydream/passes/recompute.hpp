@@ -136,10 +136,11 @@ struct recompute {
       bytes += l.stash();
       iterations.insert(l.iteration);
     }
-    rep.add("layers re-computed", std::to_string(layers_done));
-    rep.add("tasks copied", std::to_string(copied));
-    rep.add("re-computed kernel time", format_time(gpu_time));
-    rep.add("stash dropped", format_bytes_per_iteration(double(bytes), iterations.size()));
+    rep.add_count("layers re-computed", std::int64_t(layers_done));
+    rep.add_count("tasks copied", std::int64_t(copied));
+    rep.add("re-computed kernel time", format_time(gpu_time), report_value::of_time(double(gpu_time)));
+    rep.add("stash dropped", format_bytes_per_iteration(double(bytes), iterations.size()),
+            report_value::of_bytes(double(bytes)));
     if (!memory) rep.note("the graph has no memory model: peak memory not predicted "
                           "(the trace has no [memory] events, profile_memory=True, and no estimate "
                           "from tensor sizes, record_shapes=True)");

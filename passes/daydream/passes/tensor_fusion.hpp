@@ -139,10 +139,10 @@ private:
       // The next iteration's ready times depend on this one's optimizer waiting.
       s.wait_now(i, of_iteration(ends, i));
     }
-    s.rep.add("fused buffers", std::to_string(buffers));
-    s.rep.add("time waiting for cycle boundaries", format_time(waited));
-    s.rep.add("cycle time", format_time(cycle_time));
-    s.rep.add("threshold", format_bytes(double(threshold)));
+    s.rep.add_count("fused buffers", std::int64_t(buffers));
+    s.rep.add("time waiting for cycle boundaries", format_time(waited), report_value::of_time(double(waited)));
+    s.rep.add("cycle time", format_time(cycle_time), report_value::of_time(double(cycle_time)));
+    s.rep.add("threshold", format_bytes(double(threshold)), report_value::of_bytes(double(threshold)));
     return ends;
   }
 };

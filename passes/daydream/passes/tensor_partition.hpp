@@ -75,9 +75,9 @@ struct tensor_partition {
       auto down = node_link(s.g, "downlink", s.c.network.bandwidth);
       auto none = [](const gradient&) { return std::int64_t{0}; };
       auto plan = insert_push_pull(s.g, s.gs, s.c, partition, up, down, none, none, false);
-      s.rep.add("partition", format_bytes(double(partition)));
-      s.rep.add("partitions (push + pull each)", std::to_string(plan.pushes));
-      s.rep.add("servers", std::to_string(s.c.servers()));
+      s.rep.add("partition", format_bytes(double(partition)), report_value::of_bytes(double(partition)));
+      s.rep.add_count("partitions (push + pull each)", std::int64_t(plan.pushes));
+      s.rep.add_count("servers", std::int64_t(s.c.servers()));
       return plan.pulls;
     });
   }

@@ -176,10 +176,11 @@ struct vdnn {
       iterations.insert(l.iteration);
       copy_time += 2 * d;
     }
-    rep.add("layers offloaded", std::to_string(moved));
-    rep.add("bytes offloaded", format_bytes_per_iteration(double(bytes), iterations.size()));
-    rep.add("copy time (offload + prefetch)", format_time(copy_time));
-    rep.add("PCIe bandwidth", format_bytes(bandwidth) + "/s");
+    rep.add_count("layers offloaded", std::int64_t(moved));
+    rep.add("bytes offloaded", format_bytes_per_iteration(double(bytes), iterations.size()),
+            report_value::of_bytes(double(bytes)));
+    rep.add("copy time (offload + prefetch)", format_time(copy_time), report_value::of_time(double(copy_time)));
+    rep.add("PCIe bandwidth", format_bytes(bandwidth) + "/s", report_value::of_rate(bandwidth));
     if (!memory) rep.note("the graph has no memory model: peak memory not predicted "
                           "(the trace has no [memory] events, profile_memory=True, and no estimate "
                           "from tensor sizes, record_shapes=True)");

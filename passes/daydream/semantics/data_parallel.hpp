@@ -591,7 +591,8 @@ pass_report run_data_parallel(graph& g, std::string_view name, const cluster& c,
   // ids of the first copy stay those of the input.
   if (update == weight_update::on_servers && copies > 1 && single_iteration(g)) {
     g = daydream::unroll(g, copies).graph;
-    rep.add("unrolled", std::to_string(copies) + " iterations (read the steady state from the last)");
+    rep.add("unrolled", std::to_string(copies) + " iterations (read the steady state from the last)",
+            report_value::of_count(copies));
   }
   std::vector<recorded_waiter> waiters;
   // A rank recorded without shapes is sized by its recorded collectives: read them before
@@ -600,7 +601,8 @@ pass_report run_data_parallel(graph& g, std::string_view name, const cluster& c,
   if (rec.distributed()) {
     const auto all = find_recorded_collectives(g); // every copy's
     waiters = strip_gradient_sync(g, all);
-    rep.add("recorded gradient synchronization replaced", rec.describe());
+    rep.add("recorded gradient synchronization replaced", rec.describe(),
+            report_value::of_time(double(rec.time)).with_count(std::int64_t(rec.gradient_sync.size())));
     rep.note("the trace already synchronizes gradients: its " + rec.describe() +
              " were removed and the modelled ones below replace them" +
              (rec.other ? " (" + std::to_string(rec.other) + " other recorded collective(s) kept as traced)" : ""));
@@ -615,15 +617,18 @@ pass_report run_data_parallel(graph& g, std::string_view name, const cluster& c,
                 "': the gradients found in the trace are gone once its recorded synchronization is removed");
   rep.add("gradient sizes from", std::string(to_string(gs.source)));
   const auto its = gs.iterations();
-  rep.add("gradients", std::to_string(gs.grads.size()) + " in " + std::to_string(its.size()) + " iteration(s)");
-  if (!its.empty()) rep.add("gradient bytes per iteration", format_bytes(double(gs.bytes(its.front()))));
+  rep.add("gradients", std::to_string(gs.grads.size()) + " in " + std::to_string(its.size()) + " iteration(s)",
+          report_value::of_count(std::int64_t(gs.grads.size())));
+  if (!its.empty())
+    rep.add("gradient bytes per iteration", format_bytes(double(gs.bytes(its.front()))),
+            report_value::of_bytes(double(gs.bytes(its.front()))));
   if (!gs.note.empty()) rep.note(gs.note);
   if (c.workers() <= 1) {
     rep.note("one worker: the recorded gradient synchronization is removed and nothing replaces it");
     return rep;
   }
   if (update == weight_update::on_servers)
-    rep.add("optimizer tasks removed (the servers update)", std::to_string(remove_weight_update(g)));
+    rep.add_count("optimizer tasks removed (the servers update)", std::int64_t(remove_weight_update(g)));
   const auto entries = update == weight_update::waits ? update_entries_by_iteration(g) : tasks_by_iteration{};
   data_parallel_step step{g, gs, c, rep, entries};
   const tasks_by_iteration ends = insert(step);
@@ -646,7 +651,7 @@ pass_report run_data_parallel(graph& g, std::string_view name, const cluster& c,
     // before: those ends are reachable from it and are left out.
     rewired += daydream::wait_for(g, w.task, of_iteration(ends, w.iteration), w.kind, on_cycle::skip);
   }
-  if (rewired) rep.add("waits on the recorded collectives moved to the modelled ones", std::to_string(rewired));
+  if (rewired) rep.add_count("waits on the recorded collectives moved to the modelled ones", std::int64_t(rewired));
   return rep;
 }
 
@@ -665,10 +670,11 @@ pass_report run_overlapped(graph& g, const Pass& x, std::uint64_t piece, PushPri
     auto up = node_link(s.g, "uplink (one at a time)", s.c.network.bandwidth, sharing::exclusive);
     auto down = node_link(s.g, "downlink (one at a time)", s.c.network.bandwidth, sharing::exclusive);
     auto plan = insert_push_pull(s.g, s.gs, s.c, piece, up, down, push_priority, position_priority, true);
-    if (piece) s.rep.add("slice", format_bytes(double(piece)));
-    s.rep.add("transfers (push + pull each)", std::to_string(plan.pushes));
-    s.rep.add("pulls tied to the next forward", std::to_string(plan.consumers) + " gradients");
-    s.rep.add("servers", std::to_string(s.c.servers()));
+    if (piece) s.rep.add("slice", format_bytes(double(piece)), report_value::of_bytes(double(piece)));
+    s.rep.add_count("transfers (push + pull each)", std::int64_t(plan.pushes));
+    s.rep.add("pulls tied to the next forward", std::to_string(plan.consumers) + " gradients",
+              report_value::of_count(std::int64_t(plan.consumers)));
+    s.rep.add_count("servers", std::int64_t(s.c.servers()));
     return plan.pulls;
   });
 }

@@ -43,5 +43,6 @@
 #include <daydream/unroll.hpp>
 #include <daydream/update.hpp>
 #include <daydream/validate.hpp>
+#include <daydream/what_if.hpp>
 
 #endif

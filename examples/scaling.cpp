@@ -3,7 +3,7 @@
 // SPDX-License-Identifier: MIT
 //
 //   forward ──► backward ──┬──────────────────────────────► optimizer      trace graph
-//                          └─► all-reduce bucket 0..k ──────┘ (NIC, fair)  after ddp:workers=W,bandwidth=B
+//                          └─► all-reduce bucket 0..k ──────┘ (NIC, fair)  after ddp{.cluster = W machines at B}
 //
 // Usage: scaling [TRACE] [MODEL_BYTES]   (default: the bundled ResNet-50 trace, which
 // recorded no shapes, with ResNet-50's 25,557,032 fp32 parameters = 102,228,128 bytes)
@@ -13,13 +13,18 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 int main(int argc, char** argv) try {
+  using namespace daydream::literals;
   const bool bundled = argc < 2;
   std::string path = bundled ? DAYDREAM_DEFAULT_TRACE : argv[1];
-  std::string model_bytes = argc > 2 ? argv[2] : bundled ? "102228128" : "0";
+  // A size as the command line writes it: 102228128, 100MB, 97.5MiB.
+  const double model_bytes = daydream::pass_params::parse("scaling", std::string("model_bytes=") +
+                                                                         (argc > 2 ? argv[2] : bundled ? "102228128" : "0"))
+                                 .get_bytes("model_bytes", 0);
 
   auto trace = daydream::io::load_kineto(path);
   auto g = trace.g;
@@ -40,16 +45,17 @@ int main(int argc, char** argv) try {
     fmt::print("{:>8} |", w);
     for (int b : gbps) {
 //! [ddp scaling]
-      auto pass = daydream::passes::ddp::from_params(daydream::pass_params::parse(
-          "ddp", fmt::format("workers={},bandwidth={}Gbps,model_bytes={}", w, b, model_bytes)));
+      // w machines of one GPU each, each NIC at b Gbit/s with 5 us of latency.
+      const daydream::cluster c{.machines = std::uint32_t(w), .network = {b * 1e9 / 8, 5'000}};
       auto h = g;
-      auto report = daydream::apply(h, pass);
-      auto t = daydream::iteration_time(h, daydream::replay(h), it);
+      auto [reports, r] = daydream::what_if(h, daydream::passes::ddp{.cluster = c, .model_bytes = model_bytes,
+                                                                     .bucket_cap = 25_MiB});
+      auto t = daydream::iteration_time(h, r, it);
 //! [ddp scaling]
       // Throughput in samples per second relative to one GPU: w iterations' worth of
       // samples per iteration time.
       fmt::print("{:>13.2f}  ({:>5.1f}x)", t / 1e6, double(w) * double(single) / double(t));
-      if (w > 1 && notes.empty()) notes = report.notes;
+      if (w > 1 && notes.empty()) notes = reports.front().notes;
     }
     fmt::print("\n");
   }

@@ -7,6 +7,7 @@
 
 #include <daydream/analysis.hpp>
 #include <daydream/config.hpp>
+#include <daydream/depend.hpp>
 #include <daydream/dependency.hpp>
 #include <daydream/fidelity.hpp>
 #include <daydream/fwd.hpp>
@@ -28,6 +29,7 @@
 #include <daydream/net/network.hpp>
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/pass_laws.hpp>
 #include <daydream/remove.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/replay_result.hpp>
@@ -37,8 +39,10 @@
 #include <daydream/slack.hpp>
 #include <daydream/task.hpp>
 #include <daydream/trace_order.hpp>
+#include <daydream/units.hpp>
 #include <daydream/unroll.hpp>
 #include <daydream/update.hpp>
 #include <daydream/validate.hpp>
+#include <daydream/what_if.hpp>
 
 #endif

@@ -1,4 +1,4 @@
-// Defines the insert primitives: a task with dependencies, into a program order or at a position, a kernel with its launch, a copy of a task.
+// Defines the insert primitives: a task with dependencies, into a program order or at a position, a kernel with its launch (or launched like another), a copy of a task or of a subgraph.
 // SPDX-License-Identifier: MIT
 #ifndef DAYDREAM_INSERT_HPP
 #define DAYDREAM_INSERT_HPP
@@ -7,12 +7,18 @@
 #include <daydream/dependency.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/kinds.hpp>
+#include <daydream/launch.hpp>
 #include <daydream/task.hpp>
 
+#include <cstddef>
 #include <initializer_list>
+#include <iterator>
+#include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace daydream {
 
@@ -38,26 +44,95 @@ template <class Graph> task_id prev_on_resource(const Graph& g, task_id t) {
   return no_task;
 }
 
-/// Adds a task and the given dependencies (`{from, to, kind}`, where `no_task` on
-/// either side stands for the new task). Checks the named tasks before adding anything;
-/// does not check for cycles (a dependency from a successor of a task to the new task
-/// and from the new task to that task closes one: apply() and replay() refuse it).
-/// Invalidates nothing.
+/// A dependency of a task about to be inserted on task `t`: `t -> new`, of kind `k`
+/// (`{t, no_task, k}`: the new task waits for `t`).
 ///
-///     auto k = daydream::insert(g, daydream::gpu_kernel{}, {.name = "decode", .duration = 40,
-///                               .resource = s}, {{launch, daydream::no_task, daydream::dep_kind::launch}});
-template <class Graph, class Kind>
-handle<Kind> insert(Graph& g, Kind payload, const task_fields& f,
-                    std::initializer_list<dependency> deps = {}) {
+///     daydream::insert(g, daydream::cpu_task{}, f, {daydream::edge_from(ready, daydream::dep_kind::comm)});
+constexpr dependency edge_from(task_id t, dep_kind k) noexcept { return {t, no_task, k}; }
+/// A dependency of task `t` on a task about to be inserted: `new -> t`, of kind `k`
+/// (`{no_task, t, k}`: `t` waits for the new task).
+constexpr dependency edge_to(task_id t, dep_kind k) noexcept { return {no_task, t, k}; }
+/// edge_from(t, k) for every task of `ts` (ids, handles or task references), in order.
+///
+///     auto deps = daydream::edges_from(ready_tasks, daydream::dep_kind::comm);
+template <class Range>
+  requires requires(const Range& r) { std::begin(r); std::end(r); }
+std::vector<dependency> edges_from(const Range& ts, dep_kind k) {
+  std::vector<dependency> out;
+  for (auto t : ts) out.push_back(edge_from(static_cast<task_id>(t), k));
+  return out;
+}
+
+/// The dependencies an insert primitive adds with its new task, where `no_task` on either
+/// side stands for the new task: a braced list (`{edge_from(a, k), edge_to(b, k)}`), a
+/// std::vector<dependency>, or any range of dependency. Made where it is passed, and only
+/// there: it may view the list it was made from.
+class dependency_list {
+public:
+  /// No dependencies.
+  dependency_list() = default;
+  /// The dependencies of a braced list.
+  dependency_list(std::initializer_list<dependency> d) noexcept // NOLINT: a list is a dependency_list
+      : view_(d.begin(), d.size()) {}
+  /// The dependencies of a vector (viewed, not copied).
+  dependency_list(const std::vector<dependency>& d) noexcept : view_(d) {} // NOLINT
+  /// The dependencies of any other range of dependency (copied).
+  template <class Range>
+    requires(!std::is_same_v<std::remove_cvref_t<Range>, std::vector<dependency>> &&
+             !std::is_same_v<std::remove_cvref_t<Range>, dependency_list> &&
+             requires(const Range& r) {
+               { *std::begin(r) } -> std::convertible_to<dependency>;
+               std::end(r);
+             })
+  dependency_list(const Range& r) : own_(std::begin(r), std::end(r)), view_(own_) {} // NOLINT
+  dependency_list(const dependency_list&) = delete;
+  dependency_list& operator=(const dependency_list&) = delete;
+
+  /// The first dependency.
+  const dependency* begin() const noexcept { return view_.data(); }
+  /// One past the last dependency.
+  const dependency* end() const noexcept { return view_.data() + view_.size(); }
+  /// Number of dependencies.
+  std::size_t size() const noexcept { return view_.size(); }
+  /// Whether there are none.
+  bool empty() const noexcept { return view_.empty(); }
+
+private:
+  std::vector<dependency> own_;
+  std::span<const dependency> view_;
+};
+
+//! @cond DAYDREAM_INTERNAL
+namespace detail {
+// Checks the dependencies of a task about to be inserted, before anything is added.
+template <class Graph> void check_new_dependencies(const Graph& g, const dependency_list& deps, const char* what) {
   for (auto& d : deps) {
     if (d.from == no_task && d.to == no_task)
-      throw error("daydream: insert: a dependency must name a task on one side");
-    if (d.from != no_task) g.core().check_task(d.from, "insert");
-    if (d.to != no_task) g.core().check_task(d.to, "insert");
+      throw error(std::string("daydream: ") + what + ": a dependency must name a task on one side");
+    if (d.from != no_task) g.core().check_task(d.from, what);
+    if (d.to != no_task) g.core().check_task(d.to, what);
   }
+}
+// Adds the dependencies of the new task `id`, in order.
+template <class Graph> void add_new_dependencies(Graph& g, task_id id, const dependency_list& deps) {
+  for (auto& d : deps) g.add_dependency(d.from == no_task ? id : d.from, d.to == no_task ? id : d.to, d.kind);
+}
+} // namespace detail
+//! @endcond
+
+/// Adds a task and the given dependencies (`{from, to, kind}`, where `no_task` on
+/// either side stands for the new task: edge_from, edge_to). Checks the named tasks before
+/// adding anything; does not check for cycles (a dependency from a successor of a task to
+/// the new task and from the new task to that task closes one: apply() and replay()
+/// refuse it). Invalidates nothing.
+///
+///     auto k = daydream::insert(g, daydream::gpu_kernel{}, {.name = "decode", .duration = 40,
+///                               .resource = s}, {daydream::edge_from(launch, daydream::dep_kind::launch)});
+template <class Graph, class Kind>
+handle<Kind> insert(Graph& g, Kind payload, const task_fields& f, const dependency_list& deps = {}) {
+  detail::check_new_dependencies(g, deps, "insert");
   auto h = g.add(std::move(payload), f);
-  for (auto& d : deps)
-    g.add_dependency(d.from == no_task ? h.id : d.from, d.to == no_task ? h.id : d.to, d.kind);
+  detail::add_new_dependencies(g, h.id, deps);
   return h;
 }
 
@@ -131,15 +206,24 @@ constexpr position just_before(task_id t) noexcept { return {t, true}; }
 /// Right after `t` in the program order of t's resource.
 constexpr position just_after(task_id t) noexcept { return {t, false}; }
 
-/// Adds a task at position `p`: insert_before or insert_after its anchor, or, for an
-/// empty position, g.add with the resource of `f`. Invalidates nothing.
+/// Adds a task at position `p` (insert_before or insert_after its anchor, or, for an
+/// empty position, on the resource of `f` in no program order) and then the dependencies
+/// `deps` (as insert adds them: `no_task` stands for the new task; checked before anything
+/// is added). Invalidates nothing.
 ///
 ///     auto k = daydream::insert_at(g, daydream::gpu_kernel{}, {.name = "cast", .duration = 3'000},
 ///                                  daydream::just_before(gemm));
-template <class Graph, class Kind> handle<Kind> insert_at(Graph& g, Kind payload, task_fields f, position p) {
-  if (p.anchor == no_task) return g.add(std::move(payload), f);
-  return p.before ? insert_before(g, std::move(payload), f, p.anchor)
-                  : insert_after(g, std::move(payload), f, p.anchor);
+///     auto wait = daydream::insert_at(g, daydream::cpu_task{daydream::cpu_call::sync},
+///                                     {.name = "found_inf.item()", .duration = 5'000}, daydream::just_before(step),
+///                                     {daydream::edge_from(unscale, daydream::dep_kind::sync)});
+template <class Graph, class Kind>
+handle<Kind> insert_at(Graph& g, Kind payload, task_fields f, position p, const dependency_list& deps = {}) {
+  detail::check_new_dependencies(g, deps, "insert_at");
+  handle<Kind> h;
+  if (p.anchor == no_task) h = g.add(std::move(payload), f);
+  else h = p.before ? insert_before(g, std::move(payload), f, p.anchor) : insert_after(g, std::move(payload), f, p.anchor);
+  detail::add_new_dependencies(g, h.id, deps);
+  return h;
 }
 
 /// A GPU task inserted together with the CPU call that launches it.
@@ -161,8 +245,9 @@ struct launch_call {
 /// issues it at `cpu_pos`, and the launch dependency between them. The call is
 /// described by `call` and takes layer, phase and iteration from `f`. With an empty
 /// `cpu_pos` no call is inserted and the result's `launch` is empty; an empty `gpu_pos`
-/// puts the GPU task on `f.resource` outside any program order. Everything that could
-/// refuse the GPU task is checked before anything is inserted. Invalidates nothing.
+/// puts the GPU task on `f.resource` outside any program order. Then `deps` are added, where
+/// `no_task` stands for the GPU task (edge_from, edge_to). Everything that could refuse the
+/// GPU task is checked before anything is inserted. Invalidates nothing.
 ///
 ///     // an encode kernel after relu's kernel, launched right after relu's launch
 ///     auto [call, enc] = daydream::insert_launched(g, daydream::gpu_kernel{},
@@ -170,7 +255,7 @@ struct launch_call {
 ///         daydream::just_after(daydream::launch_of(g, relu)));
 template <class Graph, class Kind>
 launched<Kind> insert_launched(Graph& g, Kind payload, task_fields f, position gpu_pos, position cpu_pos,
-                               launch_call call = {}) {
+                               launch_call call = {}, const dependency_list& deps = {}) {
   static_assert(Graph::template has_kind<cpu_task>,
                 "daydream::insert_launched: the graph has no cpu_task kind to launch from");
   static_assert(!is_cpu(kind_traits<Kind>::resource),
@@ -179,6 +264,7 @@ launched<Kind> insert_launched(Graph& g, Kind payload, task_fields f, position g
                 "launch CPU work. Use insert_after for a CPU task.");
   if (cpu_pos.anchor != no_task) g.core().check_task(cpu_pos.anchor, "insert_launched");
   if (gpu_pos.anchor != no_task) g.core().check_task(gpu_pos.anchor, "insert_launched");
+  detail::check_new_dependencies(g, deps, "insert_launched");
   if (f.duration < 0 || f.gap < 0 || call.duration < 0)
     throw error("daydream: insert_launched: task \"" + std::string(f.name) + "\" has a negative duration or gap");
   if (gpu_pos.anchor == no_task && f.resource != no_resource && f.resource >= g.resource_count())
@@ -198,6 +284,7 @@ launched<Kind> insert_launched(Graph& g, Kind payload, task_fields f, position g
   }
   out.task = insert_at(g, std::move(payload), f, gpu_pos);
   if (out.launch) g.add_dependency(out.launch.id, out.task.id, dep_kind::launch);
+  detail::add_new_dependencies(g, out.task.id, deps);
   return out;
 }
 
@@ -217,6 +304,34 @@ launched<Kind> insert_launched(Graph& g, Kind payload, task_fields f, task_id cp
   g.core().check_task(cpu_after, "insert_launched");
   return insert_launched(g, std::move(payload), f, gpu_after == no_task ? position{} : just_after(gpu_after),
                          just_after(cpu_after), launch_call{.duration = launch_duration});
+}
+
+/// Inserts GPU work right before or right after GPU task `at.anchor` in the program order
+/// of its stream (`just_before(k)`, `just_after(k)`), launched like it: by a new CPU call on
+/// the same side of the call that launched the anchor (launch_of), with a launch dependency
+/// between them, so the framework issues the new work where it issued the anchor. When the
+/// anchor shows no launch call, only the GPU task is inserted (the result's `launch` is
+/// empty). The call is described by `call` (a duration of 0: the duration of the anchor's
+/// launch call when that is a call of the same kind with a non-zero duration, else 5 us, as
+/// insert_launched) and takes layer, phase and iteration from `f`; the GPU task takes the
+/// anchor's stream, and, when `f.trace_start` is 0, the anchor's start (before) or end
+/// (after) in the trace. Then `deps` are added, where `no_task` stands for the GPU task.
+/// Everything is checked before anything is inserted. Invalidates nothing.
+///
+///     // a compression kernel right after the gradient's last kernel, launched right after its launch
+///     auto [call, k] = daydream::insert_launched_like(g, daydream::gpu_kernel{},
+///         {.name = "dgc_compress", .duration = 20'000}, daydream::just_after(grad_kernel));
+///     // a decompression kernel right before the optimizer's first kernel, waiting for the exchange
+///     daydream::insert_launched_like(g, daydream::gpu_kernel{}, {.name = "dgc_decompress", .duration = 9'000},
+///         daydream::just_before(step_kernel), {}, {daydream::edge_from(gather, daydream::dep_kind::comm)});
+template <class Graph, class Kind>
+launched<Kind> insert_launched_like(Graph& g, Kind payload, const task_fields& f, position at, launch_call call = {},
+                                    const dependency_list& deps = {}) {
+  if (at.anchor == no_task)
+    throw error("daydream: insert_launched_like: needs a GPU task to insert next to (just_before(k) or just_after(k))");
+  g.core().check_task(at.anchor, "insert_launched_like");
+  const auto l = launch_of(g, at.anchor);
+  return insert_launched(g, std::move(payload), f, at, l == no_task ? position{} : position{l, at.before}, call, deps);
 }
 
 /// The common fields of task `t`, to copy it or to build a similar task. The views
@@ -241,6 +356,89 @@ template <class Graph> task_id copy_task(Graph& g, task_id t, const task_fields&
   if (auto m = g.mem_delta(t)) g.set_mem_delta(id, m);
   if (auto p = g.priority(t)) g.core().priority[id] = p;
   return id;
+}
+
+/// What copy_subgraph gives the copies besides the tasks.
+struct copy_options {
+  /// The kinds of the dependencies among the copied tasks that their copies get too:
+  /// `a -> b`, both copied, gives `a' -> b'`. Every kind by default.
+  dep_mask among = dep_mask::all();
+  /// The kinds of the dependencies entering a copied task from a task that is not copied
+  /// that its copy gets too: `u -> b` gives `u -> b'` (a repeated window keeps waiting for
+  /// what its original waited for). None by default; only for copies within one graph.
+  dep_mask from_outside = {};
+};
+
+/// copy_subgraph's default placement: each copy has its original's fields and runs on its
+/// resource in no program order.
+struct keep_fields {
+  /// Leaves `f` as it is; no program order.
+  constexpr position operator()(task_id, task_fields&) const noexcept { return {}; }
+};
+
+/// Copies the tasks `ts` of `src` (ids, handles or task references, in the order they are
+/// copied) into `dst`, with the dependencies `options` names, and returns the id map: by
+/// id of `src`, the id of the copy in `dst` (no_task for a task not copied). `dst` may be
+/// `src` itself (copies within one graph) or another graph with the same resources.
+///
+/// Each copy has its original's kind, payload, priority and mem_delta, and the fields
+/// `place(t, f)` leaves in `f`: `place` is called with the original's id and its fields
+/// (fields_of) in copy order and returns the copy's position (insert_at: right before or
+/// after an anchor in a program order, or position{} for none). Then, for each copied task
+/// in order, the dependencies leaving its original (in successor order) to another copied
+/// task, of a kind in `options.among`, are added between the copies; then, if
+/// `options.from_outside` names kinds, for each copied task in order the dependencies
+/// entering its original from tasks not copied (in predecessor order). Throws
+/// daydream::error, before copying anything, for a task of `ts` that is not live or is
+/// listed twice. Invalidates nothing (payload references of `dst`, as add() does).
+/// O(copied tasks + their dependencies).
+///
+///     // repeat a window of tasks once, waiting for what it waited for
+///     auto copy = daydream::copy_subgraph(g, g, window, {.from_outside = daydream::dep_mask::all()});
+///     // the forward of a layer again, right before its backward, as backward work
+///     auto again = daydream::copy_subgraph(g, g, forward, {}, [&](daydream::task_id, daydream::task_fields& f) {
+///       f.phase = daydream::phase::backward;
+///       return daydream::just_before(first_backward);
+///     });
+template <class Graph, class Range, class Place = keep_fields>
+  requires requires(const Range& r) { std::begin(r); std::end(r); }
+std::vector<task_id> copy_subgraph(Graph& dst, const Graph& src, const Range& ts, const copy_options& options = {},
+                                   Place place = {}) {
+  const bool same = static_cast<const void*>(&dst) == static_cast<const void*>(&src);
+  if (!same && !options.from_outside.empty())
+    throw error("daydream: copy_subgraph: dependencies from outside the copied tasks need the copies in the same graph");
+  const task_id bound = src.id_bound();
+  std::vector<task_id> ids;
+  for (auto t : ts) ids.push_back(static_cast<task_id>(t));
+  std::vector<task_id> map(bound, no_task);
+  for (auto t : ids) {
+    src.core().check_task(t, "copy_subgraph");
+    if (map[t] != no_task)
+      throw error("daydream: copy_subgraph: task #" + std::to_string(t) + " is listed twice");
+    map[t] = t; // marks it listed; set to its copy below
+  }
+  for (auto t : ids) {
+    task_fields f = fields_of(src, t);
+    const position pos = place(t, f);
+    // The payload is copied into insert_at's parameter before `dst` grows.
+    const auto id = src.visit(t, [&](auto, const auto& p) -> task_id { return insert_at(dst, p, f, pos).id; });
+    // Copy only stored values, so that an unused column stays unallocated.
+    if (auto p = src.priority(t)) dst.core().priority[id] = p;
+    if (auto m = src.mem_delta(t)) dst.set_mem_delta(id, m);
+    map[t] = id;
+  }
+  // Copies placed next to an original are its neighbours now: ids from `bound` on are
+  // copies, never originals.
+  for (auto t : ids)
+    for (auto d : src.successors(t))
+      if (options.among.contains(d.kind) && d.to < bound && map[d.to] != no_task)
+        dst.add_dependency(map[t], map[d.to], d.kind);
+  if (!options.from_outside.empty())
+    for (auto t : ids)
+      for (auto d : src.predecessors(t))
+        if (options.from_outside.contains(d.kind) && d.from < bound && map[d.from] == no_task)
+          dst.add_dependency(d.from, map[t], d.kind);
+  return map;
 }
 
 } // namespace daydream

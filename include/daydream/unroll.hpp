@@ -5,6 +5,7 @@
 
 #include <daydream/config.hpp>
 #include <daydream/dependency.hpp>
+#include <daydream/depend.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>
 #include <daydream/replay.hpp>
@@ -94,29 +95,24 @@ unrolled<Graph> unroll(const Graph& g, std::uint32_t n, dep_mask carried = {},
     if (next_on_resource(g, t) == no_task) lasts[r].push_back(t);
   });
 
-  std::vector<task_id> map(g.id_bound(), no_task), prev_map;
+  std::vector<task_id> all, map, prev_map;
+  all.reserve(g.size());
+  g.for_each_task([&](task_id t) { all.push_back(t); });
   for (std::uint32_t k = 0; k < n; ++k) {
-    g.for_each_task([&](task_id t) {
-      task_fields f{.name = g.name(t), .duration = c.duration[t], .resource = c.res[t],
-                    .gap = c.gap[t], .trace_start = c.trace_start[t] + time_ns(k) * t_span,
-                    .layer = g.layer(t), .phase = c.ph[t],
-                    .iteration = c.iteration[t] + std::int32_t(k) * it_span};
-      auto id = g.visit(t, [&](auto, const auto& p) { return out.add(p, f).id; });
-      // Copy only stored values, so that an unused column stays unallocated.
-      if (c.priority[t]) out.core().priority[id] = c.priority[t];
-      if (c.mem_delta[t]) out.core().mem_delta[id] = c.mem_delta[t];
-      map[t] = id;
+    // Copy k, with every dependency among its tasks, shifted by k iterations.
+    map = copy_subgraph(out, g, all, {}, [&](task_id, task_fields& f) {
+      f.trace_start += time_ns(k) * t_span;
+      f.iteration += std::int32_t(k) * it_span;
+      return position{};
+    });
+    for (auto t : all) {
       u.copy.push_back(k);
       u.original.push_back(t);
-    });
-    g.for_each_task([&](task_id t) {
-      for (auto d : g.successors(t)) out.add_dependency(map[t], map[d.to], d.kind);
-    });
+    }
     if (k > 0) {
       for (std::size_t r = 0; r < firsts.size(); ++r)
         for (auto a : lasts[r])
-          for (auto b : firsts[r])
-            out.add_dependency(prev_map[a], map[b], order_kind(g, resource_id(r)));
+          for (auto b : firsts[r]) add_program_order(out, prev_map[a], map[b]);
       if (carried.bits)
         g.for_each_task([&](task_id t) {
           for (auto d : g.successors(t))

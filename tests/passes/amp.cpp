@@ -36,10 +36,13 @@ TEST_CASE("amp: a GPU-bound step gets compute kernels 3x and memory kernels 2x f
   CHECK(m.b.g.duration(m.fc1_f.call) == 10); // CPU unchanged
   // k1 [10,50) k2 [50,70) k3 [70,90) k4 [90,170) k5 [170,200) k6 [200,230)
   CHECK(makespan(m.b.g) == 230);
-  REQUIRE(rep.items.size() >= 4);
-  CHECK(rep.items[0].first == "compute_bound");
-  CHECK(rep.items[0].second == "2 kernels, 360 ns -> 120 ns");
-  CHECK(rep.items[1].second == "4 kernels, 140 ns -> 100 ns");
+  CHECK(rep.value("compute_bound") == "2 kernels, 360 ns -> 120 ns");
+  CHECK(rep.at("compute_bound").value ==
+        report_value::of_change(report_kind::time, 360, 120).with_count(2));
+  CHECK(rep.value("memory_bound") == "4 kernels, 140 ns -> 100 ns");
+  CHECK(rep.at("memory_bound").value.before == 140);
+  CHECK(rep.at("memory_bound").value.value == 100);
+  CHECK(rep.at("memory_bound").value.count == 4);
   CHECK(rep.value("weight-update kernels (FP32 master weights, unchanged)") == "2 kernels, 60 ns");
   CHECK(rep.notes.empty());
 }
@@ -167,9 +170,9 @@ TEST_CASE("amp reports the kernels it could not classify and leaves them alone")
   auto k = b.op("my_custom_kernel", 90, "x", phase::forward);
   auto rep = amp{}(b.g);
   CHECK(b.g.duration(k.kernel) == 90);
-  REQUIRE(rep.items.size() == 6);
-  CHECK(rep.items[5].first == "unclassified kernels");
-  CHECK(rep.items[5].second == "my_custom_kernel (x1)");
+  CHECK(rep.value("unclassified kernels") == "my_custom_kernel (x1)");
+  CHECK(rep.at("unclassified kernels").value.kind == report_kind::text);
+  CHECK(rep.at("unclassified kernels").value.count == 1);
   CHECK(rep.notes.size() == 1);
   CHECK_FALSE(rep.applied); // nothing it knows how to run in half precision
   CHECK(rep.reason.find("compute- or memory-bound") != std::string::npos);

@@ -53,15 +53,18 @@ TEST_CASE("gist encodes after the forward, decodes before the backward, and lowe
   CHECK(r.start[dec[0]] == 390);
   // memory: 1000, 500, 900, 700, 900, 500, 1000, 0: the peak drops from 1400 to 1000.
   CHECK(r.peak_memory == 1000);
-  CHECK(rep.items[0].second == "2");
-  CHECK(rep.items[2].second == "700 B");
+  CHECK(rep.value("layers encoded") == "2");
+  CHECK(rep.at("layers encoded").value == report_value::of_count(2));
+  CHECK(rep.value("bytes saved while stashed") == "700 B");
+  CHECK(rep.at("bytes saved while stashed").value == report_value::of_bytes(700));
 }
 
 TEST_CASE("gist without a memory model still predicts time, and says so") {
   mlp m;
   auto rep = gist{.ratio = 0.25, .layers = "fc1"}(m.b.g);
-  CHECK(rep.items[0].second == "1");
-  CHECK(rep.items[2].second == "750 B");
+  CHECK(rep.value("layers encoded") == "1");
+  CHECK(rep.value("bytes saved while stashed") == "750 B");
+  CHECK(rep.at("bytes saved while stashed").value.value == 750);
   CHECK(rep.notes.size() == 1);
   // enc [130,230), k2 [230,270), k3 [270,310), dec [310,410), k4 [410,650), ... 710
   CHECK(makespan(m.b.g) == 710);

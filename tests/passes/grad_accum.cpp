@@ -34,7 +34,8 @@ TEST_CASE("grad_accum on a GPU-bound step: same time, half the activation memory
   auto r = replay(g);
   CHECK(r.makespan == 510);
   CHECK(r.peak_memory == 700);
-  CHECK(rep.items[2].second == "8");
+  CHECK(rep.value("tasks repeated") == "8");
+  CHECK(rep.at("tasks repeated").value.count == 8);
   check_invariants(g);
 }
 

@@ -31,7 +31,9 @@ TEST_CASE("precision:to=fp8 halves the bf16 GEMMs and nothing else") {
   CHECK(b.g.duration(attn.kernel) == 200);
   CHECK(b.g.duration(fp8.kernel) == 100);
   CHECK(b.g.duration(add.kernel) == 40);
-  CHECK(rep.items[0].second == "1 kernels, 300 ns -> 150 ns");
+  CHECK(rep.value("bf16/fp16 GEMM kernels in FP8") == "1 kernels, 300 ns -> 150 ns");
+  CHECK(rep.at("bf16/fp16 GEMM kernels in FP8").value ==
+        report_value::of_change(report_kind::time, 300, 150).with_count(1));
 }
 
 TEST_CASE("precision:to=fp8 on an FP32 run changes nothing and says to model amp") {

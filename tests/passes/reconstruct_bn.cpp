@@ -47,8 +47,10 @@ TEST_CASE("reconstruct_bn removes activations next to batch norm and halves batc
   // CPU: 7 launches [0,70); kernels conv [10,110) bn [110,130) add [130,150)
   // relu2 [150,170) relu2' [170,190) bn' [190,220) conv' [220,420)
   CHECK(makespan(g) == 420);
-  CHECK(rep.items[1].second == "2, 40 ns");
-  CHECK(rep.items[2].second == "3, 25 ns");
+  CHECK(rep.value("activation kernels removed") == "2, 40 ns");
+  CHECK(rep.at("activation kernels removed").value == report_value::of_time(40).with_count(2));
+  CHECK(rep.value("CPU tasks removed") == "3, 25 ns");
+  CHECK(rep.at("CPU tasks removed").value.count == 3);
   check_invariants(g);
 }
 

@@ -7,6 +7,7 @@
 #include <daydream/select.hpp>
 #include <daydream/passes/speedup.hpp>
 #include "builder.hpp"
+#include <support/compare.hpp>
 #include <support/pass_laws.hpp>
 
 #include <doctest/doctest.h>

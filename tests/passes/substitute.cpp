@@ -40,7 +40,7 @@ TEST_CASE("substitute fuses two layers into one kernel per phase") {
   auto r = replay(g);
   CHECK(r.makespan == 340);
   CHECK(r.peak_memory == 1400); // the fused kernels carry the layers' allocations
-  CHECK(rep.items[2].second == "8");
+  CHECK(rep.value("tasks removed") == "8");
   check_invariants(g);
 }
 
@@ -71,8 +71,8 @@ TEST_CASE("substitute fuses each run of consecutive selected layers separately")
   pass_report rep;
   apply(b.g, [&](graph& g) { rep = s(g); });
   CHECK(makespan(b.g) == 710);
-  CHECK(rep.items[1].second == "4");
-  CHECK(rep.items[3].second == "4");
+  CHECK(rep.at("runs replaced").value.count == 4);
+  CHECK(rep.value("kernels inserted") == "4");
   int fused = 0;
   for (auto k : tasks<gpu_kernel>(b.g) | where(name_matches("^fused_forward$"))) fused += b.g.duration(k) == 20;
   CHECK(fused == 2);
@@ -94,8 +94,8 @@ TEST_CASE("substitute's default fusion matches module names as PyTorch writes th
   pass_report rep;
   apply(b.g, [&](graph& g) { rep = s(g); });
   CHECK(rep.applied);
-  CHECK(rep.items[1].second == "2"); // one run per phase
-  CHECK(rep.items[2].second == "8"); // two launches and two kernels per run
+  CHECK(rep.value("runs replaced") == "2"); // one run per phase
+  CHECK(rep.at("tasks removed").value.count == 8); // two launches and two kernels per run
   CHECK(makespan(b.g) == 610);
   for (auto l : {"Conv2d_0", "Linear_0"}) CHECK(layer_filter(".*(conv|linear).*")(l));
   CHECK_FALSE(layer_filter(std::string(substitute::default_fusion))("Conv2d_0"));

@@ -178,7 +178,8 @@ struct amp {
     const auto found = precision_of(g, classes, fam);
     if (found.compute_time > 0 && double(found.reduced_time) >= already * double(found.compute_time)) {
       rep.add("compute-bound time already in reduced precision",
-              fmt_share(found.reduced_time, found.compute_time) + " (" + found.which + " kernels)");
+              fmt_share(found.reduced_time, found.compute_time) + " (" + found.which + " kernels)",
+              report_value::of_ratio(double(found.reduced_time) / double(std::max<time_ns>(found.compute_time, 1))));
       rep.not_applied(already_reduced(found));
       return rep;
     }
@@ -227,19 +228,22 @@ struct amp {
     }
     for (int i = 0; i < kernel_class_count; ++i)
       rep.add(std::string(to_string(kernel_class(i))),
-              std::to_string(count[i]) + " kernels, " + format_time(before[i]) + " -> " +
-                  format_time(after[i]));
-    if (on_tf32 > 0) rep.add("compute-bound kernels already on TF32 tensor cores (/tf32)", std::to_string(on_tf32));
+              std::to_string(count[i]) + " kernels, " + format_time(before[i]) + " -> " + format_time(after[i]),
+              report_value::of_change(report_kind::time, double(before[i]), double(after[i]))
+                  .with_count(std::int64_t(count[i])));
+    if (on_tf32 > 0) rep.add_count("compute-bound kernels already on TF32 tensor cores (/tf32)", std::int64_t(on_tf32));
     if (optimizer > 0)
       rep.add("weight-update kernels (FP32 master weights, unchanged)",
-              std::to_string(optimizer) + " kernels, " + format_time(optimizer_time));
-    rep.add("host copies (unchanged)", std::to_string(host_copies));
+              std::to_string(optimizer) + " kernels, " + format_time(optimizer_time),
+              report_value::of_time(double(optimizer_time)).with_count(std::int64_t(optimizer)));
+    rep.add_count("host copies (unchanged)", std::int64_t(host_copies));
     if (mem_before > 0)
-      rep.add("forward/backward allocations", format_bytes(double(mem_before)) + " -> " +
-                                                  format_bytes(double(mem_after)));
-    if (grad_mem > 0) rep.add("weight-gradient allocations (FP32, unchanged)", format_bytes(double(grad_mem)));
-    if (kept_reduced > 0)
-      rep.add("kernels already in reduced precision (unchanged)", std::to_string(kept_reduced));
+      rep.add("forward/backward allocations", format_bytes(double(mem_before)) + " -> " + format_bytes(double(mem_after)),
+              report_value::of_change(report_kind::bytes, double(mem_before), double(mem_after)));
+    if (grad_mem > 0)
+      rep.add("weight-gradient allocations (FP32, unchanged)", format_bytes(double(grad_mem)),
+              report_value::of_bytes(double(grad_mem)));
+    if (kept_reduced > 0) rep.add_count("kernels already in reduced precision (unchanged)", std::int64_t(kept_reduced));
     std::size_t changed = 0;
     for (int i = 0; i < kernel_class_count; ++i)
       if (before[i] != after[i]) ++changed;
@@ -258,7 +262,7 @@ struct amp {
         auto shown = n.size() > 120 ? n.substr(0, 117) + "..." : n;
         names += (names.empty() ? "" : "; ") + shown + " (x" + std::to_string(k) + ")";
       }
-      rep.add("unclassified kernels", names);
+      rep.add("unclassified kernels", names, report_value::of_text().with_count(std::int64_t(unknown.size())));
       rep.note(std::to_string(unknown.size()) +
                " kernel names matched no rule of the classifier and were left unchanged");
     }
@@ -404,15 +408,14 @@ private:
         cpu += plan.cpu_cost;
         gpu += s.kernel_time;
       }
-      if (s.backward == no_task || s.grad_casts == 0) continue;
-      const auto call = launch_of(g, s.backward);
-      if (call == no_task) continue;
+      // Gradient casts right after the backward kernel, launched like it.
+      if (s.backward == no_task || s.grad_casts == 0 || launch_of(g, s.backward) == no_task) continue;
       const auto bp = g.payload(g.as<gpu_kernel>(s.backward));
       for (int c = 0; c < s.grad_casts; ++c) {
         task_fields f{.name = gname, .duration = s.kernel_time, .trace_start = g.trace_start(s.backward),
                       .layer = g.layer(s.backward), .phase = phase::backward, .iteration = g.iteration(s.backward)};
-        insert_launched(g, gpu_kernel{.device = bp.device, .stream = bp.stream}, f, just_after(s.backward),
-                        just_after(call), launch_call{.name = "aten::to", .duration = plan.cpu_cost});
+        insert_launched_like(g, gpu_kernel{.device = bp.device, .stream = bp.stream}, f, just_after(s.backward),
+                             launch_call{.name = "aten::to", .duration = plan.cpu_cost});
         ++bwd;
         cpu += plan.cpu_cost;
         gpu += s.kernel_time;
@@ -425,7 +428,8 @@ private:
                 (plan.cost_samples ? "2x the median of " + std::to_string(plan.cost_samples) +
                                          " one-kernel elementwise operators of the trace"
                                    : std::string("no one-kernel elementwise operator in the trace: 2x 10 us")) +
-                "): +" + format_time(cpu) + " CPU, +" + format_time(gpu) + " GPU");
+                "): +" + format_time(cpu) + " CPU, +" + format_time(gpu) + " GPU",
+            report_value::of_count(std::int64_t(fwd + bwd)));
     return fwd + bwd;
   }
 
@@ -467,16 +471,17 @@ private:
                                 just_before(s.opt),
                                 launch_call{.name = "aten::_amp_foreach_non_finite_check_and_unscale_",
                                             .duration = std::max<time_ns>(plan.cpu_cost, 1)});
-      auto sync = insert_before(g, cpu_task{cpu_call::sync},
-                                {.name = "GradScaler: found_inf.item() (cudaStreamSynchronize)", .duration = 5'000,
-                                 .layer = g.layer(s.opt), .phase = phase::other, .iteration = it},
-                                s.opt);
-      g.add_dependency(un.task.id, sync.id, dep_kind::sync);
+      insert_at(g, cpu_task{cpu_call::sync},
+                {.name = "GradScaler: found_inf.item() (cudaStreamSynchronize)", .duration = 5'000,
+                 .layer = g.layer(s.opt), .phase = phase::other, .iteration = it},
+                just_before(s.opt), {edge_from(un.task, dep_kind::sync)});
       ++n;
     }
     if (n > 0)
-      rep.add("GradScaler (fp16)", std::to_string(n) + " optimizer steps wait for the gradients' unscale and "
-                                   "inf check (found_inf.item(): the CPU waits for the backward to finish)");
+      rep.add("GradScaler (fp16)",
+              std::to_string(n) + " optimizer steps wait for the gradients' unscale and "
+                                  "inf check (found_inf.item(): the CPU waits for the backward to finish)",
+              report_value::of_count(std::int64_t(n)));
     else if (without_backward > 0)
       rep.note("GradScaler not modelled: the optimizer steps have no backward kernel before them to wait for");
     return n;

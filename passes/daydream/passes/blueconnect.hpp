@@ -4,6 +4,7 @@
 #define DAYDREAM_PASSES_BLUECONNECT_HPP
 
 #include <daydream/pass.hpp>
+#include <daydream/units.hpp>
 #include <daydream/semantics/data_parallel.hpp>
 
 #include <array>
@@ -36,9 +37,11 @@ namespace daydream::passes {
 /// machines of 8 GPUs (default_workers_per_machine), not 16 machines of one GPU, where
 /// every stage but the inter-machine ones would vanish and the pass would equal ddp.
 ///
+///     daydream::apply(g, daydream::passes::blueconnect{
+///         .cluster = {.machines = 4, .workers_per_machine = 8, .network = {100e9 / 8, 5'000}, .nvlink = {150e9, 1'000}}});
 ///     daydream::apply(g, daydream::passes::blueconnect::from_params(daydream::pass_params::parse(
 ///         "blueconnect", "machines=4,workers_per_machine=8,nvlink=150GB/s,bandwidth=100Gbps")));
-struct blueconnect : data_parallel_params, bucket_params {
+struct blueconnect {
   /// The name on the command line.
   static constexpr std::string_view name = "blueconnect";
   /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
@@ -52,15 +55,28 @@ struct blueconnect : data_parallel_params, bucket_params {
   /// GPUs per machine when only `workers=` is given: the hierarchy is the point.
   static constexpr std::uint32_t default_workers_per_machine = 8;
 
+  daydream::cluster cluster; ///< the cluster (read by from_params with cluster::from_params)
+  layer_bytes sizes;         ///< optional layer -> gradient bytes; empty: from the trace
+  double model_bytes = 0;    ///< total gradient bytes to spread when the trace has no sizes
+  std::uint64_t bucket_cap = 25_MiB;  ///< DDP's bucket_cap_mb = 25
+  std::uint64_t first_bucket = 1_MiB; ///< DDP's first bucket: 1 MiB
+
   /// Reads the cluster keys (`workers=N` alone: machines of default_workers_per_machine
   /// GPUs), `model_bytes`, `bucket_cap` and `first_bucket`.
   static blueconnect from_params(const pass_params& p) {
     blueconnect x;
-    x.read_common(p, default_workers_per_machine);
-    x.read_buckets(p);
+    read_cluster(x, p, default_workers_per_machine);
+    read_buckets(x, p);
     p.finish();
     return x;
   }
+
+  /// Why the default what-if run leaves the pass out on `g`, or "" when it runs it
+  /// (data_parallel_not_applicable: no backward, no gradient sizes, or a trace that
+  /// synchronizes its gradients already).
+  static std::string not_applicable(const graph& g) { return data_parallel_not_applicable(g); }
+  /// Whether the default what-if run includes the pass on `g` (not_applicable is empty).
+  static bool applicable(const graph& g) { return not_applicable(g).empty(); }
 
   /// Applies the pass to `g` (use daydream::apply for a transaction) and reports what it
   /// inserted (run_data_parallel: recorded all-reduces are replaced, a graph without
@@ -97,11 +113,14 @@ struct blueconnect : data_parallel_params, bucket_params {
         }
       }
       const auto first = blueconnect_stages(buckets.empty() ? 0.0 : double(buckets.front().bytes), s.c);
-      s.rep.add("buckets", std::to_string(buckets.size()));
-      s.rep.add("stage tasks", std::to_string(tasks));
+      s.rep.add_count("buckets", std::int64_t(buckets.size()));
+      s.rep.add_count("stage tasks", std::int64_t(tasks));
       s.rep.add("first bucket stages (rs intra, rs inter, ag inter, ag intra)",
                 format_time(first.reduce_scatter_intra) + ", " + format_time(first.reduce_scatter_inter) + ", " +
-                    format_time(first.all_gather_inter) + ", " + format_time(first.all_gather_intra));
+                    format_time(first.all_gather_inter) + ", " + format_time(first.all_gather_intra),
+                report_value::of_time(double(first.reduce_scatter_intra + first.reduce_scatter_inter +
+                                             first.all_gather_inter + first.all_gather_intra))
+                    .with_count(4));
       return ends;
     });
   }

@@ -189,20 +189,22 @@ struct cuda_graphs {
       return rep;
     }
     rep.add("scope", scope_text());
-    rep.add("graph launches (captured regions)", std::to_string(regions));
-    rep.add("CPU tasks captured", std::to_string(captured) + ", " + format_time(cpu_removed) +
-                                      " of CPU time and idle time between them");
-    rep.add("GPU tasks in graphs", std::to_string(nodes_total));
+    rep.add_count("graph launches (captured regions)", std::int64_t(regions));
+    rep.add("CPU tasks captured",
+            std::to_string(captured) + ", " + format_time(cpu_removed) + " of CPU time and idle time between them",
+            report_value::of_time(double(cpu_removed)).with_count(std::int64_t(captured)));
+    rep.add_count("GPU tasks in graphs", std::int64_t(nodes_total));
     rep.add("graph launch cost", fmt::format("{:.1f} us + {:.2f} us per node ({}); {} in all", base_us, per_node_us,
-                                             cost_source, format_time(launch_cost)));
-    rep.add("gap between a graph's nodes", fmt::format("{:.2f} us", gap_us));
+                                             cost_source, format_time(launch_cost)),
+            report_value::of_time(double(launch_cost)));
+    rep.add("gap between a graph's nodes", fmt::format("{:.2f} us", gap_us), report_value::of_time(gap_us * 1e3));
     if (existing.calls > 0)
-      rep.add("graph launches already in the trace (unchanged)", std::to_string(existing.calls));
+      rep.add_count("graph launches already in the trace (unchanged)", std::int64_t(existing.calls));
     std::string left;
     for (auto& [why, n] : eager) left += (left.empty() ? "" : "; ") + why + " x" + std::to_string(n);
     rep.add("left eager", left.empty() ? std::string("nothing") : left);
     if (busy >= 0) {
-      rep.add("GPU busy in the traced steps", fmt::format("{:.0f}%", 100 * busy));
+      rep.add("GPU busy in the traced steps", fmt::format("{:.0f}%", 100 * busy), report_value::of_ratio(busy));
       if (busy >= 0.9)
         rep.note(fmt::format("the traced steps are GPU-bound (the GPU is busy {:.0f}% of them): removing launch "
                              "overhead gains little",

@@ -199,9 +199,12 @@ struct dataloader {
                                 : load;
         task_fields lf{.name = "dataloader: load batch", .duration = d, .resource = procs[i % w],
                        .trace_start = g.trace_start(f.first), .phase = phase::other, .iteration = -1};
-        loads[i] = i < w ? g.add(cpu_task{}, lf).id : insert_after(g, cpu_task{}, lf, loads[i - w]).id;
-        if (i >= ahead) g.add_dependency(fs[i - ahead]->last, loads[i], dep_kind::control);
-        g.add_dependency(loads[i], f.first, dep_kind::data);
+        // A worker's first load starts its program order; the fetch waits for its batch, and a
+        // load waits until the batch `ahead` before it has been handed over.
+        std::vector<dependency> deps;
+        if (i >= ahead) deps.push_back(edge_from(fs[i - ahead]->last, dep_kind::control));
+        deps.push_back(edge_to(f.first, dep_kind::data));
+        loads[i] = insert_at(g, cpu_task{}, lf, i < w ? position{} : just_after(loads[i - w]), deps).id;
         // The main thread's part: the handoff, then nothing until the call returns.
         for (auto u = f.first;; u = next_on_resource(g, u)) {
           main_before += g.duration(u) + (u == f.last ? 0 : g.gap(u));
@@ -215,18 +218,24 @@ struct dataloader {
     }
     const time_ns per_batch = moved ? loaded / static_cast<time_ns>(moved) : 0;
     const double slowdown = apply_contention(g, fetches, loaded, moved);
-    rep.add("fetches moved to workers", std::to_string(moved));
-    rep.add("load time per batch", format_time(per_batch) +
-                                       (load_time > 0 ? " (given)" : " (mean __next__ time in the trace)"));
-    rep.add("workers", std::to_string(workers) + ", " + std::to_string(prefetch) + " batches ahead each");
-    rep.add("main-thread fetch time", format_time(main_before) + " -> " +
-                                          format_time(handoff * static_cast<time_ns>(moved)) + " + waits");
-    rep.add("bound", "the workers deliver a batch every " + format_time(per_batch / workers) +
-                         "; the main thread waits when a step is shorter than that");
+    rep.add_count("fetches moved to workers", std::int64_t(moved));
+    rep.add("load time per batch",
+            format_time(per_batch) + (load_time > 0 ? " (given)" : " (mean __next__ time in the trace)"),
+            report_value::of_time(double(per_batch)));
+    rep.add("workers", std::to_string(workers) + ", " + std::to_string(prefetch) + " batches ahead each",
+            report_value::of_count(workers));
+    const time_ns handed = handoff * static_cast<time_ns>(moved);
+    rep.add("main-thread fetch time", format_time(main_before) + " -> " + format_time(handed) + " + waits",
+            report_value::of_change(report_kind::time, double(main_before), double(handed)));
+    rep.add("bound",
+            "the workers deliver a batch every " + format_time(per_batch / workers) +
+                "; the main thread waits when a step is shorter than that",
+            report_value::of_time(double(per_batch / workers)));
     if (slowdown > 1)
-      rep.add("CPU contention", "the training threads' CPU work runs " + format_ratio(slowdown) +
-                                    " slower while the workers load (contention=" + format_ratio(contention) +
-                                    " per busy core)");
+      rep.add("CPU contention",
+              "the training threads' CPU work runs " + format_ratio(slowdown) +
+                  " slower while the workers load (contention=" + format_ratio(contention) + " per busy core)",
+              report_value::of_ratio(slowdown));
     std::size_t skipped = fetches.size() - moved;
     if (skipped > 0)
       rep.note(std::to_string(skipped) + " fetches already load in worker processes "

@@ -4,6 +4,7 @@
 #define DAYDREAM_PASSES_DDP_HPP
 
 #include <daydream/pass.hpp>
+#include <daydream/units.hpp>
 #include <daydream/semantics/data_parallel.hpp>
 
 #include <cstdint>
@@ -35,10 +36,12 @@ namespace daydream::passes {
 /// worker's gradients are ready), the reduction arithmetic, contention of the NCCL
 /// kernels with computation (see replay_options::overlap_slowdown).
 ///
+///     using namespace daydream::literals;
+///     daydream::apply(g, daydream::passes::ddp{.cluster = {.machines = 16}, .bucket_cap = 25_MiB});
+///     // as the command line gives it
 ///     auto p = daydream::passes::ddp::from_params(
 ///         daydream::pass_params::parse("ddp", "workers=16,bandwidth=25Gbps"));
-///     daydream::apply(g, p);
-struct ddp : data_parallel_params, bucket_params {
+struct ddp {
   /// The name on the command line.
   static constexpr std::string_view name = "ddp";
   /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
@@ -49,6 +52,11 @@ struct ddp : data_parallel_params, bucket_params {
       "workers_per_machine=, bandwidth=25Gbps, latency=5us, nvlink=, pcie=12GB/s, "
       "bucket_cap=25MiB, first_bucket=1MiB, algorithm=ring|tree|halving_doubling, model_bytes= (when the trace has no sizes)";
 
+  daydream::cluster cluster; ///< the cluster (read by from_params with cluster::from_params)
+  layer_bytes sizes;         ///< optional layer -> gradient bytes; empty: from the trace
+  double model_bytes = 0;    ///< total gradient bytes to spread when the trace has no sizes
+  std::uint64_t bucket_cap = 25_MiB;  ///< DDP's bucket_cap_mb = 25
+  std::uint64_t first_bucket = 1_MiB; ///< DDP's first bucket: 1 MiB
   all_reduce_algorithm algorithm = all_reduce_algorithm::ring; ///< the collective's algorithm
   std::vector<gradient> gradients; ///< optional explicit gradients; overrides `sizes` and the trace
 
@@ -56,12 +64,19 @@ struct ddp : data_parallel_params, bucket_params {
   /// `first_bucket` and `algorithm`.
   static ddp from_params(const pass_params& p) {
     ddp d;
-    d.read_common(p);
-    d.read_buckets(p);
+    read_cluster(d, p);
+    read_buckets(d, p);
     d.algorithm = parse_all_reduce_algorithm(p.get_string("algorithm", "ring"));
     p.finish();
     return d;
   }
+
+  /// Why the default what-if run leaves the pass out on `g`, or "" when it runs it
+  /// (data_parallel_not_applicable: no backward, no gradient sizes, or a trace that
+  /// synchronizes its gradients already).
+  static std::string not_applicable(const graph& g) { return data_parallel_not_applicable(g); }
+  /// Whether the default what-if run includes the pass on `g` (not_applicable is empty).
+  static bool applicable(const graph& g) { return not_applicable(g).empty(); }
 
   /// The gradients this pass all-reduces on `g`.
   gradient_set gradients_of(const graph& g) const {
@@ -93,8 +108,9 @@ struct ddp : data_parallel_params, bucket_params {
           if (i == its.front()) first_time += d;
         }
       }
-      s.rep.add("buckets per iteration", std::to_string(of_iteration(ends, its.front()).size()));
-      s.rep.add("all-reduce time per iteration (alone on the link)", format_time(first_time));
+      s.rep.add_count("buckets per iteration", std::int64_t(of_iteration(ends, its.front()).size()));
+      s.rep.add("all-reduce time per iteration (alone on the link)", format_time(first_time),
+                report_value::of_time(double(first_time)));
       s.rep.add("algorithm", std::string(to_string(algorithm)));
       s.rep.add("link", s.g.resource_at(link).name);
       return ends;

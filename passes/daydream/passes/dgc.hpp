@@ -3,10 +3,11 @@
 #ifndef DAYDREAM_PASSES_DGC_HPP
 #define DAYDREAM_PASSES_DGC_HPP
 
+#include <daydream/dependency.hpp>
 #include <daydream/insert.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/units.hpp>
 #include <daydream/semantics/data_parallel.hpp>
-#include <daydream/semantics/edit.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -45,9 +46,10 @@ namespace daydream::passes {
 /// all-reduces are replaced (run_data_parallel). With one worker the graph is left
 /// unchanged.
 ///
+///     daydream::apply(g, daydream::passes::dgc{.cluster = {.machines = 16}, .ratio = 0.001});
 ///     daydream::apply(g, daydream::passes::dgc::from_params(
 ///         daydream::pass_params::parse("dgc", "workers=16,bandwidth=10Gbps,ratio=0.001")));
-struct dgc : data_parallel_params, bucket_params {
+struct dgc {
   /// The name on the command line.
   static constexpr std::string_view name = "dgc";
   /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
@@ -71,6 +73,11 @@ struct dgc : data_parallel_params, bucket_params {
   /// `default_kernel_floor` is used.
   static constexpr time_ns max_kernel_floor = 20'000, default_kernel_floor = 2'000;
 
+  daydream::cluster cluster; ///< the cluster (read by from_params with cluster::from_params)
+  layer_bytes sizes;         ///< optional layer -> gradient bytes; empty: from the trace
+  double model_bytes = 0;    ///< total gradient bytes to spread when the trace has no sizes
+  std::uint64_t bucket_cap = 25_MiB;  ///< DDP's bucket_cap_mb = 25
+  std::uint64_t first_bucket = 1_MiB; ///< DDP's first bucket: 1 MiB
   double ratio = 0.001;         ///< fraction of the gradient sent (99.9% sparsity)
   double compress_passes = 8;   ///< memory passes over the gradient to compress it
   double mem_bandwidth = 500e9; ///< bytes/s, when the trace has nothing (plausible) to measure
@@ -79,8 +86,8 @@ struct dgc : data_parallel_params, bucket_params {
   /// `bucket_cap` and `first_bucket`.
   static dgc from_params(const pass_params& p) {
     dgc x;
-    x.read_common(p);
-    x.read_buckets(p);
+    read_cluster(x, p);
+    read_buckets(x, p);
     x.ratio = p.get_double("ratio", x.ratio);
     x.compress_passes = p.get_double("compress_passes", x.compress_passes);
     x.mem_bandwidth = p.get_bandwidth("mem_bandwidth", x.mem_bandwidth);
@@ -89,6 +96,13 @@ struct dgc : data_parallel_params, bucket_params {
     if (!(x.mem_bandwidth > 0)) throw usage_error("daydream: pass 'dgc': mem_bandwidth must be positive");
     return x;
   }
+
+  /// Why the default what-if run leaves the pass out on `g`, or "" when it runs it
+  /// (data_parallel_not_applicable: no backward, no gradient sizes, or a trace that
+  /// synchronizes its gradients already).
+  static std::string not_applicable(const graph& g) { return data_parallel_not_applicable(g); }
+  /// Whether the default what-if run includes the pass on `g` (not_applicable is empty).
+  static bool applicable(const graph& g) { return not_applicable(g).empty(); }
 
   /// The device memory throughput (bytes/s) measured from `g`'s device copies and
   /// memsets of at least min_measured_bytes (bytes moved / time: a copy reads and writes
@@ -147,7 +161,7 @@ private:
     auto& g = s.g;
     const auto throughput = memory_throughput(g);
     s.rep.add(throughput.derived ? "memory throughput (from the trace's copies)" : "memory throughput (mem_bandwidth)",
-              format_rate(throughput.value));
+              format_rate(throughput.value), report_value::of_rate(throughput.value));
     if (!throughput.derived) s.rep.note("compression kernels costed at mem_bandwidth: " + throughput.note);
     const auto floor = kernel_floor(g);
     if (!floor.derived) s.rep.note(floor.note);
@@ -169,13 +183,15 @@ private:
       std::size_t k = 0;
       for (auto* b : buckets_of(buckets, i)) {
         const auto c = static_cast<std::uint64_t>(std::ceil(2.0 * ratio * double(b->bytes)));
-        // The compression kernel, after the bucket's last gradient on its stream.
+        // The compression kernel, after the bucket's last gradient on its stream, waiting
+        // for the bucket's other gradients.
         const auto& last = s.gs.grads[b->members.back()];
         task_fields f{.name = "dgc_compress", .duration = kernel_time(compress_passes * double(b->bytes)),
                       .layer = last.layer, .phase = phase::backward, .iteration = i};
-        auto compress = add_after_gpu(g, f, last.ready);
+        std::vector<dependency> others;
         for (auto t : ready_tasks(s.gs, *b))
-          if (t != last.ready) g.add_dependency(t, compress, dep_kind::data);
+          if (t != last.ready) others.push_back(edge_from(t, dep_kind::data));
+        const task_id compress = insert_after_gpu(g, f, last.ready, others);
         ++kernels;
         auto d = all_gather_time(double(p) * double(c), p, s.c.ring_link());
         prev = add_comm(g, comm_op::all_gather, "sparse all_gather bucket " + std::to_string(k++), c, p, d, link,
@@ -192,42 +208,31 @@ private:
         const double moved = double(bytes) + double(p) * std::ceil(2.0 * ratio * double(bytes));
         task_fields f{.name = "dgc_decompress", .duration = kernel_time(moved), .phase = phase::weight_update,
                       .iteration = i};
-        auto dk = gpu_entry != no_task ? add_before_gpu(g, f, gpu_entry) : g.add(gpu_kernel{}, f).id;
-        g.add_dependency(gather, dk, dep_kind::comm);
+        const dependency exchanged = edge_from(gather, dep_kind::comm);
+        const task_id dk = gpu_entry != no_task
+                               ? insert_launched_like(g, gpu_kernel{}, f, just_before(gpu_entry), {}, {exchanged}).task.id
+                               : daydream::insert(g, gpu_kernel{}, f, {exchanged}).id;
         ends[i].push_back(dk);
         ++kernels;
       }
     }
-    s.rep.add("buckets", std::to_string(buckets.size()));
-    s.rep.add("bytes sent per iteration", format_bytes(sent) + " instead of " + format_bytes(dense));
-    s.rep.add("compression kernels inserted", std::to_string(kernels));
+    s.rep.add_count("buckets", std::int64_t(buckets.size()));
+    s.rep.add("bytes sent per iteration", format_bytes(sent) + " instead of " + format_bytes(dense),
+              report_value::of_change(report_kind::bytes, dense, sent));
+    s.rep.add_count("compression kernels inserted", std::int64_t(kernels));
     return ends;
   }
 
-  // A kernel on `after`'s stream right after it, launched right after `after`'s launch
-  // call when it has one; unconstrained (after it) when `after` is not on a GPU stream.
-  static task_id add_after_gpu(graph& g, task_fields f, task_id after) {
+  // A kernel right after `after` on its stream, launched like it; when `after` is not on a
+  // GPU stream (a CPU task, or no resource), a kernel in no program order that waits for it.
+  // Then it waits for `others` too.
+  static task_id insert_after_gpu(graph& g, const task_fields& f, task_id after, std::vector<dependency> others) {
     if (g.is<cpu_task>(after) || g.resource_of(after) == no_resource ||
         g.resource_at(g.resource_of(after)).kind != resource_kind::gpu_stream) {
-      auto k = g.add(gpu_kernel{}, f).id;
-      g.add_dependency(after, k, dep_kind::data);
-      return k;
+      others.insert(others.begin(), edge_from(after, dep_kind::data));
+      return daydream::insert(g, gpu_kernel{}, f, others).id;
     }
-    f.trace_start = g.trace_start(after) + g.duration(after);
-    if (auto launch = launch_of(g, after); launch != no_task)
-      return daydream::insert_launched(g, gpu_kernel{}, f, launch, after).task.id;
-    return daydream::insert_after(g, gpu_kernel{}, f, after).id;
-  }
-  // A kernel on `before`'s stream right before it, launched right before its launch call.
-  static task_id add_before_gpu(graph& g, task_fields f, task_id before) {
-    auto k = daydream::insert_before(g, gpu_kernel{}, f, before).id;
-    if (auto launch = launch_of(g, before); launch != no_task) {
-      task_fields lf{.name = "cudaLaunchKernel", .duration = g.duration(launch), .phase = f.phase,
-                     .iteration = f.iteration};
-      auto call = daydream::insert_before(g, cpu_task{.call = cpu_call::launch}, lf, launch);
-      g.add_dependency(call.id, k, dep_kind::launch);
-    }
-    return k;
+    return insert_launched_like(g, gpu_kernel{}, f, just_after(after), {}, others).task.id;
   }
 };
 

@@ -194,7 +194,7 @@ struct fused_adam {
     pass_report rep;
     rep.pass = std::string(name);
     if (auto why = not_applicable(g); !why.empty()) {
-      rep.add("optimizer steps", "0");
+      rep.add_count("optimizer steps", 0);
       rep.not_applied(std::move(why));
       return rep;
     }
@@ -235,13 +235,16 @@ struct fused_adam {
       if (!r.kernels.empty()) new_time += d;
     }
     const auto n = std::max<std::size_t>(steps.size(), 1);
-    rep.add("optimizer steps", std::to_string(steps.size()));
-    rep.add("tasks removed", std::to_string(removed));
-    rep.add("fused kernels", std::to_string(fused));
-    rep.add("optimizer kernel time", format_time(old_time) + " -> " + format_time(new_time));
-    rep.add("optimizer CPU time removed", format_time(cpu_time - kept_time));
-    rep.add("optimizer CPU time per step",
-            format_time(cpu_time / time_ns(n)) + " -> " + format_time((kept_time + new_cpu) / time_ns(n)));
+    rep.add_count("optimizer steps", std::int64_t(steps.size()));
+    rep.add_count("tasks removed", std::int64_t(removed));
+    rep.add_count("fused kernels", std::int64_t(fused));
+    rep.add("optimizer kernel time", format_time(old_time) + " -> " + format_time(new_time),
+            report_value::of_change(report_kind::time, double(old_time), double(new_time)));
+    rep.add("optimizer CPU time removed", format_time(cpu_time - kept_time),
+            report_value::of_time(double(cpu_time - kept_time)));
+    const time_ns per_step = cpu_time / time_ns(n), per_step_after = (kept_time + new_cpu) / time_ns(n);
+    rep.add("optimizer CPU time per step", format_time(per_step) + " -> " + format_time(per_step_after),
+            report_value::of_change(report_kind::time, double(per_step), double(per_step_after)));
     if (!per_call.empty())
       rep.note("the optimizer's Python around its operators stays (" + format_time(kept_time / time_ns(n)) +
                " per step: gathering parameters and state, which a fused step runs too); " +

@@ -6,7 +6,6 @@
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>
 #include <daydream/kinds.hpp>
-#include <daydream/launch.hpp>
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/semantics/edit.hpp>
@@ -101,16 +100,15 @@ struct gist {
       const gpu_kernel k{.device = model.device, .stream = model.stream};
       const auto layer = g.layer(last_fwd);
 
-      const auto fwd_call = launch_of(g, last_fwd);
-      auto e = insert_launched(g, k, {.name = "gist_encode", .duration = d, .layer = layer,
-                                      .phase = phase::forward, .iteration = l.iteration},
-                               just_after(last_fwd), fwd_call == no_task ? position{} : just_after(fwd_call),
-                               launch_call{.duration = fwd_call == no_task ? 0 : g.duration(fwd_call)});
-      const auto bwd_call = launch_of(g, first_bwd);
-      auto dec = insert_launched(g, k, {.name = "gist_decode", .duration = d, .layer = layer,
-                                        .phase = phase::backward, .iteration = l.iteration},
-                                 just_before(first_bwd), bwd_call == no_task ? position{} : just_before(bwd_call),
-                                 launch_call{.duration = bwd_call == no_task ? 0 : g.duration(bwd_call)});
+      // Each launched like its neighbour: the encode right after the last forward kernel
+      // (its call right after that kernel's launch), the decode right before the first
+      // backward kernel.
+      auto e = insert_launched_like(g, k, {.name = "gist_encode", .duration = d, .layer = layer,
+                                           .phase = phase::forward, .iteration = l.iteration},
+                                    just_after(last_fwd));
+      auto dec = insert_launched_like(g, k, {.name = "gist_decode", .duration = d, .layer = layer,
+                                             .phase = phase::backward, .iteration = l.iteration},
+                                      just_before(first_bwd));
       if (memory) {
         // The stash is freed once the encode is issued and allocated again by the decode,
         // where the model charges this layer's memory: its CPU calls or its kernels.
@@ -124,13 +122,19 @@ struct gist {
       saved += l.stash() - static_cast<std::uint64_t>(enc);
       added += 2 * d;
     }
-    rep.add("layers encoded", std::to_string(encoded));
-    rep.add("stashed bytes encoded", format_bytes_per_iteration(double(bytes), iterations.size()));
-    rep.add("bytes saved while stashed", format_bytes_per_iteration(double(saved), iterations.size()));
-    rep.add("encode + decode kernel time", format_time(added));
-    rep.add("cost per byte", rate.samples ? std::to_string(rate.ns_per_byte()) + " ns/B from " +
-                                                std::to_string(rate.samples) + " elementwise kernels"
-                                          : "no elementwise kernel with sizes: " + format_bytes(bandwidth) + "/s");
+    rep.add_count("layers encoded", std::int64_t(encoded));
+    rep.add("stashed bytes encoded", format_bytes_per_iteration(double(bytes), iterations.size()),
+            report_value::of_bytes(double(bytes)));
+    rep.add("bytes saved while stashed", format_bytes_per_iteration(double(saved), iterations.size()),
+            report_value::of_bytes(double(saved)));
+    rep.add("encode + decode kernel time", format_time(added), report_value::of_time(double(added)));
+    if (rate.samples)
+      rep.add("cost per byte",
+              std::to_string(rate.ns_per_byte()) + " ns/B from " + std::to_string(rate.samples) + " elementwise kernels",
+              report_value::of_ratio(rate.ns_per_byte()).with_count(std::int64_t(rate.samples)));
+    else
+      rep.add("cost per byte", "no elementwise kernel with sizes: " + format_bytes(bandwidth) + "/s",
+              report_value::of_rate(bandwidth));
     if (!memory) rep.note("the graph has no memory model: peak memory not predicted "
                           "(the trace has no [memory] events, profile_memory=True, and no estimate "
                           "from tensor sizes, record_shapes=True)");

@@ -3,6 +3,7 @@
 #ifndef DAYDREAM_PASSES_GRAD_ACCUM_HPP
 #define DAYDREAM_PASSES_GRAD_ACCUM_HPP
 
+#include <daydream/depend.hpp>
 #include <daydream/dependency.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>
@@ -99,32 +100,25 @@ struct grad_accum {
       for (auto t : w.tasks)
         for (auto d : g.successors(t))
           if (!in[d.to]) out.push_back(d);
+      // Each repetition: a copy of the window that waits for what the window waits for,
+      // following the previous repetition in every program order the window runs on.
       std::vector<task_id> prev(g.id_bound(), no_task);
       for (auto t : w.tasks) prev[t] = t;
       for (std::int64_t rep_i = 1; rep_i < k; ++rep_i) {
-        std::vector<task_id> next(prev.size(), no_task);
-        for (auto t : w.tasks) next[t] = copy_task(g, t, fields_of(g, t));
-        for (auto t : w.tasks) {
-          for (auto d : g.predecessors(t)) {
-            g.add_dependency(in[d.from] ? next[d.from] : d.from, next[t], d.kind);
-          }
-        }
-        for (auto& [first, last] : w.chains)
-          g.add_dependency(prev[last], next[first], order_kind(g, g.resource_of(first)));
+        auto next = copy_subgraph(g, g, w.tasks, {.from_outside = dep_mask::all()});
+        for (auto& [first, last] : w.chains) add_program_order(g, prev[last], next[first]);
         repeated += w.tasks.size();
         prev = std::move(next);
       }
       if (k > 1)
-        for (auto& d : out) {
-          g.remove_dependency(d.from, d.to);
-          g.add_dependency(prev[d.from], d.to, d.kind);
-        }
+        for (auto& d : out) move_dependency(g, d, prev[d.from], d.to);
     }
-    rep.add("micro-batches", std::to_string(k));
-    rep.add("iterations", std::to_string(iterations.size()));
-    rep.add("tasks repeated", std::to_string(repeated));
-    rep.add("GPU time of forward+backward", format_time(scaled_before) + " -> " +
-                                                format_time(scaled_after) + " (all micro-batches)");
+    rep.add_count("micro-batches", k);
+    rep.add_count("iterations", std::int64_t(iterations.size()));
+    rep.add_count("tasks repeated", std::int64_t(repeated));
+    rep.add("GPU time of forward+backward",
+            format_time(scaled_before) + " -> " + format_time(scaled_after) + " (all micro-batches)",
+            report_value::of_change(report_kind::time, double(scaled_before), double(scaled_after)));
     if (iterations.empty()) rep.not_applied("no forward or backward task: nothing to split");
     else if (k == 1) rep.not_applied("k=1: one micro-batch per weight update is what the trace ran");
     return rep;

@@ -4,9 +4,12 @@
 #define DAYDREAM_PASSES_P3_HPP
 
 #include <daydream/pass.hpp>
+#include <daydream/reschedule.hpp>
+#include <daydream/units.hpp>
 #include <daydream/semantics/data_parallel.hpp>
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace daydream::passes {
@@ -29,11 +32,12 @@ namespace daydream::passes {
 /// iterations. A trace's recorded all-reduces are replaced (run_data_parallel). With one
 /// worker the graph is left unchanged.
 ///
+///     using namespace daydream::literals;
+///     auto [reports, r] = daydream::what_if(g, daydream::passes::p3{.cluster = {.machines = 4}, .slice = 160_KB});
+///     // what_if replays with p3's policy; as the command line gives it:
 ///     auto p = daydream::passes::p3::from_params(
 ///         daydream::pass_params::parse("p3", "workers=4,bandwidth=10Gbps,slice=160KB"));
-///     daydream::apply(g, p);
-///     auto r = daydream::replay(g, daydream::pass_policy_t<daydream::passes::p3>{});
-struct p3 : data_parallel_params, overlap_params {
+struct p3 {
   /// The name on the command line.
   static constexpr std::string_view name = "p3";
   /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
@@ -43,24 +47,38 @@ struct p3 : data_parallel_params, overlap_params {
       "P3: sliced parameter-server push/pull, earlier layers first, next forward overlaps. "
       "params: cluster keys (workers=, bandwidth=, ps=, ...), slice=160KB, iterations=3, model_bytes= (when the trace has no sizes)";
 
-  std::uint64_t slice = 160'000;  ///< 40,000 fp32 parameters
+  /// Replays with priorities (set with reschedule): the links pick the next transfer by them.
+  using policy = daydream::priority_policy;
+
+  daydream::cluster cluster; ///< the cluster (read by from_params with cluster::from_params)
+  layer_bytes sizes;         ///< optional layer -> gradient bytes; empty: from the trace
+  double model_bytes = 0;    ///< total gradient bytes to spread when the trace has no sizes
+  std::uint32_t iterations = 3;  ///< copies when the graph holds one iteration
+  std::uint64_t slice = 160_KB;  ///< 40,000 fp32 parameters
 
   /// Reads the cluster keys, `model_bytes`, `slice` (bytes) and `iterations`.
   static p3 from_params(const pass_params& p) {
     p3 x;
-    x.read_common(p);
+    read_cluster(x, p);
     x.slice = static_cast<std::uint64_t>(p.get_bytes("slice", double(x.slice)));
-    x.read_iterations(p);
+    read_iterations(x, p);
     p.finish();
     if (x.slice == 0) throw usage_error("daydream: pass 'p3': slice must be positive");
     return x;
   }
 
+  /// Why the default what-if run leaves the pass out on `g`, or "" when it runs it
+  /// (data_parallel_not_applicable: no backward, no gradient sizes, or a trace that
+  /// synchronizes its gradients already).
+  static std::string not_applicable(const graph& g) { return data_parallel_not_applicable(g); }
+  /// Whether the default what-if run includes the pass on `g` (not_applicable is empty).
+  static bool applicable(const graph& g) { return not_applicable(g).empty(); }
+
   /// Applies the pass to `g` (use daydream::apply for a transaction) and reports what it
   /// inserted (run_data_parallel: recorded all-reduces are replaced, a graph without
   /// gradients or a one-worker cluster is left unchanged and the report says why).
   pass_report operator()(graph& g) const {
-    return run_overlapped(g, name, *this, *this, slice, position_priority);
+    return run_overlapped(g, *this, slice, position_priority);
   }
 };
 

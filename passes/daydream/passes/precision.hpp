@@ -90,9 +90,9 @@ struct precision {
       scale_duration(g, k, 1.0 / gemm);
       after += g.duration(k);
     }
-    rep.add("bf16/fp16 GEMM kernels in FP8", std::to_string(n) + " kernels, " + format_time(before) + " -> " +
-                                                 format_time(after));
-    if (kept > 0) rep.add("GEMM kernels already in FP8 (unchanged)", std::to_string(kept));
+    rep.add("bf16/fp16 GEMM kernels in FP8", std::to_string(n) + " kernels, " + format_time(before) + " -> " + format_time(after),
+            report_value::of_change(report_kind::time, double(before), double(after)).with_count(std::int64_t(n)));
+    if (kept > 0) rep.add_count("GEMM kernels already in FP8 (unchanged)", std::int64_t(kept));
     rep.note("assumes a GPU with FP8 tensor cores (Hopper, Ada, Blackwell); the FP8 casts and amax reductions "
              "of the recipe are not modelled");
     return rep;

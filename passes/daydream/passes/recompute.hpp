@@ -19,7 +19,6 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace daydream::passes {
@@ -86,6 +85,11 @@ struct recompute {
     return n;
   }
 
+  /// The dependencies a re-computed forward keeps among its tasks: all but program order
+  /// (the copies take the program order of the backward they run in).
+  static constexpr dep_mask not_program_order = {dep_kind::launch, dep_kind::sync, dep_kind::comm,
+                                                 dep_kind::data, dep_kind::control};
+
   /// Copies the forward of each selected layer before its backward (and moves memory
   /// when the graph has a memory model); returns the layers, tasks and time. Invalidates
   /// nothing.
@@ -103,24 +107,21 @@ struct recompute {
       if (!l.stashes() || !selected(g.str(l.layer))) continue;
       const task_id b0 = l.backward_gpu.front();
       const task_id c0 = l.backward_cpu.empty() ? launch_of(g, b0) : l.backward_cpu.front();
-      std::unordered_map<task_id, task_id> copy; // original -> copy
-      auto place = [&](const std::vector<task_id>& ts, task_id anchor) {
-        for (std::size_t i = 0; i < ts.size(); ++i) {
-          auto f = fields_of(g, ts[i]);
-          f.phase = phase::backward;
-          f.trace_start = g.trace_start(anchor);
-          if (i + 1 == ts.size()) f.gap = 0;
-          auto c = copy_task(g, ts[i], f, just_before(anchor));
-          g.set_mem_delta(c, 0);
-          copy[ts[i]] = c;
-        }
-      };
-      if (c0 != no_task) place(l.forward_cpu, c0);
-      place(l.forward_gpu, b0);
-      for (auto& [orig, c] : copy)
-        for (auto d : g.successors(orig))
-          if (!dep_mask::order().contains(d.kind))
-            if (auto to = copy.find(d.to); to != copy.end()) g.add_dependency(c, to->second, d.kind);
+      // The forward's CPU tasks right before the first backward CPU task, its kernels right
+      // before the first backward kernel, as backward work, with the launches, syncs and
+      // data between them (the program orders are the anchors').
+      std::vector<task_id> forward;
+      if (c0 != no_task) forward = l.forward_cpu;
+      forward.insert(forward.end(), l.forward_gpu.begin(), l.forward_gpu.end());
+      const auto copy = copy_subgraph(g, g, forward, {.among = not_program_order}, [&](task_id t, task_fields& f) {
+        const bool cpu = g.is<cpu_task>(t);
+        const task_id anchor = cpu ? c0 : b0;
+        f.phase = phase::backward;
+        f.trace_start = g.trace_start(anchor);
+        if (t == (cpu ? l.forward_cpu : l.forward_gpu).back()) f.gap = 0; // it led to the next layer
+        return just_before(anchor);
+      });
+      for (auto t : forward) g.set_mem_delta(copy[t], 0);
       for (auto t : l.forward_gpu) gpu_time += g.duration(t);
       if (memory && l.stash() > 0) {
         // Dropped after the forward and allocated again by the re-computation, where the
@@ -131,14 +132,15 @@ struct recompute {
         add_mem_delta(g, copy[host ? l.forward_cpu.front() : l.forward_gpu.front()], b);
       }
       ++layers_done;
-      copied += copy.size();
+      copied += forward.size();
       bytes += l.stash();
       iterations.insert(l.iteration);
     }
-    rep.add("layers re-computed", std::to_string(layers_done));
-    rep.add("tasks copied", std::to_string(copied));
-    rep.add("re-computed kernel time", format_time(gpu_time));
-    rep.add("stash dropped", format_bytes_per_iteration(double(bytes), iterations.size()));
+    rep.add_count("layers re-computed", std::int64_t(layers_done));
+    rep.add_count("tasks copied", std::int64_t(copied));
+    rep.add("re-computed kernel time", format_time(gpu_time), report_value::of_time(double(gpu_time)));
+    rep.add("stash dropped", format_bytes_per_iteration(double(bytes), iterations.size()),
+            report_value::of_bytes(double(bytes)));
     if (!memory) rep.note("the graph has no memory model: peak memory not predicted "
                           "(the trace has no [memory] events, profile_memory=True, and no estimate "
                           "from tensor sizes, record_shapes=True)");

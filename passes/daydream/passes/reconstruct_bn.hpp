@@ -119,10 +119,13 @@ struct reconstruct_bn {
     for (auto t : gone)
       if (g.is<cpu_task>(t)) cpu_time += g.duration(t);
     remove(g, gone);
-    rep.add("batch-norm kernels", std::to_string(bn.size()) + ", " + format_time(bn_before) +
-                                      " -> " + format_time(bn_after));
-    rep.add("activation kernels removed", std::to_string(act.size()) + ", " + format_time(act_time));
-    rep.add("CPU tasks removed", std::to_string(gone.size() - act.size()) + ", " + format_time(cpu_time));
+    rep.add("batch-norm kernels", std::to_string(bn.size()) + ", " + format_time(bn_before) + " -> " + format_time(bn_after),
+            report_value::of_change(report_kind::time, double(bn_before), double(bn_after))
+                .with_count(std::int64_t(bn.size())));
+    rep.add("activation kernels removed", std::to_string(act.size()) + ", " + format_time(act_time),
+            report_value::of_time(double(act_time)).with_count(std::int64_t(act.size())));
+    rep.add("CPU tasks removed", std::to_string(gone.size() - act.size()) + ", " + format_time(cpu_time),
+            report_value::of_time(double(cpu_time)).with_count(std::int64_t(gone.size() - act.size())));
     if (bn.empty()) {
       const auto why = not_applicable(g);
       rep.not_applied((why.empty() ? std::string("no batch-norm kernel matches the pass's patterns") : why) +

@@ -154,10 +154,12 @@ struct speedup {
       after += g.duration(t);
     }
     rep.add("selection", describe());
-    rep.add("GPU tasks selected", std::to_string(sel.size()));
-    rep.add("their GPU time", format_time(before) + " -> " + format_time(after));
+    rep.add_count("GPU tasks selected", std::int64_t(sel.size()));
+    rep.add("their GPU time", format_time(before) + " -> " + format_time(after),
+            report_value::of_change(report_kind::time, double(before), double(after)));
     if (all > 0)
-      rep.add("share of the trace's GPU time", fmt::format("{:.1f}%", 100.0 * double(before) / double(all)));
+      rep.add("share of the trace's GPU time", fmt::format("{:.1f}%", 100.0 * double(before) / double(all)),
+              report_value::of_ratio(double(before) / double(all)));
     if (!by_name.empty()) {
       std::vector<std::pair<std::string_view, std::pair<std::size_t, time_ns>>> top(by_name.begin(), by_name.end());
       std::sort(top.begin(), top.end(), [](auto& a, auto& b) {

@@ -180,12 +180,15 @@ struct substitute {
       }
     }
     rep.add("layer pattern", layers.empty() ? "(all layers)" : layers);
-    rep.add("runs replaced", std::to_string(runs.size()));
-    rep.add("tasks removed", std::to_string(removed));
-    rep.add("kernels inserted", std::to_string(inserted));
-    rep.add("GPU time", format_time(old_gpu) + " -> " + format_time(new_gpu));
-    rep.add("CPU time", format_time(old_cpu) + " -> " + format_time(kept_cpu) +
-                            " (each fused kernel's call keeps the run's CPU time per kernel it replaced)");
+    rep.add_count("runs replaced", std::int64_t(runs.size()));
+    rep.add_count("tasks removed", std::int64_t(removed));
+    rep.add_count("kernels inserted", std::int64_t(inserted));
+    rep.add("GPU time", format_time(old_gpu) + " -> " + format_time(new_gpu),
+            report_value::of_change(report_kind::time, double(old_gpu), double(new_gpu)));
+    rep.add("CPU time",
+            format_time(old_cpu) + " -> " + format_time(kept_cpu) +
+                " (each fused kernel's call keeps the run's CPU time per kernel it replaced)",
+            report_value::of_change(report_kind::time, double(old_cpu), double(kept_cpu)));
     if (layers == default_fusion)
       rep.note("reconstruct_bn models this fusion with a kernel cost model (batch-norm kernels 2x faster, the "
                "ReLU's removed, the batch norm's CPU calls kept); this pass keeps the GPU time as traced "

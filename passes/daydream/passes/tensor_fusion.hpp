@@ -3,7 +3,12 @@
 #ifndef DAYDREAM_PASSES_TENSOR_FUSION_HPP
 #define DAYDREAM_PASSES_TENSOR_FUSION_HPP
 
+#include <daydream/dependency.hpp>
+#include <daydream/insert.hpp>
+#include <daydream/kinds.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/replay.hpp>
+#include <daydream/units.hpp>
 #include <daydream/semantics/data_parallel.hpp>
 
 #include <algorithm>
@@ -33,9 +38,12 @@ namespace daydream::passes {
 /// trace's recorded all-reduces are replaced (run_data_parallel). With one worker the
 /// graph is left unchanged.
 ///
+///     using namespace daydream::literals;
+///     daydream::apply(g, daydream::passes::tensor_fusion{.cluster = {.machines = 8}, .cycle_time = 5_ms,
+///                                                        .threshold = 64_MiB});
 ///     daydream::apply(g, daydream::passes::tensor_fusion::from_params(daydream::pass_params::parse(
 ///         "tensor_fusion", "workers=8,cycle_time=5ms,threshold=64MiB")));
-struct tensor_fusion : data_parallel_params {
+struct tensor_fusion {
   /// The name on the command line.
   static constexpr std::string_view name = "tensor_fusion";
   /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
@@ -46,14 +54,17 @@ struct tensor_fusion : data_parallel_params {
       "a cap. params: cluster keys (workers=, bandwidth=, ...), cycle_time=1ms, threshold=128MiB, "
       "algorithm=ring, model_bytes= (when the trace has no sizes)";
 
-  time_ns cycle_time = 1'000'000;       ///< HOROVOD_CYCLE_TIME, 1 ms
-  std::uint64_t threshold = 128ull << 20; ///< HOROVOD_FUSION_THRESHOLD, 128 MiB
+  daydream::cluster cluster; ///< the cluster (read by from_params with cluster::from_params)
+  layer_bytes sizes;         ///< optional layer -> gradient bytes; empty: from the trace
+  double model_bytes = 0;    ///< total gradient bytes to spread when the trace has no sizes
+  time_ns cycle_time = 1_ms;           ///< HOROVOD_CYCLE_TIME, 1 ms
+  std::uint64_t threshold = 128_MiB;    ///< HOROVOD_FUSION_THRESHOLD, 128 MiB
   all_reduce_algorithm algorithm = all_reduce_algorithm::ring; ///< the collective's algorithm
 
   /// Reads the cluster keys, `model_bytes`, `cycle_time`, `threshold` and `algorithm`.
   static tensor_fusion from_params(const pass_params& p) {
     tensor_fusion x;
-    x.read_common(p);
+    read_cluster(x, p);
     x.cycle_time = static_cast<time_ns>(p.get_time_ns("cycle_time", double(x.cycle_time)));
     x.threshold = static_cast<std::uint64_t>(p.get_bytes("threshold", double(x.threshold)));
     x.algorithm = parse_all_reduce_algorithm(p.get_string("algorithm", "ring"));
@@ -61,6 +72,13 @@ struct tensor_fusion : data_parallel_params {
     if (x.cycle_time <= 0) throw usage_error("daydream: pass 'tensor_fusion': cycle_time must be positive");
     return x;
   }
+
+  /// Why the default what-if run leaves the pass out on `g`, or "" when it runs it
+  /// (data_parallel_not_applicable: no backward, no gradient sizes, or a trace that
+  /// synchronizes its gradients already).
+  static std::string not_applicable(const graph& g) { return data_parallel_not_applicable(g); }
+  /// Whether the default what-if run includes the pass on `g` (not_applicable is empty).
+  static bool applicable(const graph& g) { return not_applicable(g).empty(); }
 
   /// Applies the pass to `g` (use daydream::apply for a transaction) and reports what it
   /// inserted (run_data_parallel: recorded all-reduces are replaced, a graph without
@@ -104,11 +122,12 @@ private:
           if (std::find(ready.begin(), ready.end(), gr.ready) == ready.end()) ready.push_back(gr.ready);
           ++b;
         }
-        auto wait = g.add(cpu_task{.call = cpu_call::runtime},
-                          task_fields{.name = "horovod cycle", .duration = boundary - last_ready,
-                                      .trace_start = trace_end_of(g, ready), .phase = phase::backward,
-                                      .iteration = i});
-        for (auto t : ready) g.add_dependency(t, wait.id, dep_kind::comm);
+        // The cycle's wait: from the buffer's last gradient to the cycle boundary.
+        auto wait = daydream::insert(g, cpu_task{.call = cpu_call::runtime},
+                                     task_fields{.name = "horovod cycle", .duration = boundary - last_ready,
+                                                 .trace_start = trace_end_of(g, ready), .phase = phase::backward,
+                                                 .iteration = i},
+                                     edges_from(ready, dep_kind::comm));
         waited += boundary - last_ready;
         auto d = all_reduce_time(double(bytes), s.c, algorithm);
         prev = add_comm(g, comm_op::all_reduce, "fused all_reduce " + std::to_string(of_iteration(ends, i).size()),
@@ -120,10 +139,10 @@ private:
       // The next iteration's ready times depend on this one's optimizer waiting.
       s.wait_now(i, of_iteration(ends, i));
     }
-    s.rep.add("fused buffers", std::to_string(buffers));
-    s.rep.add("time waiting for cycle boundaries", format_time(waited));
-    s.rep.add("cycle time", format_time(cycle_time));
-    s.rep.add("threshold", format_bytes(double(threshold)));
+    s.rep.add_count("fused buffers", std::int64_t(buffers));
+    s.rep.add("time waiting for cycle boundaries", format_time(waited), report_value::of_time(double(waited)));
+    s.rep.add("cycle time", format_time(cycle_time), report_value::of_time(double(cycle_time)));
+    s.rep.add("threshold", format_bytes(double(threshold)), report_value::of_bytes(double(threshold)));
     return ends;
   }
 };

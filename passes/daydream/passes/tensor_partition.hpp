@@ -4,9 +4,11 @@
 #define DAYDREAM_PASSES_TENSOR_PARTITION_HPP
 
 #include <daydream/pass.hpp>
+#include <daydream/units.hpp>
 #include <daydream/semantics/data_parallel.hpp>
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace daydream::passes {
@@ -27,9 +29,11 @@ namespace daydream::passes {
 /// trace's recorded all-reduces are replaced (run_data_parallel). With one worker the
 /// graph is left unchanged.
 ///
+///     using namespace daydream::literals;
+///     daydream::apply(g, daydream::passes::tensor_partition{.cluster = {.machines = 16}, .partition = 4_MB});
 ///     daydream::apply(g, daydream::passes::tensor_partition::from_params(
 ///         daydream::pass_params::parse("tensor_partition", "workers=16,partition=4MB")));
-struct tensor_partition : data_parallel_params {
+struct tensor_partition {
   /// The name on the command line.
   static constexpr std::string_view name = "tensor_partition";
   /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
@@ -39,17 +43,27 @@ struct tensor_partition : data_parallel_params {
       "BytePS tensor partition: push/pull fixed-size partitions through parameter servers. "
       "params: cluster keys (workers=, bandwidth=, ps=, ...), partition=4096000, model_bytes= (when the trace has no sizes)";
 
-  std::uint64_t partition = 4'096'000; ///< BytePS's default partition bytes
+  daydream::cluster cluster; ///< the cluster (read by from_params with cluster::from_params)
+  layer_bytes sizes;         ///< optional layer -> gradient bytes; empty: from the trace
+  double model_bytes = 0;    ///< total gradient bytes to spread when the trace has no sizes
+  std::uint64_t partition = 4096_KB;   ///< BytePS's default partition bytes (4,096,000)
 
   /// Reads the cluster keys, `model_bytes` and `partition` (bytes).
   static tensor_partition from_params(const pass_params& p) {
     tensor_partition x;
-    x.read_common(p);
+    read_cluster(x, p);
     x.partition = static_cast<std::uint64_t>(p.get_bytes("partition", double(x.partition)));
     p.finish();
     if (x.partition == 0) throw usage_error("daydream: pass 'tensor_partition': partition must be positive");
     return x;
   }
+
+  /// Why the default what-if run leaves the pass out on `g`, or "" when it runs it
+  /// (data_parallel_not_applicable: no backward, no gradient sizes, or a trace that
+  /// synchronizes its gradients already).
+  static std::string not_applicable(const graph& g) { return data_parallel_not_applicable(g); }
+  /// Whether the default what-if run includes the pass on `g` (not_applicable is empty).
+  static bool applicable(const graph& g) { return not_applicable(g).empty(); }
 
   /// Applies the pass to `g` (use daydream::apply for a transaction) and reports what it
   /// inserted (run_data_parallel: recorded all-reduces are replaced, a graph without
@@ -61,9 +75,9 @@ struct tensor_partition : data_parallel_params {
       auto down = node_link(s.g, "downlink", s.c.network.bandwidth);
       auto none = [](const gradient&) { return std::int64_t{0}; };
       auto plan = insert_push_pull(s.g, s.gs, s.c, partition, up, down, none, none, false);
-      s.rep.add("partition", format_bytes(double(partition)));
-      s.rep.add("partitions (push + pull each)", std::to_string(plan.pushes));
-      s.rep.add("servers", std::to_string(s.c.servers()));
+      s.rep.add("partition", format_bytes(double(partition)), report_value::of_bytes(double(partition)));
+      s.rep.add_count("partitions (push + pull each)", std::int64_t(plan.pushes));
+      s.rep.add_count("servers", std::int64_t(s.c.servers()));
       return plan.pulls;
     });
   }

@@ -4,9 +4,11 @@
 #define DAYDREAM_PASSES_TICTAC_HPP
 
 #include <daydream/pass.hpp>
+#include <daydream/reschedule.hpp>
 #include <daydream/semantics/data_parallel.hpp>
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace daydream::passes {
@@ -27,9 +29,10 @@ namespace daydream::passes {
 /// copies. A trace's recorded all-reduces are replaced (run_data_parallel). With one
 /// worker the graph is left unchanged.
 ///
+///     daydream::what_if(g, daydream::passes::tictac{.cluster = {.machines = 8}, .iterations = 4});
 ///     daydream::apply(g, daydream::passes::tictac::from_params(
 ///         daydream::pass_params::parse("tictac", "workers=8,bandwidth=10Gbps")));
-struct tictac : data_parallel_params, overlap_params {
+struct tictac {
   /// The name on the command line.
   static constexpr std::string_view name = "tictac";
   /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
@@ -39,15 +42,29 @@ struct tictac : data_parallel_params, overlap_params {
       "TicTac: parameter-server pulls ordered by the next forward's consumption order. "
       "params: cluster keys (workers=, bandwidth=, ps=, ...), iterations=3, model_bytes= (when the trace has no sizes)";
 
+  /// Replays with priorities (set with reschedule): the downlink picks the next pull by them.
+  using policy = daydream::priority_policy;
+
+  daydream::cluster cluster; ///< the cluster (read by from_params with cluster::from_params)
+  layer_bytes sizes;         ///< optional layer -> gradient bytes; empty: from the trace
+  double model_bytes = 0;    ///< total gradient bytes to spread when the trace has no sizes
+  std::uint32_t iterations = 3; ///< copies when the graph holds one iteration
 
   /// Reads the cluster keys, `model_bytes` and `iterations`.
   static tictac from_params(const pass_params& p) {
     tictac x;
-    x.read_common(p);
-    x.read_iterations(p);
+    read_cluster(x, p);
+    read_iterations(x, p);
     p.finish();
     return x;
   }
+
+  /// Why the default what-if run leaves the pass out on `g`, or "" when it runs it
+  /// (data_parallel_not_applicable: no backward, no gradient sizes, or a trace that
+  /// synchronizes its gradients already).
+  static std::string not_applicable(const graph& g) { return data_parallel_not_applicable(g); }
+  /// Whether the default what-if run includes the pass on `g` (not_applicable is empty).
+  static bool applicable(const graph& g) { return not_applicable(g).empty(); }
 
   /// Applies the pass to `g` (use daydream::apply for a transaction) and reports what it
   /// inserted (run_data_parallel: recorded all-reduces are replaced, a graph without
@@ -55,7 +72,7 @@ struct tictac : data_parallel_params, overlap_params {
   pass_report operator()(graph& g) const {
     // Pushes keep their ready order: earlier iterations first, then first come, first served.
     auto fifo = [](const gradient& gr) { return std::int64_t(gr.iteration) << 32; };
-    return run_overlapped(g, name, *this, *this, 0, fifo);
+    return run_overlapped(g, *this, 0, fifo);
   }
 };
 

@@ -3,6 +3,7 @@
 #ifndef DAYDREAM_PASSES_VDNN_HPP
 #define DAYDREAM_PASSES_VDNN_HPP
 
+#include <daydream/dependency.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>
 #include <daydream/kinds.hpp>
@@ -130,25 +131,32 @@ struct vdnn {
       const auto device = g.payload(g.as<gpu_kernel>(f0)).device;
       const auto layer = g.layer(f0);
 
+      // The offload waits for the layer's input (the kernel before its first forward kernel)
+      // and the stream waits for it after the layer's forward.
+      const auto in = prev_on_resource(g, f0), sync = next_on_resource(g, fn);
+      std::vector<dependency> off_deps;
+      if (in != no_task) off_deps.push_back(edge_from(in, dep_kind::data));
+      if (sync != no_task) off_deps.push_back(edge_to(sync, dep_kind::control));
       const auto f0_call = launch_of(g, f0);
       auto off = insert_launched(g, memcpy_task{.direction = copy_kind::d2h, .bytes = b, .device = device},
                                {.name = "vdnn_offload", .duration = d, .resource = engine(g, "d2h", f0, bandwidth),
                                 .trace_start = g.trace_start(f0), .layer = layer,
                                 .phase = phase::forward, .iteration = l.iteration},
-                               position{}, f0_call == no_task ? position{} : just_after(f0_call), memcpy_call(g, f0_call));
-      if (auto in = prev_on_resource(g, f0); in != no_task) g.add_dependency(in, off.task, dep_kind::data);
-      const auto sync = next_on_resource(g, fn);
-      if (sync != no_task) g.add_dependency(off.task, sync, dep_kind::control);
+                               position{}, f0_call == no_task ? position{} : just_after(f0_call), memcpy_call(g, f0_call),
+                               off_deps);
 
+      // The prefetch waits for the offload and for the trigger's backward to be ready to
+      // start; the layer's first backward kernel waits for it.
+      std::vector<dependency> pre_deps{edge_from(off.task, dep_kind::data)};
+      if (auto ready = prev_on_resource(g, t0); ready != no_task) pre_deps.push_back(edge_from(ready, dep_kind::data));
+      pre_deps.push_back(edge_to(b0, dep_kind::data));
       const auto t0_call = launch_of(g, t0);
       auto pre = insert_launched(g, memcpy_task{.direction = copy_kind::h2d, .bytes = b, .device = device},
                                {.name = "vdnn_prefetch", .duration = d, .resource = engine(g, "h2d", f0, bandwidth),
                                 .trace_start = g.trace_start(t0), .layer = layer,
                                 .phase = phase::backward, .iteration = l.iteration},
-                               position{}, t0_call == no_task ? position{} : just_before(t0_call), memcpy_call(g, t0_call));
-      g.add_dependency(off.task, pre.task, dep_kind::data);
-      if (auto ready = prev_on_resource(g, t0); ready != no_task) g.add_dependency(ready, pre.task, dep_kind::data);
-      g.add_dependency(pre.task, b0, dep_kind::data);
+                               position{}, t0_call == no_task ? position{} : just_before(t0_call), memcpy_call(g, t0_call),
+                               pre_deps);
 
       reschedule(g, off.task, rank);
       reschedule(g, pre.task, std::int64_t(pos));
@@ -168,10 +176,11 @@ struct vdnn {
       iterations.insert(l.iteration);
       copy_time += 2 * d;
     }
-    rep.add("layers offloaded", std::to_string(moved));
-    rep.add("bytes offloaded", format_bytes_per_iteration(double(bytes), iterations.size()));
-    rep.add("copy time (offload + prefetch)", format_time(copy_time));
-    rep.add("PCIe bandwidth", format_bytes(bandwidth) + "/s");
+    rep.add_count("layers offloaded", std::int64_t(moved));
+    rep.add("bytes offloaded", format_bytes_per_iteration(double(bytes), iterations.size()),
+            report_value::of_bytes(double(bytes)));
+    rep.add("copy time (offload + prefetch)", format_time(copy_time), report_value::of_time(double(copy_time)));
+    rep.add("PCIe bandwidth", format_bytes(bandwidth) + "/s", report_value::of_rate(bandwidth));
     if (!memory) rep.note("the graph has no memory model: peak memory not predicted "
                           "(the trace has no [memory] events, profile_memory=True, and no estimate "
                           "from tensor sizes, record_shapes=True)");

@@ -5,8 +5,10 @@
 
 #include <daydream/net/cluster.hpp>
 #include <daydream/net/collective.hpp>
+#include <daydream/depend.hpp>
 #include <daydream/dependency.hpp>
 #include <daydream/graph.hpp>
+#include <daydream/insert.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/params.hpp>
 #include <daydream/remove.hpp>
@@ -33,46 +35,48 @@ namespace daydream::passes {
 // ---------------------------------------------------------------------------------------
 // Parameters every data-parallel pass shares
 
-/// The members every data-parallel pass has: the cluster, and where the gradient sizes
-/// come from when the trace recorded none. The passes derive from it, so `pass.cluster`,
-/// `pass.sizes` and `pass.model_bytes` mean the same thing on each of them; its static
-/// `applicable` and `not_applicable` are what the default what-if run asks.
-struct data_parallel_params {
-  daydream::cluster cluster; ///< the cluster (cluster::from_params reads it)
-  layer_bytes sizes;         ///< optional layer -> gradient bytes; empty: from the trace
-  double model_bytes = 0;    ///< total gradient bytes to spread when the trace has no sizes
+/// Reads the keys every data-parallel pass takes into `pass`: the cluster keys
+/// (cluster::from_params, with `per_machine` GPUs per machine when only `workers=` is
+/// given) into `pass.cluster`, and `model_bytes`. Every data-parallel pass has the members
+/// `cluster`, `sizes` (an optional layer -> gradient bytes map; empty: from the trace) and
+/// `model_bytes` (total gradient bytes to spread when the trace has no sizes), declared
+/// first, so `pass.cluster` means the same thing on each of them. The pass reads its own
+/// keys after these and calls `p.finish()`.
+///
+///     ddp d;
+///     read_cluster(d, p);
+template <class Pass>
+  requires requires(Pass& x) { x.cluster = cluster{}; x.model_bytes = 0.0; }
+void read_cluster(Pass& x, const pass_params& p, std::uint32_t per_machine = 1) {
+  x.cluster = cluster::from_params(p, per_machine);
+  x.model_bytes = p.get_bytes("model_bytes", 0);
+}
 
-  /// Reads the cluster keys (cluster::from_params; `per_machine` GPUs per machine when
-  /// only `workers=` is given) and `model_bytes`. The pass reads its own keys after it
-  /// and calls `p.finish()`.
-  void read_common(const pass_params& p, std::uint32_t per_machine = 1) {
-    cluster = cluster::from_params(p, per_machine);
-    model_bytes = p.get_bytes("model_bytes", 0);
-  }
+/// Reads the bucket keys of the passes that bucket as PyTorch DDP does (ddp, blueconnect,
+/// dgc: members `bucket_cap`, DDP's bucket_cap_mb, 25 MiB by default, and `first_bucket`,
+/// DDP's first bucket, 1 MiB): `bucket_cap` and `first_bucket`.
+template <class Pass>
+  requires requires(Pass& x) { x.bucket_cap = std::uint64_t{}; x.first_bucket = std::uint64_t{}; }
+void read_buckets(Pass& x, const pass_params& p) {
+  x.bucket_cap = static_cast<std::uint64_t>(p.get_bytes("bucket_cap", double(x.bucket_cap)));
+  x.first_bucket = static_cast<std::uint64_t>(p.get_bytes("first_bucket", double(x.first_bucket)));
+}
 
-  /// Why the default what-if run leaves a data-parallel pass out on `g`, or "" when it
-  /// runs it: the pass needs backward work with recorded gradient sizes, and a trace that
-  /// already synchronizes its gradients (it holds recorded all-reduces: a rank of a
-  /// multi-GPU job) gets no default scenario, because a default cluster would silently
-  /// replace the one the job ran on. An explicit `--pass` still runs on such a trace: it
-  /// replaces the recorded collectives and says so.
-  static std::string not_applicable(const graph& g);
-  /// Whether the default what-if run includes the pass on `g` (not_applicable is empty).
-  static bool applicable(const graph& g) { return not_applicable(g).empty(); }
-};
+/// Reads `iterations` (member `iterations`: the copies of a one-iteration graph P3 and
+/// TicTac unroll, so that one iteration's transfers overlap the next forward).
+template <class Pass>
+  requires requires(Pass& x) { x.iterations = std::uint32_t{}; }
+void read_iterations(Pass& x, const pass_params& p) {
+  x.iterations = static_cast<std::uint32_t>(p.get_int("iterations", x.iterations));
+}
 
-/// The bucket parameters of the passes that bucket as PyTorch DDP does (ddp,
-/// blueconnect, dgc).
-struct bucket_params {
-  std::uint64_t bucket_cap = 25ull << 20;  ///< DDP bucket_cap_mb = 25
-  std::uint64_t first_bucket = 1ull << 20; ///< DDP's first bucket: 1 MiB
-
-  /// Reads `bucket_cap` and `first_bucket`.
-  void read_buckets(const pass_params& p) {
-    bucket_cap = static_cast<std::uint64_t>(p.get_bytes("bucket_cap", double(bucket_cap)));
-    first_bucket = static_cast<std::uint64_t>(p.get_bytes("first_bucket", double(first_bucket)));
-  }
-};
+/// Why the default what-if run leaves a data-parallel pass out on `g`, or "" when it runs
+/// it (each pass's static `not_applicable` returns this): the pass needs backward work
+/// with recorded gradient sizes, and a trace that already synchronizes its gradients (it
+/// holds recorded all-reduces: a rank of a multi-GPU job) gets no default scenario,
+/// because a default cluster would silently replace the one the job ran on. An explicit
+/// `--pass` still runs on such a trace: it replaces the recorded collectives and says so.
+inline std::string data_parallel_not_applicable(const graph& g);
 
 // ---------------------------------------------------------------------------------------
 // Rates derived from a trace, checked against physical bounds
@@ -234,7 +238,7 @@ inline std::string neighbours_note(const graph& g) {
          "trace to model the job: daydream whatif DIR)";
 }
 
-inline std::string data_parallel_params::not_applicable(const graph& g) {
+inline std::string data_parallel_not_applicable(const graph& g) {
   bool backward = false;
   for ([[maybe_unused]] auto t : tasks(g) | where(in_phase(phase::backward))) { backward = true; break; }
   if (!backward) return "the trace has no backward pass: there are no gradients to synchronize";
@@ -352,20 +356,23 @@ inline time_ns trace_end_of(const graph& g, const std::vector<task_id>& ts) {
 
 /// Adds a communication task on `link` that depends on `after` (dep_kind::comm) and,
 /// when `prev` is a task, follows it in the channel's program order
-/// (dep_kind::stream_order): collectives of one communicator run in issue order.
-/// Phase backward unless given; trace start at the latest end of `after`.
+/// (dep_kind::stream_order): collectives of one communicator run in issue order. When
+/// `consumer` is a task, it waits for the new one (dep_kind::comm). Phase backward unless
+/// given; trace start at the latest end of `after`.
 inline handle<comm_task> add_comm(graph& g, comm_op op, std::string_view name,
                                   std::uint64_t bytes, std::uint32_t group, time_ns duration,
                                   resource_id link, const std::vector<task_id>& after,
                                   task_id prev, std::int32_t iteration,
-                                  phase ph = phase::backward, std::string_view layer = {}) {
-  auto h = g.add(comm_task{.op = op, .bytes = bytes, .group_size = group},
-                 task_fields{.name = name, .duration = duration, .resource = link,
-                             .trace_start = trace_end_of(g, after), .layer = layer, .phase = ph,
-                             .iteration = iteration});
-  for (auto t : after) g.add_dependency(t, h.id, dep_kind::comm);
-  if (prev != no_task) g.add_dependency(prev, h.id, dep_kind::stream_order);
-  return h;
+                                  phase ph = phase::backward, std::string_view layer = {},
+                                  task_id consumer = no_task) {
+  auto deps = edges_from(after, dep_kind::comm);
+  if (prev != no_task) deps.push_back(edge_from(prev, dep_kind::stream_order));
+  if (consumer != no_task) deps.push_back(edge_to(consumer, dep_kind::comm));
+  return insert(g, comm_task{.op = op, .bytes = bytes, .group_size = group},
+                task_fields{.name = name, .duration = duration, .resource = link,
+                            .trace_start = trace_end_of(g, after), .layer = layer, .phase = ph,
+                            .iteration = iteration},
+                deps);
 }
 
 /// The node (worker) whose GPUs the graph holds: the node of its first GPU stream (a
@@ -466,10 +473,9 @@ ps_plan insert_push_pull(graph& g, const gradient_set& gs, const cluster& c, std
         auto push = add_comm(g, comm_op::push, "push " + label, bytes, w, t, up, {gr.ready},
                              no_task, i, phase::backward, gr.layer);
         auto pull = add_comm(g, comm_op::pull, "pull " + label, bytes, w, t, down, {push.id},
-                             no_task, i, phase::backward, gr.layer);
+                             no_task, i, phase::backward, gr.layer, consumer);
         daydream::reschedule(g, push.id, push_priority(gr));
         daydream::reschedule(g, pull.id, pull_priority(gr));
-        if (consumer != no_task) g.add_dependency(pull.id, consumer, dep_kind::comm);
         pulls.push_back(pull.id);
         ++plan.pushes;
       }
@@ -485,20 +491,6 @@ inline std::int64_t position_priority(const gradient& gr) {
   return (std::int64_t(gr.iteration) << 32) + std::int64_t(gr.position);
 }
 
-/// The members P3 and TicTac share: they overlap one iteration's parameter transfers
-/// with the next forward, so a one-iteration graph is unrolled, and their links pick the
-/// next transfer by priority (`policy`, read by pass_traits).
-struct overlap_params {
-  /// Replays with priorities (set with reschedule): the links pick the next transfer by them.
-  using policy = daydream::priority_policy;
-  std::uint32_t iterations = 3; ///< copies when the graph holds one iteration
-
-  /// Reads `iterations`.
-  void read_iterations(const pass_params& p) {
-    iterations = static_cast<std::uint32_t>(p.get_int("iterations", iterations));
-  }
-};
-
 // ---------------------------------------------------------------------------------------
 // The run every data-parallel pass shares
 
@@ -508,20 +500,9 @@ enum class weight_update : std::uint8_t {
   on_servers,  ///< parameter servers update the weights: the workers' optimizer step is removed
 };
 
-/// By task id: whether the task is reachable from `from` along dependencies (`from`
-/// itself included). A dependency into `from` from such a task would close a cycle.
-inline std::vector<bool> reachable_from(const graph& g, task_id from) {
-  std::vector<bool> seen(g.id_bound(), false);
-  std::vector<task_id> todo{from};
-  seen[from] = true;
-  while (!todo.empty()) {
-    const auto t = todo.back();
-    todo.pop_back();
-    for (auto d : g.successors(t))
-      if (!seen[d.to]) { seen[d.to] = true; todo.push_back(d.to); }
-  }
-  return seen;
-}
+/// By task id: whether the task is reachable from a task along dependencies (the task
+/// itself included): daydream::reachable_from, which the passes' namespace names too.
+using daydream::reachable_from;
 
 /// Makes the optimizer step wait for `ends` the way NCCL makes it wait: a GPU stream
 /// wait, so each GPU task of `entries` (update_entries of one iteration) depends on every
@@ -532,8 +513,7 @@ inline bool gpu_waits_for(graph& g, const std::vector<task_id>& entries, const s
   bool waited = false;
   for (auto e : entries) {
     if (g.is<cpu_task>(e)) continue;
-    for (auto t : ends)
-      if (t != e && !g.has_dependency(t, e)) g.add_dependency(t, e, dep_kind::comm);
+    daydream::wait_for(g, e, ends, dep_kind::comm);
     waited = true;
   }
   return waited;
@@ -611,7 +591,8 @@ pass_report run_data_parallel(graph& g, std::string_view name, const cluster& c,
   // ids of the first copy stay those of the input.
   if (update == weight_update::on_servers && copies > 1 && single_iteration(g)) {
     g = daydream::unroll(g, copies).graph;
-    rep.add("unrolled", std::to_string(copies) + " iterations (read the steady state from the last)");
+    rep.add("unrolled", std::to_string(copies) + " iterations (read the steady state from the last)",
+            report_value::of_count(copies));
   }
   std::vector<recorded_waiter> waiters;
   // A rank recorded without shapes is sized by its recorded collectives: read them before
@@ -620,7 +601,8 @@ pass_report run_data_parallel(graph& g, std::string_view name, const cluster& c,
   if (rec.distributed()) {
     const auto all = find_recorded_collectives(g); // every copy's
     waiters = strip_gradient_sync(g, all);
-    rep.add("recorded gradient synchronization replaced", rec.describe());
+    rep.add("recorded gradient synchronization replaced", rec.describe(),
+            report_value::of_time(double(rec.time)).with_count(std::int64_t(rec.gradient_sync.size())));
     rep.note("the trace already synchronizes gradients: its " + rec.describe() +
              " were removed and the modelled ones below replace them" +
              (rec.other ? " (" + std::to_string(rec.other) + " other recorded collective(s) kept as traced)" : ""));
@@ -635,15 +617,18 @@ pass_report run_data_parallel(graph& g, std::string_view name, const cluster& c,
                 "': the gradients found in the trace are gone once its recorded synchronization is removed");
   rep.add("gradient sizes from", std::string(to_string(gs.source)));
   const auto its = gs.iterations();
-  rep.add("gradients", std::to_string(gs.grads.size()) + " in " + std::to_string(its.size()) + " iteration(s)");
-  if (!its.empty()) rep.add("gradient bytes per iteration", format_bytes(double(gs.bytes(its.front()))));
+  rep.add("gradients", std::to_string(gs.grads.size()) + " in " + std::to_string(its.size()) + " iteration(s)",
+          report_value::of_count(std::int64_t(gs.grads.size())));
+  if (!its.empty())
+    rep.add("gradient bytes per iteration", format_bytes(double(gs.bytes(its.front()))),
+            report_value::of_bytes(double(gs.bytes(its.front()))));
   if (!gs.note.empty()) rep.note(gs.note);
   if (c.workers() <= 1) {
     rep.note("one worker: the recorded gradient synchronization is removed and nothing replaces it");
     return rep;
   }
   if (update == weight_update::on_servers)
-    rep.add("optimizer tasks removed (the servers update)", std::to_string(remove_weight_update(g)));
+    rep.add_count("optimizer tasks removed (the servers update)", std::int64_t(remove_weight_update(g)));
   const auto entries = update == weight_update::waits ? update_entries_by_iteration(g) : tasks_by_iteration{};
   data_parallel_step step{g, gs, c, rep, entries};
   const tasks_by_iteration ends = insert(step);
@@ -664,15 +649,9 @@ pass_report run_data_parallel(graph& g, std::string_view name, const cluster& c,
     // A waiter in the middle of the backward pass waited for the synchronization of the
     // gradients ready before it (NCCL runs in order), not for that of gradients it comes
     // before: those ends are reachable from it and are left out.
-    std::vector<task_id> wait_for;
-    for (auto t : of_iteration(ends, w.iteration))
-      if (t != w.task && !g.has_dependency(t, w.task)) wait_for.push_back(t);
-    if (wait_for.empty()) continue;
-    const auto after_waiter = reachable_from(g, w.task);
-    for (auto t : wait_for)
-      if (!after_waiter[t]) { g.add_dependency(t, w.task, w.kind); ++rewired; }
+    rewired += daydream::wait_for(g, w.task, of_iteration(ends, w.iteration), w.kind, on_cycle::skip);
   }
-  if (rewired) rep.add("waits on the recorded collectives moved to the modelled ones", std::to_string(rewired));
+  if (rewired) rep.add_count("waits on the recorded collectives moved to the modelled ones", std::int64_t(rewired));
   return rep;
 }
 
@@ -680,20 +659,22 @@ pass_report run_data_parallel(graph& g, std::string_view name, const cluster& c,
 /// run_data_parallel with the servers updating the weights, on exclusive up and down links
 /// of the node ("uplink (one at a time) node N"), every gradient cut into `piece`-byte
 /// transfers (0: whole) with `push_priority` and position_priority for the pulls, each
-/// pull before the parameter's first use in the next forward.
-template <class PushPriority>
-pass_report run_overlapped(graph& g, std::string_view name, const data_parallel_params& x,
-                           const overlap_params& o, std::uint64_t piece, PushPriority push_priority) {
+/// pull before the parameter's first use in the next forward. Reads the pass's name,
+/// `cluster`, `sizes`, `model_bytes` and `iterations` (the copies of a one-iteration
+/// graph).
+template <class Pass, class PushPriority>
+pass_report run_overlapped(graph& g, const Pass& x, std::uint64_t piece, PushPriority push_priority) {
   auto find = [&](const graph& h) { return find_gradients(h, x.sizes, x.model_bytes); };
-  return run_data_parallel(g, name, x.cluster, find, weight_update::on_servers, o.iterations,
+  return run_data_parallel(g, Pass::name, x.cluster, find, weight_update::on_servers, x.iterations,
                            [&](data_parallel_step& s) {
     auto up = node_link(s.g, "uplink (one at a time)", s.c.network.bandwidth, sharing::exclusive);
     auto down = node_link(s.g, "downlink (one at a time)", s.c.network.bandwidth, sharing::exclusive);
     auto plan = insert_push_pull(s.g, s.gs, s.c, piece, up, down, push_priority, position_priority, true);
-    if (piece) s.rep.add("slice", format_bytes(double(piece)));
-    s.rep.add("transfers (push + pull each)", std::to_string(plan.pushes));
-    s.rep.add("pulls tied to the next forward", std::to_string(plan.consumers) + " gradients");
-    s.rep.add("servers", std::to_string(s.c.servers()));
+    if (piece) s.rep.add("slice", format_bytes(double(piece)), report_value::of_bytes(double(piece)));
+    s.rep.add_count("transfers (push + pull each)", std::int64_t(plan.pushes));
+    s.rep.add("pulls tied to the next forward", std::to_string(plan.consumers) + " gradients",
+              report_value::of_count(std::int64_t(plan.consumers)));
+    s.rep.add_count("servers", std::int64_t(s.c.servers()));
     return plan.pulls;
   });
 }

@@ -1,6 +1,8 @@
-// The umbrella header: the whole core of daydream and its distributed tier (net/: the
-// cluster, collectives and links; job/: every rank of a job in one graph); not io/ (trace
-// formats), align/ (clock alignment, GLPK) or the passes, which are opt-in targets.
+// The umbrella header: the whole core of daydream, the vocabulary and the queries. The
+// distributed tier has an umbrella of its own, <daydream/distributed.hpp> (net/: the
+// cluster, collectives and links; job/: every rank of a job in one graph), which a
+// single-GPU analysis need not compile; io/ (trace formats), align/ (clock alignment,
+// GLPK) and the passes are opt-in targets.
 // SPDX-License-Identifier: MIT
 #ifndef DAYDREAM_DAYDREAM_HPP
 #define DAYDREAM_DAYDREAM_HPP
@@ -14,19 +16,9 @@
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>
 #include <daydream/iteration.hpp>
-#include <daydream/job/alignment.hpp>
-#include <daydream/job/graph.hpp>
-#include <daydream/job/matching.hpp>
-#include <daydream/job/model.hpp>
-#include <daydream/job/replay.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/launch.hpp>
 #include <daydream/neighbourhood.hpp>
-#include <daydream/net/cluster.hpp>
-#include <daydream/net/collective.hpp>
-#include <daydream/net/collective_steps.hpp>
-#include <daydream/net/fine_collective.hpp>
-#include <daydream/net/network.hpp>
 #include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/pass_laws.hpp>

@@ -6,6 +6,7 @@
 #include <daydream/config.hpp>
 #include <daydream/dependency.hpp>
 #include <daydream/graph.hpp>
+#include <daydream/graph_difference.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/task.hpp>
@@ -64,54 +65,7 @@ struct pass_law_report {
   }
 };
 
-//! @cond DAYDREAM_INTERNAL
-namespace detail {
-// The first difference between two graphs, in words (empty when equal): the live ids,
-// kinds, payloads where the kind has ==, names, layers, every common field, the resources
-// and the dependencies in adjacency order, as a restored copy keeps them.
-template <class Graph> std::string law_graph_difference(const Graph& a, const Graph& b) {
-  auto id = [](task_id t) { return "task #" + std::to_string(t); };
-  if (a.id_bound() != b.id_bound())
-    return "id bounds differ: " + std::to_string(a.id_bound()) + " vs " + std::to_string(b.id_bound());
-  if (a.size() != b.size())
-    return "live task counts differ: " + std::to_string(a.size()) + " vs " + std::to_string(b.size());
-  if (a.dependency_count() != b.dependency_count())
-    return "dependency counts differ: " + std::to_string(a.dependency_count()) + " vs " +
-           std::to_string(b.dependency_count());
-  if (a.resource_count() != b.resource_count()) return "resource counts differ";
-  for (resource_id r = 0; r < a.resource_count(); ++r) {
-    const auto &x = a.resource_at(r), &y = b.resource_at(r);
-    if (x.name != y.name || x.kind != y.kind || x.share != y.share || x.node != y.node || x.device != y.device ||
-        x.bandwidth != y.bandwidth)
-      return "resource #" + std::to_string(r) + " differs";
-  }
-  for (task_id t = 0; t < a.id_bound(); ++t) {
-    if (a.contains(t) != b.contains(t)) return id(t) + " is alive in one graph only";
-    if (!a.contains(t)) continue;
-    if (a.kind_name(t) != b.kind_name(t)) return id(t) + ": kinds differ";
-    if (a.name(t) != b.name(t) || a.layer(t) != b.layer(t)) return id(t) + ": names or layers differ";
-    if (a.duration(t) != b.duration(t) || a.gap(t) != b.gap(t) || a.trace_start(t) != b.trace_start(t))
-      return id(t) + ": times differ";
-    if (a.resource_of(t) != b.resource_of(t) || a.phase_of(t) != b.phase_of(t) || a.iteration(t) != b.iteration(t))
-      return id(t) + ": resources, phases or iterations differ";
-    if (a.priority(t) != b.priority(t) || a.mem_delta(t) != b.mem_delta(t))
-      return id(t) + ": priorities or memory differ";
-    const bool same_payload = a.visit(t, [&]<class K>(handle<K> h, const K& p) {
-      if constexpr (std::equality_comparable<K>) return p == b.payload(h);
-      else return true;
-    });
-    if (!same_payload) return id(t) + ": payloads differ";
-    const std::vector<dependency> ao(a.successors(t).begin(), a.successors(t).end()),
-        bo(b.successors(t).begin(), b.successors(t).end()),
-        ai(a.predecessors(t).begin(), a.predecessors(t).end()),
-        bi(b.predecessors(t).begin(), b.predecessors(t).end());
-    if (ao != bo) return id(t) + ": successors differ";
-    if (ai != bi) return id(t) + ": predecessors differ";
-  }
-  return {};
-}
-} // namespace detail
-//! @endcond
+
 
 /// Checks the laws every pass must obey on every graph of `fixtures` (a range of elements
 /// with members `name` and `graph`, such as pass_law_fixture), and returns what it found; it
@@ -186,7 +140,7 @@ pass_law_report check_pass_laws(const Pass& pass, const Fixtures& fixtures, cons
     Graph g = before;
     if (!run(g, name)) {
       // Law 3: a refused pass leaves the graph exactly as it was.
-      if (auto diff = detail::law_graph_difference(before, g); !diff.empty())
+      if (auto diff = graph_difference(before, g); !diff.empty())
         broke(3, name, "a refused pass changed the graph: " + diff);
       if (!options.allow_refusal) broke(3, name, "the pass refused: " + rep.refusals.back());
       continue;
@@ -238,7 +192,7 @@ pass_law_report check_pass_laws(const Pass& pass, const Fixtures& fixtures, cons
     Graph again = before;
     try {
       apply(again, pass);
-      if (auto diff = detail::law_graph_difference(g, again); !diff.empty())
+      if (auto diff = graph_difference(g, again); !diff.empty())
         broke(6, name, "the pass is not deterministic: " + diff);
     } catch (const std::exception& e) {
       broke(6, name, std::string("the pass accepted the fixture once and refused it the second time: ") + e.what());

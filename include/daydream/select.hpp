@@ -91,30 +91,37 @@ namespace detail {
 /// algorithms and adaptors take them.
 struct select_view_base : ranges::view_base, std::ranges::view_base {};
 
+/// What the views' iterators share: the associated types of a forward iterator whose
+/// reference is `Ref` (a value: a task_ref), and the postfix increment.
+template <class Derived, class Ref> struct select_iterator_base {
+  using value_type = std::remove_cvref_t<Ref>;
+  using reference = Ref;
+  using difference_type = std::ptrdiff_t;
+  using iterator_concept = std::forward_iterator_tag;
+  using iterator_category = std::input_iterator_tag;
+  Derived operator++(int) {
+    auto& self = static_cast<Derived&>(*this);
+    auto old = self;
+    ++self;
+    return old;
+  }
+};
+
 /// Live tasks among ids [0, n) of `ids` (or among all ids when `ids` is null), as
 /// task_ref<Graph, Kind>, in order; n is fixed when the view is made.
 template <class Graph, class Kind> class live_tasks_view : public select_view_base {
 public:
   using ref = task_ref<Graph, Kind>;
-  class iterator {
+  class iterator : public select_iterator_base<iterator, ref> {
   public:
-    using value_type = ref;
-    using reference = ref;
-    using difference_type = std::ptrdiff_t;
-    using iterator_concept = std::forward_iterator_tag;
-    using iterator_category = std::input_iterator_tag;
     iterator() = default;
     iterator(const live_tasks_view* v, std::size_t i) : v_(v), i_(i) { skip(); }
     ref operator*() const { return {v_->g_, v_->id_at(i_)}; }
+    using select_iterator_base<iterator, ref>::operator++;
     iterator& operator++() {
       ++i_;
       skip();
       return *this;
-    }
-    iterator operator++(int) {
-      auto old = *this;
-      ++*this;
-      return old;
     }
     friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.i_ == b.i_; }
 
@@ -173,27 +180,19 @@ private:
 template <class Base, class P> class where_view : public select_view_base {
   using base_iterator = decltype(ranges::begin(std::declval<const Base&>()));
   using base_sentinel = decltype(ranges::end(std::declval<const Base&>()));
+  using base_reference = decltype(*std::declval<const base_iterator&>());
 
 public:
-  class iterator {
+  class iterator : public select_iterator_base<iterator, base_reference> {
   public:
-    using reference = decltype(*std::declval<const base_iterator&>());
-    using value_type = std::remove_cvref_t<reference>;
-    using difference_type = std::ptrdiff_t;
-    using iterator_concept = std::forward_iterator_tag;
-    using iterator_category = std::input_iterator_tag;
     iterator() = default;
     iterator(const where_view* v, base_iterator it) : v_(v), it_(std::move(it)) { skip(); }
-    reference operator*() const { return *it_; }
+    base_reference operator*() const { return *it_; }
+    using select_iterator_base<iterator, base_reference>::operator++;
     iterator& operator++() {
       ++it_;
       skip();
       return *this;
-    }
-    iterator operator++(int) {
-      auto old = *this;
-      ++*this;
-      return old;
     }
     friend bool operator==(const iterator& a, const iterator& b) { return a.it_ == b.it_; }
     /// Whether the iterator is at the end of the base (its sentinel).

@@ -46,6 +46,27 @@ struct builder {
   void dep(task_id a, task_id b, dep_kind k) { g.add_dependency(a, b, k); }
 };
 
+/// Two 5 us launch calls back to back on one thread 1 (at 0 and 5 us), each launching one
+/// kernel on stream 7; the kernels' names, durations and trace starts are given, and the
+/// second waits for the first on the stream. Replay: L1 [0, 5 us) K1 [5 us, 5 us + d1),
+/// L2 [5 us, 10 us), K2 after K1 (or its launch).
+struct two_launches {
+  builder b;
+  task_id k1 = no_task, k2 = no_task;
+  two_launches(std::string_view n1, time_ns d1, time_ns s1, std::string_view n2, time_ns d2, time_ns s2) {
+    auto thr = b.add_thread();
+    auto s = b.add_stream("stream 7");
+    auto l1 = b.cpu("cudaLaunchKernel", 5'000, thr, 0, cpu_call::launch, 0);
+    auto l2 = b.cpu("cudaLaunchKernel", 5'000, thr, 0, cpu_call::launch, 5'000);
+    k1 = b.kernel(n1, d1, s, s1);
+    k2 = b.kernel(n2, d2, s, s2);
+    b.dep(l1, l2, dep_kind::cpu_order);
+    b.dep(l1, k1, dep_kind::launch);
+    b.dep(l2, k2, dep_kind::launch);
+    b.dep(k1, k2, dep_kind::stream_order);
+  }
+};
+
 } // namespace daydream::testing
 
 #endif

@@ -21,24 +21,13 @@ namespace dw = daydream::whatif;
 
 namespace {
 
-// One iteration (0): two 10 ns launches on thread 1, each launching a 100 ns kernel of
-// layer fc_1 / fc_2 on stream 7. Replay: L1 [0,10) K1 [10,110), L2 [10,20) K2 [110,210).
-// The step is the GPU's work, 10..210: 200 ns.
-struct two_kernels {
-  testing::builder b;
-  two_kernels() {
-    auto thr = b.add_thread();
-    auto st = b.add_stream("stream 7");
-    auto l1 = b.cpu("cudaLaunchKernel", 10, thr, 0, cpu_call::launch);
-    auto l2 = b.cpu("cudaLaunchKernel", 10, thr, 0, cpu_call::launch, 10);
-    auto k1 = b.kernel("volta_sgemm_128x64_nn", 100, st, 10);
-    auto k2 = b.kernel("volta_sgemm_128x64_nn", 100, st, 110);
+// One iteration (0): two 5 us launches on thread 1, each launching a 100 us kernel of layer
+// fc_1 / fc_2 (testing::two_launches). Replay: K1 [5, 105) us, K2 [105, 205) us. The step
+// is the GPU's work, 200 us.
+struct two_kernels : testing::two_launches {
+  two_kernels() : two_launches("volta_sgemm_128x64_nn", 100'000, 5'000, "volta_sgemm_128x64_nn", 100'000, 105'000) {
     b.g.set_layer(k1, "fc_1");
     b.g.set_layer(k2, "fc_2");
-    b.dep(l1, l2, dep_kind::cpu_order);
-    b.dep(l1, k1, dep_kind::launch);
-    b.dep(l2, k2, dep_kind::launch);
-    b.dep(k1, k2, dep_kind::stream_order);
   }
 };
 
@@ -49,26 +38,26 @@ TEST_CASE("a scenario is its chain applied to a copy, replayed and measured by i
   const std::vector<std::int32_t> its{0};
   auto base = dw::baseline(t.b.g, its, {});
   CHECK(base.name == "baseline");
-  CHECK(base.predicted == 200);
-  CHECK(base.per_iteration == std::vector<time_ns>{200});
+  CHECK(base.predicted == 200'000);
+  CHECK(base.per_iteration == std::vector<time_ns>{200'000});
   CHECK_FALSE(base.peak_memory);
   CHECK(dw::backlog_note(base).empty());
   const auto reg = passes::bundled();
   auto faster = dw::run_scenario(t.b.g, reg.make_chain("speedup:factor=2"), "speedup:factor=2", its,
                                  {.from = dw::memory_model::source::trace, .initial = 1000});
   CHECK(faster.passes == std::vector<std::string>{"speedup"});
-  CHECK(faster.predicted == 100); // K1 [10,60) K2 [60,110)
+  CHECK(faster.predicted == 100'000); // K1 [5, 55) K2 [55, 105) us
   REQUIRE(faster.peak_memory);
   CHECK(*faster.peak_memory == 1000);
   CHECK(faster.applied());
   CHECK(faster.no_result().empty());
   CHECK(faster.workers() == 0);
-  CHECK(t.b.g.duration(2) == 100); // the graph it was given is unchanged
+  CHECK(t.b.g.duration(t.k1) == 100'000); // the graph it was given is unchanged
   // A chain that selects nothing says so, and why.
   auto none = dw::run_scenario(t.b.g, reg.make_chain("speedup:kernels=nomatch,factor=2"), "none", its, {});
   CHECK_FALSE(none.applied());
   CHECK(none.no_result().rfind("no change: ", 0) == 0);
-  CHECK(none.predicted == 200);
+  CHECK(none.predicted == 200'000);
 }
 
 TEST_CASE("throughput counts every worker's samples and compares with one GPU") {
@@ -98,20 +87,20 @@ TEST_CASE("what bounds a step, in words, and its critical path by kind of layer"
   two_kernels t;
   const auto r = replay(t.b.g);
   const auto b = breakdown(t.b.g, r, 0);
-  CHECK(b.duration == 200);
+  CHECK(b.duration == 200'000);
   CHECK(dw::explain_bound(t.b.g, b) == "GPU-bound: stream 7 busy 100%; GPU kernels hold 100% of the critical path");
   const auto groups = dw::critical_groups(b);
   REQUIRE(groups.size() == 1);
   CHECK(groups[0].layer == "fc");
   CHECK(groups[0].ph == phase::other);
   CHECK(groups[0].instances == 2);
-  CHECK(groups[0].time == 200);
-  // Launches of 150 ns make it CPU launch-bound: the CPU's window (300 ns) is the step.
-  set_duration(t.b.g, 0, 150);
-  set_duration(t.b.g, 1, 150);
+  CHECK(groups[0].time == 200'000);
+  // Launches of 150 us make it CPU launch-bound: the CPU's window (300 us) is the step.
+  set_duration(t.b.g, 0, 150'000);
+  set_duration(t.b.g, 1, 150'000);
   const auto r2 = replay(t.b.g);
   const auto b2 = breakdown(t.b.g, r2, 0);
-  CHECK(b2.duration == 300);
+  CHECK(b2.duration == 300'000);
   CHECK(dw::explain_bound(t.b.g, b2).rfind("CPU launch-bound: thread 1 busy 100%; kernel launch calls hold", 0) == 0);
   iteration_breakdown empty;
   CHECK(dw::explain_bound(t.b.g, empty) == "nothing ran in the iteration");

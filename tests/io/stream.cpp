@@ -1,6 +1,9 @@
 // Tests the streamed decode of Kineto traces: the same tables and graph whatever the window size, split at every byte.
 // SPDX-License-Identifier: MIT
+#include <daydream/io/detail/kineto_decode.hpp>
 #include <daydream/io/detail/kineto_stream.hpp>
+#include <daydream/io/detail/trace_file.hpp>
+#include <daydream/io/detail/trace_reader.hpp>
 #include <daydream/io/kineto.hpp>
 #include <daydream/replay.hpp>
 

@@ -15,7 +15,9 @@
 #  include <daydream/io/detail/kineto_decode.hpp>
 #  include <daydream/io/detail/kineto_modules.hpp>
 #  include <daydream/io/detail/kineto_stream.hpp>
+#  include <daydream/io/detail/kineto_window_workers.hpp>
 #  include <daydream/io/detail/trace_file.hpp>
+#  include <daydream/io/detail/trace_reader.hpp>
 #  include <simdjson.h>
 #endif
 

@@ -5,8 +5,8 @@
 
 #include <daydream/config.hpp>
 #include <daydream/io/detail/kineto_cuts.hpp>
-#include <daydream/io/detail/kineto_decode.hpp>
 #include <daydream/io/detail/kineto_edges.hpp>
+#include <daydream/io/detail/kineto_events.hpp>
 #include <daydream/io/detail/kineto_flatten.hpp>
 #include <daydream/io/detail/kineto_iterations.hpp>
 #include <daydream/io/detail/kineto_layers.hpp>

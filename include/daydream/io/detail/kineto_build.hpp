@@ -6,8 +6,8 @@
 #include <daydream/graph.hpp>
 #include <daydream/io/detail/kineto_accounting.hpp>
 #include <daydream/io/detail/kineto_cuts.hpp>
-#include <daydream/io/detail/kineto_decode.hpp>
 #include <daydream/io/detail/kineto_edges.hpp>
+#include <daydream/io/detail/kineto_events.hpp>
 #include <daydream/io/detail/kineto_flatten.hpp>
 #include <daydream/io/detail/kineto_iterations.hpp>
 #include <daydream/io/detail/kineto_layers.hpp>

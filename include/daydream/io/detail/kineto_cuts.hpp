@@ -3,7 +3,7 @@
 #ifndef DAYDREAM_IO_DETAIL_KINETO_CUTS_HPP
 #define DAYDREAM_IO_DETAIL_KINETO_CUTS_HPP
 
-#include <daydream/io/detail/kineto_decode.hpp>
+#include <daydream/io/detail/kineto_events.hpp>
 #include <daydream/io/detail/kineto_flatten.hpp>
 #include <daydream/io/detail/kineto_iterations.hpp>
 #include <daydream/io/detail/kineto_layers.hpp>

@@ -3,10 +3,11 @@
 #ifndef DAYDREAM_IO_DETAIL_KINETO_EDGES_HPP
 #define DAYDREAM_IO_DETAIL_KINETO_EDGES_HPP
 
+#include <daydream/config.hpp>
 #include <daydream/dependency.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/io/detail/kineto_cuts.hpp>
-#include <daydream/io/detail/kineto_decode.hpp>
+#include <daydream/io/detail/kineto_events.hpp>
 #include <daydream/io/detail/kineto_links.hpp>
 #include <daydream/io/detail/kineto_tasks.hpp>
 #include <daydream/io/detail/kineto_threads.hpp>

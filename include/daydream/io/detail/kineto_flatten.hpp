@@ -3,7 +3,7 @@
 #ifndef DAYDREAM_IO_DETAIL_KINETO_FLATTEN_HPP
 #define DAYDREAM_IO_DETAIL_KINETO_FLATTEN_HPP
 
-#include <daydream/io/detail/kineto_decode.hpp>
+#include <daydream/io/detail/kineto_events.hpp>
 #include <daydream/io/detail/kineto_iterations.hpp>
 #include <daydream/io/detail/kineto_links.hpp>
 #include <daydream/io/detail/kineto_names.hpp>
@@ -84,58 +84,33 @@ struct top_key_hash {
     return std::hash<std::string_view>{}(k.name) ^ (std::size_t(k.thread) << 20) ^ std::size_t(std::uint32_t(k.iteration));
   }
 };
-} // namespace flatten_detail
 
-/// Stage 4: flattens every thread that is not ignored. Sorts its events into nesting
-/// order (by start, longer first, outer categories first, then file order), clamps a
-/// child that ends after its parent, gives each event the attributes it inherits
-/// (operator, module, backward root, phase mark) and cuts the thread's time into slices,
-/// each attributed to the innermost event running then. A zero-length event gets a
-/// zero-length slice only when it launches or waits for GPU work. A thread running
-/// `autograd::engine::evaluate_function` is marked as a backward thread.
-inline flat_events flatten_threads(const decoded_trace& d, thread_table& tt, const gpu_links& L,
-                                   const iteration_table& its) {
-  using namespace flatten_detail;
-  flat_events F;
-  F.attr.resize(d.cpu.size());
-  F.ends.resize(d.cpu.size());
-  F.top_ordinal.assign(d.cpu.size(), 0);
-  std::unordered_map<top_key, std::uint32_t, top_key_hash> top_count;
-  auto inherit = [&](std::uint32_t e) {
-    auto& a = F.attr[e];
-    auto& x = d.cpu[e];
-    const bool is_op = x.cat == ecat::cpu_op;
-    if (a.parent != no_index) {
-      auto& p = F.attr[a.parent];
-      a.op = p.op; a.top_op = p.top_op; a.module = p.module; a.bwd = p.bwd; a.mark = p.mark;
-      a.accgrad = p.accgrad;
-    }
-    if (is_op && x.name == "torch::autograd::AccumulateGrad") a.accgrad = e;
-    if (is_op) {
-      a.op = e;
-      // A step marker recorded as an operator (legacy traces) names no layer: the
-      // operators inside it are the top-level ones.
-      if (a.top_op == no_index && !starts_with(x.name, "ProfilerStep#") && !its.is_marker(e)) {
-        a.top_op = e;
-        // Layers named after top-level operators: name#k, k-th such op of the iteration.
-        F.top_ordinal[e] = top_count[top_key{x.thread, its.at(x.ts), x.name}]++;
-      }
-    }
-    if (x.cat == ecat::python_function && starts_with(x.name, "nn.Module:")) a.module = e;
-    if (a.bwd == no_index && is_backward_root(x.name, is_op)) a.bwd = e;
-    auto m = its.is_marker(e) ? std::uint8_t(0)
-                              : phase_mark(x.name, is_op, x.cat == ecat::python_function,
-                                           x.cat == ecat::user_annotation);
-    if (m) a.mark = m;
-  };
-  for (auto& th : tt.threads) {
-    if (th.ignored) continue;
-    auto& ev = th.events;
+/// Flattens threads one at a time into `F` (see flatten_threads), numbering top-level
+/// operators by name within each thread and iteration.
+class thread_flattener {
+public:
+  thread_flattener(const decoded_trace& d, const gpu_links& L, const iteration_table& its, flat_events& F)
+      : d_(d), L_(L), its_(its), F_(F) {}
+
+  /// Flattens thread `th`: its events in nesting order, their attributes, its slices.
+  void flatten(thread_rec& th) {
+    sort_nesting(th.events);
+    cut_slices(th);
+    // The autograd engine's thread: evaluate_function wrappers (PyTorch >= 1.9), or, in
+    // older traces without them, *Backward operators (the main thread is excluded later).
+    for (auto e : th.events)
+      if (is_backward_root(d_.cpu[e].name, d_.cpu[e].cat == ecat::cpu_op)) { th.backward = true; break; }
+  }
+
+private:
+  /// Sorts a thread's events into nesting order: by start, longer first, outer
+  /// categories first, then file order.
+  void sort_nesting(std::vector<std::uint32_t>& ev) const {
     // Sorted on compact keys rather than through the event table.
     struct key { time_ns ts, neg_dur; std::uint32_t rank_and_index[2]; };
     std::vector<key> keys(ev.size());
     for (std::size_t i = 0; i < ev.size(); ++i) {
-      auto& x = d.cpu[ev[i]];
+      auto& x = d_.cpu[ev[i]];
       keys[i] = {x.ts, -x.dur, {static_cast<std::uint32_t>(cat_rank(x.cat)), ev[i]}};
     }
     std::sort(keys.begin(), keys.end(), [](const key& a, const key& b) {
@@ -145,6 +120,13 @@ inline flat_events flatten_threads(const decoded_trace& d, thread_table& tt, con
       return a.rank_and_index[1] < b.rank_and_index[1];
     });
     for (std::size_t i = 0; i < ev.size(); ++i) ev[i] = keys[i].rank_and_index[1];
+  }
+
+  /// Walks a thread's events in nesting order with a stack of the open ones: gives each
+  /// its parent, clamped end and attributes, and cuts the thread's time into slices,
+  /// each attributed to the innermost event running then.
+  void cut_slices(thread_rec& th) {
+    auto& ev = th.events;
     struct open { std::uint32_t ev; time_ns end; };
     std::vector<open> stack;
     auto& sl = th.slices;
@@ -154,10 +136,10 @@ inline flat_events flatten_threads(const decoded_trace& d, thread_table& tt, con
       slice s;
       s.start = a; s.end = b; s.ev = e;
       sl.push_back(s);
-      F.attr[e].sliced = true;
+      F_.attr[e].sliced = true;
     };
     for (auto e : ev) {
-      auto& x = d.cpu[e];
+      auto& x = d_.cpu[e];
       while (!stack.empty() && stack.back().end <= x.ts) {
         auto top = stack.back();
         if (cursor < top.end) emit(cursor, top.end, top.ev);
@@ -171,19 +153,19 @@ inline flat_events flatten_threads(const decoded_trace& d, thread_table& tt, con
       // is not that call's child. The Python calls it outlives end where it starts, so
       // what runs inside the range inherits the range's phase.
       if (x.cat == ecat::user_annotation)
-        while (!stack.empty() && d.cpu[stack.back().ev].cat == ecat::python_function &&
+        while (!stack.empty() && d_.cpu[stack.back().ev].cat == ecat::python_function &&
                x.ts + x.dur > stack.back().end)
           stack.pop_back();
-      auto& a = F.attr[e];
+      auto& a = F_.attr[e];
       time_ns end = x.ts + x.dur;
       if (!stack.empty()) {
         a.parent = stack.back().ev;
-        if (end > stack.back().end) { end = stack.back().end; ++F.clamped; }
+        if (end > stack.back().end) { end = stack.back().end; ++F_.clamped; }
       }
-      F.ends[e] = end;
+      F_.ends[e] = end;
       inherit(e);
       if (end == x.ts) {
-        if (needed_zero(d, L, e)) emit(x.ts, x.ts, e);
+        if (needed_zero(d_, L_, e)) emit(x.ts, x.ts, e);
         continue;
       }
       stack.push_back({e, end});
@@ -194,11 +176,63 @@ inline flat_events flatten_threads(const decoded_trace& d, thread_table& tt, con
       cursor = std::max(cursor, top.end);
       stack.pop_back();
     }
-    // The autograd engine's thread: evaluate_function wrappers (PyTorch >= 1.9), or, in
-    // older traces without them, *Backward operators (the main thread is excluded later).
-    for (auto e : ev)
-      if (is_backward_root(d.cpu[e].name, d.cpu[e].cat == ecat::cpu_op)) { th.backward = true; break; }
   }
+
+  /// Gives event `e` the attributes it inherits from its parent (operator, module,
+  /// backward root, phase mark, AccumulateGrad), then those it sets itself.
+  void inherit(std::uint32_t e) {
+    auto& a = F_.attr[e];
+    auto& x = d_.cpu[e];
+    const bool is_op = x.cat == ecat::cpu_op;
+    if (a.parent != no_index) {
+      auto& p = F_.attr[a.parent];
+      a.op = p.op; a.top_op = p.top_op; a.module = p.module; a.bwd = p.bwd; a.mark = p.mark;
+      a.accgrad = p.accgrad;
+    }
+    if (is_op && x.name == "torch::autograd::AccumulateGrad") a.accgrad = e;
+    if (is_op) {
+      a.op = e;
+      // A step marker recorded as an operator (legacy traces) names no layer: the
+      // operators inside it are the top-level ones.
+      if (a.top_op == no_index && !starts_with(x.name, "ProfilerStep#") && !its_.is_marker(e)) {
+        a.top_op = e;
+        // Layers named after top-level operators: name#k, k-th such op of the iteration.
+        F_.top_ordinal[e] = top_count_[top_key{x.thread, its_.at(x.ts), x.name}]++;
+      }
+    }
+    if (x.cat == ecat::python_function && starts_with(x.name, "nn.Module:")) a.module = e;
+    if (a.bwd == no_index && is_backward_root(x.name, is_op)) a.bwd = e;
+    auto m = its_.is_marker(e) ? std::uint8_t(0)
+                               : phase_mark(x.name, is_op, x.cat == ecat::python_function,
+                                            x.cat == ecat::user_annotation);
+    if (m) a.mark = m;
+  }
+
+  const decoded_trace& d_;
+  const gpu_links& L_;
+  const iteration_table& its_;
+  flat_events& F_;
+  std::unordered_map<top_key, std::uint32_t, top_key_hash> top_count_;
+};
+
+} // namespace flatten_detail
+
+/// Stage 4: flattens every thread that is not ignored. Sorts its events into nesting
+/// order (by start, longer first, outer categories first, then file order), clamps a
+/// child that ends after its parent, gives each event the attributes it inherits
+/// (operator, module, backward root, phase mark) and cuts the thread's time into slices,
+/// each attributed to the innermost event running then. A zero-length event gets a
+/// zero-length slice only when it launches or waits for GPU work. A thread running
+/// `autograd::engine::evaluate_function` is marked as a backward thread.
+inline flat_events flatten_threads(const decoded_trace& d, thread_table& tt, const gpu_links& L,
+                                   const iteration_table& its) {
+  flat_events F;
+  F.attr.resize(d.cpu.size());
+  F.ends.resize(d.cpu.size());
+  F.top_ordinal.assign(d.cpu.size(), 0);
+  flatten_detail::thread_flattener flattener(d, L, its, F);
+  for (auto& th : tt.threads)
+    if (!th.ignored) flattener.flatten(th);
   return F;
 }
 

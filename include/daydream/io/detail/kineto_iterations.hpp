@@ -3,7 +3,8 @@
 #ifndef DAYDREAM_IO_DETAIL_KINETO_ITERATIONS_HPP
 #define DAYDREAM_IO_DETAIL_KINETO_ITERATIONS_HPP
 
-#include <daydream/io/detail/kineto_decode.hpp>
+#include <daydream/config.hpp>
+#include <daydream/io/detail/kineto_events.hpp>
 #include <daydream/io/detail/kineto_names.hpp>
 #include <daydream/io/detail/kineto_threads.hpp>
 #include <daydream/io/kineto_types.hpp>

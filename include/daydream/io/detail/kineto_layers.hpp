@@ -4,7 +4,7 @@
 #define DAYDREAM_IO_DETAIL_KINETO_LAYERS_HPP
 
 #include <daydream/graph.hpp>
-#include <daydream/io/detail/kineto_decode.hpp>
+#include <daydream/io/detail/kineto_events.hpp>
 #include <daydream/io/detail/kineto_flatten.hpp>
 #include <daydream/io/detail/kineto_threads.hpp>
 #include <daydream/task.hpp>

@@ -3,7 +3,7 @@
 #ifndef DAYDREAM_IO_DETAIL_KINETO_LINKS_HPP
 #define DAYDREAM_IO_DETAIL_KINETO_LINKS_HPP
 
-#include <daydream/io/detail/kineto_decode.hpp>
+#include <daydream/io/detail/kineto_events.hpp>
 #include <daydream/io/detail/kineto_names.hpp>
 #include <daydream/io/detail/kineto_tables.hpp>
 #include <daydream/io/detail/kineto_threads.hpp>

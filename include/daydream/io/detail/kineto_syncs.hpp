@@ -5,8 +5,8 @@
 
 #include <daydream/dependency.hpp>
 #include <daydream/io/detail/kineto_cuts.hpp>
-#include <daydream/io/detail/kineto_decode.hpp>
 #include <daydream/io/detail/kineto_edges.hpp>
+#include <daydream/io/detail/kineto_events.hpp>
 #include <daydream/io/detail/kineto_flatten.hpp>
 #include <daydream/io/detail/kineto_links.hpp>
 #include <daydream/io/detail/kineto_names.hpp>
@@ -75,129 +75,161 @@ public:
   /// trace has them; without, infers event waits when `infer_event_waits` is set.
   sync_result run(edge_list& E) {
     sync_result R;
-    std::unordered_map<std::int64_t, std::uint32_t> sync_by_corr;
-    for (std::uint32_t i = 0; i < d_.syncs.size(); ++i)
-      if (d_.syncs[i].correlation >= 0) sync_by_corr.emplace(d_.syncs[i].correlation, i);
     R.state.assign(d_.syncs.size(), 0);
-    records_.clear();
-    for (std::uint32_t e = 0; e < d_.cpu.size(); ++e)
-      if (is_runtime(d_, e) && !tt_.on_ignored(d_, e) && L_.sem[e] == call_semantics::event_record)
-        records_.push_back(e);
-    std::sort(records_.begin(), records_.end(), [&](auto a, auto b) { return d_.cpu[a].ts < d_.cpu[b].ts; });
-
-    auto wait_for_op = [&](slice& w, std::uint32_t o) {
-      if (o == no_index || T_.gpu_task[o] == no_task) return;
-      E.add(T_.gpu_task[o], w.task, dep_kind::sync);
-      w.wait_until = std::max(w.wait_until, d_.gpu[o].ts + d_.gpu[o].dur);
-    };
+    index_records();
     for (std::uint32_t e = 0; e < d_.cpu.size(); ++e) {
       if (!is_runtime(d_, e) || tt_.on_ignored(d_, e)) continue;
       auto& x = d_.cpu[e];
-      auto& th = tt_.threads[x.thread];
       auto [first, last] = T_.pieces_of(e);
       if (last == no_pos) continue;
-      slice& w = th.slices[last];
-      const time_ns s = x.ts, end = F_.end_of(e);
-      const time_ns deadline = end + s_.sync_tolerance;
-      auto sem = L_.sem[e];
-      auto sit = x.correlation >= 0 ? sync_by_corr.find(x.correlation) : sync_by_corr.end();
-      const sync_event* rec = sit != sync_by_corr.end() ? &d_.syncs[sit->second] : nullptr;
+      const time_ns end = F_.end_of(e);
+      auto sit = x.correlation >= 0 ? sync_by_corr_.find(x.correlation) : sync_by_corr_.end();
+      const std::uint32_t rec = sit != sync_by_corr_.end() ? sit->second : no_index;
+      const call c{e, x, tt_.threads[x.thread].slices[last], end, end + s_.sync_tolerance,
+                   rec != no_index ? &d_.syncs[rec] : nullptr};
       const std::size_t edges_before = E.list.size();
-      // The cuda_sync record is represented when the call got a dependency from it.
-      auto used = [&] {
-        if (rec) R.state[sit->second] = E.list.size() > edges_before ? 1 : 3;
-      };
-
+      record_use use = record_use::waited;
       if (P_.blocking_copy[e] != no_index) {
         // Only when the call was cut at its copy's start: the piece before launches it.
-        if (first != last) wait_for_op(w, P_.blocking_copy[e]);
-        used();
-        continue;
+        if (first != last) wait_for_op(E, c.w, P_.blocking_copy[e]);
+      } else {
+        use = wait(E, c, R);
       }
-      switch (sem) {
-      case call_semantics::device_sync: {
-        std::int32_t dev = rec ? rec->device : -1;
-        for (auto& st : L_.streams) {
-          if (dev >= 0 && st.device != dev) continue;
-          auto o = waited_on(st, s, deadline);
-          if (o != no_index) wait_for_op(w, o);
-        }
-        used();
-        break;
-      }
-      case call_semantics::stream_sync: {
-        std::uint32_t si = rec && rec->stream >= 0 ? L_.stream_index(rec->device, rec->stream) : no_index;
-        if (si == no_index) si = stream_launched_last(x.thread, s);
-        std::uint32_t o = si != no_index ? waited_on(L_.streams[si], s, deadline) : no_index;
-        if (o == no_index) {
-          // the stream is unknown or inconsistent: the latest op launched before that ended in time
-          time_ns best = std::numeric_limits<time_ns>::min();
-          for (auto& st : L_.streams) {
-            auto c = waited_on(st, s, deadline);
-            if (c != no_index && d_.gpu[c].ts + d_.gpu[c].dur > best) { best = d_.gpu[c].ts + d_.gpu[c].dur; o = c; }
-          }
-        }
-        wait_for_op(w, o);
-        used();
-        break;
-      }
-      case call_semantics::event_sync: {
-        std::uint32_t o = no_index;
-        if (rec) {
-          if (rec->record_correlation >= 0 && rec->wait_stream >= 0) {
-            auto rit = L_.runtime_of_corr(rec->record_correlation);
-            auto si = L_.stream_index(rec->device, rec->wait_stream);
-            if (rit != no_index && si != no_index) o = waited_on(L_.streams[si], d_.cpu[rit].ts + 1, deadline);
-          }
-        } else if (s_.infer_event_waits) {
-          o = event_source(x, deadline, no_index);
-        }
-        wait_for_op(w, o);
-        used();
-        break;
-      }
-      case call_semantics::stream_wait: {
-        std::uint32_t src = no_index, dst = no_index;
-        if (rec) {
-          auto rit = L_.runtime_of_corr(rec->record_correlation);
-          auto ss = rec->wait_stream >= 0 ? L_.stream_index(rec->device, rec->wait_stream) : no_index;
-          auto ds = rec->stream >= 0 ? L_.stream_index(rec->device, rec->stream) : no_index;
-          if (rit != no_index && ss != no_index) src = L_.last_launched_before(L_.streams[ss], d_.cpu[rit].ts + 1);
-          if (ds != no_index) dst = L_.first_launched_after(L_.streams[ds], s);
-        } else if (s_.infer_event_waits) {
-          auto ds = stream_launched_next(x.thread, end);
-          if (ds != no_index) dst = L_.first_launched_after(L_.streams[ds], s);
-          src = dst != no_index ? wait_source(x, ds, d_.gpu[dst].ts + s_.sync_tolerance) : no_index;
-          if (src == no_index) src = event_source(x, std::numeric_limits<time_ns>::max(), ds);
-        }
-        if (src != no_index && dst != no_index && L_.op_stream[src] != L_.op_stream[dst] &&
-            d_.gpu[src].ts + d_.gpu[src].dur <= d_.gpu[dst].ts + s_.sync_tolerance) {
-          E.add(T_.gpu_task[src], T_.gpu_task[dst], dep_kind::sync);
-          E.gpu_ready[dst] = std::max(E.gpu_ready[dst], d_.gpu[src].ts + d_.gpu[src].dur);
-          ++R.cross_stream;
-        }
-        used();
-        break;
-      }
-      case call_semantics::launch:
-      case call_semantics::async_copy: {
-        // Back-pressure: a launch that blocks until the GPU frees a queue slot returns
-        // right after some GPU op ends.
-        if (end - s < s_.implicit_sync_min) break;
-        auto o = op_ending_before(end, s);
-        if (o != no_index) { wait_for_op(w, o); ++R.backpressure; }
-        if (rec) R.state[sit->second] = 2;
-        break;
-      }
-      default:
-        if (rec) R.state[sit->second] = 2; // a non-blocking call (cudaEventQuery)
-        break;
-      }
+      if (rec == no_index) continue;
+      // The cuda_sync record is represented when the call got a dependency from it.
+      if (use == record_use::waited) R.state[rec] = E.list.size() > edges_before ? 1 : 3;
+      else if (use == record_use::non_blocking) R.state[rec] = 2;
     }
     return R;
   }
 
 private:
+  /// A runtime call being resolved: its last slice waits for what the call waits for.
+  struct call {
+    std::uint32_t e;       ///< the CPU event
+    const cpu_event& x;
+    slice& w;              ///< its last slice
+    time_ns end;           ///< its end
+    time_ns deadline;      ///< what it waits for ended by then
+    const sync_event* rec; ///< its cuda_sync record, or null
+  };
+  /// What a call makes of its cuda_sync record: nothing, a wait (state 1, or 3 when
+  /// nothing was waited for), or a call that does not block (state 2).
+  enum class record_use : std::uint8_t { none, waited, non_blocking };
+
+  /// Indexes the cuda_sync records by correlation, and the event records by start.
+  void index_records() {
+    sync_by_corr_.clear();
+    for (std::uint32_t i = 0; i < d_.syncs.size(); ++i)
+      if (d_.syncs[i].correlation >= 0) sync_by_corr_.emplace(d_.syncs[i].correlation, i);
+    records_.clear();
+    for (std::uint32_t e = 0; e < d_.cpu.size(); ++e)
+      if (is_runtime(d_, e) && !tt_.on_ignored(d_, e) && L_.sem[e] == call_semantics::event_record)
+        records_.push_back(e);
+    std::sort(records_.begin(), records_.end(), [&](auto a, auto b) { return d_.cpu[a].ts < d_.cpu[b].ts; });
+  }
+
+  /// Makes slice `w` wait for GPU op `o`, when there is one and it is a task.
+  void wait_for_op(edge_list& E, slice& w, std::uint32_t o) const {
+    if (o == no_index || T_.gpu_task[o] == no_task) return;
+    E.add(T_.gpu_task[o], w.task, dep_kind::sync);
+    w.wait_until = std::max(w.wait_until, d_.gpu[o].ts + d_.gpu[o].dur);
+  }
+
+  /// Adds what call `c` waits for, by what the call does.
+  record_use wait(edge_list& E, const call& c, sync_result& R) {
+    switch (L_.sem[c.e]) {
+    case call_semantics::device_sync: wait_device(E, c); return record_use::waited;
+    case call_semantics::stream_sync: wait_stream(E, c); return record_use::waited;
+    case call_semantics::event_sync: wait_event(E, c); return record_use::waited;
+    case call_semantics::stream_wait:
+      if (join_streams(E, c)) ++R.cross_stream;
+      return record_use::waited;
+    case call_semantics::launch:
+    case call_semantics::async_copy: {
+      // Back-pressure: a launch that blocks until the GPU frees a queue slot returns
+      // right after some GPU op ends.
+      if (c.end - c.x.ts < s_.implicit_sync_min) return record_use::none;
+      auto o = op_ending_before(c.end, c.x.ts);
+      if (o != no_index) { wait_for_op(E, c.w, o); ++R.backpressure; }
+      return record_use::non_blocking;
+    }
+    default: return record_use::non_blocking; // a non-blocking call (cudaEventQuery)
+    }
+  }
+
+  /// A device sync waits for the last op that ended in time on every stream of its
+  /// device (of every device without a record).
+  void wait_device(edge_list& E, const call& c) const {
+    std::int32_t dev = c.rec ? c.rec->device : -1;
+    for (auto& st : L_.streams) {
+      if (dev >= 0 && st.device != dev) continue;
+      auto o = waited_on(st, c.x.ts, c.deadline);
+      if (o != no_index) wait_for_op(E, c.w, o);
+    }
+  }
+
+  /// A stream sync waits for the last op that ended in time on its stream: the record's,
+  /// or the one its thread launched on last.
+  void wait_stream(edge_list& E, const call& c) const {
+    const time_ns s = c.x.ts;
+    std::uint32_t si = c.rec && c.rec->stream >= 0 ? L_.stream_index(c.rec->device, c.rec->stream) : no_index;
+    if (si == no_index) si = stream_launched_last(c.x.thread, s);
+    std::uint32_t o = si != no_index ? waited_on(L_.streams[si], s, c.deadline) : no_index;
+    if (o == no_index) {
+      // the stream is unknown or inconsistent: the latest op launched before that ended in time
+      time_ns best = std::numeric_limits<time_ns>::min();
+      for (auto& st : L_.streams) {
+        auto k = waited_on(st, s, c.deadline);
+        if (k != no_index && d_.gpu[k].ts + d_.gpu[k].dur > best) { best = d_.gpu[k].ts + d_.gpu[k].dur; o = k; }
+      }
+    }
+    wait_for_op(E, c.w, o);
+  }
+
+  /// An event sync waits for the op the event recorded: the record's, or, inferred,
+  /// the one event_source finds.
+  void wait_event(edge_list& E, const call& c) {
+    std::uint32_t o = no_index;
+    if (c.rec) {
+      if (c.rec->record_correlation >= 0 && c.rec->wait_stream >= 0) {
+        auto rit = L_.runtime_of_corr(c.rec->record_correlation);
+        auto si = L_.stream_index(c.rec->device, c.rec->wait_stream);
+        if (rit != no_index && si != no_index) o = waited_on(L_.streams[si], d_.cpu[rit].ts + 1, c.deadline);
+      }
+    } else if (s_.infer_event_waits) {
+      o = event_source(c.x, c.deadline, no_index);
+    }
+    wait_for_op(E, c.w, o);
+  }
+
+  /// A stream wait (cudaStreamWaitEvent) makes the first op launched on the waiting
+  /// stream after the call wait for the op the event recorded, when they are on two
+  /// streams and in order. Returns whether it did.
+  bool join_streams(edge_list& E, const call& c) {
+    const time_ns s = c.x.ts;
+    std::uint32_t src = no_index, dst = no_index;
+    if (c.rec) {
+      auto rit = L_.runtime_of_corr(c.rec->record_correlation);
+      auto ss = c.rec->wait_stream >= 0 ? L_.stream_index(c.rec->device, c.rec->wait_stream) : no_index;
+      auto ds = c.rec->stream >= 0 ? L_.stream_index(c.rec->device, c.rec->stream) : no_index;
+      if (rit != no_index && ss != no_index) src = L_.last_launched_before(L_.streams[ss], d_.cpu[rit].ts + 1);
+      if (ds != no_index) dst = L_.first_launched_after(L_.streams[ds], s);
+    } else if (s_.infer_event_waits) {
+      auto ds = stream_launched_next(c.x.thread, c.end);
+      if (ds != no_index) dst = L_.first_launched_after(L_.streams[ds], s);
+      src = dst != no_index ? wait_source(c.x, ds, d_.gpu[dst].ts + s_.sync_tolerance) : no_index;
+      if (src == no_index) src = event_source(c.x, std::numeric_limits<time_ns>::max(), ds);
+    }
+    const bool joins = src != no_index && dst != no_index && L_.op_stream[src] != L_.op_stream[dst] &&
+                       d_.gpu[src].ts + d_.gpu[src].dur <= d_.gpu[dst].ts + s_.sync_tolerance;
+    if (joins) {
+      E.add(T_.gpu_task[src], T_.gpu_task[dst], dep_kind::sync);
+      E.gpu_ready[dst] = std::max(E.gpu_ready[dst], d_.gpu[src].ts + d_.gpu[src].dur);
+    }
+    return joins;
+  }
+
   /// For event waits without cuda_sync records: the op recorded by the latest event
   /// record of the same process before the call, on the stream its thread used last.
   /// Without records of its own, the event is taken to have been recorded after the
@@ -282,6 +314,7 @@ private:
   const thread_plan& P_;
   const task_map& T_;
   const build_settings& s_;
+  std::unordered_map<std::int64_t, std::uint32_t> sync_by_corr_; ///< cuda_sync records by correlation
   std::vector<std::uint32_t> records_, ends_, by_launch_;
 };
 

@@ -5,7 +5,7 @@
 
 #include <daydream/graph.hpp>
 #include <daydream/io/detail/kineto_cuts.hpp>
-#include <daydream/io/detail/kineto_decode.hpp>
+#include <daydream/io/detail/kineto_events.hpp>
 #include <daydream/io/detail/kineto_flatten.hpp>
 #include <daydream/io/detail/kineto_iterations.hpp>
 #include <daydream/io/detail/kineto_links.hpp>

@@ -26,10 +26,10 @@ TEST_CASE("graph_difference names the first difference, and nothing for equal gr
 TEST_CASE("graph_difference compares adjacency in order, or as sets") {
   testing::two_launches t("a", 100, 5, "b", 100, 105);
   graph reordered = t.b.g;
-  // The kernel's two dependencies in: its launch, then the kernel before it; re-added in
-  // the other order.
-  reordered.remove_dependency(2, t.k2);
-  reordered.add_dependency(2, t.k2, dep_kind::stream_order);
+  // The second kernel's dependencies in: its launch (task #1), then the kernel before it;
+  // the launch's removed and added again, so it comes last.
+  reordered.remove_dependency(1, t.k2);
+  reordered.add_dependency(1, t.k2, dep_kind::launch);
   CHECK(graph_difference(t.b.g, reordered, false).empty());
   CHECK_FALSE(graph_difference(t.b.g, reordered, true).empty());
 }

@@ -27,12 +27,12 @@
 #include <daydream/net/collective_steps.hpp>
 #include <daydream/net/fine_collective.hpp>
 #include <daydream/net/network.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/pass_laws.hpp>
 #include <daydream/remove.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/replay_result.hpp>
+#include <daydream/report.hpp>
 #include <daydream/reschedule.hpp>
 #include <daydream/resource.hpp>
 #include <daydream/select.hpp>

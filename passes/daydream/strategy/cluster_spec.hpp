@@ -5,7 +5,7 @@
 
 #include <daydream/net/cluster.hpp>
 #include <daydream/config.hpp>
-#include <daydream/params.hpp>
+#include <daydream/registry/params.hpp>
 
 #include <charconv>
 #include <cstdio>

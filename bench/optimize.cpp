@@ -9,6 +9,7 @@
 #include <daydream/optimize/evaluator.hpp>
 #include <daydream/optimize/search.hpp>
 #include <daydream/optimize/strategies.hpp>
+#include <daydream/registry/cluster_params.hpp>
 #ifdef DAYDREAM_BENCH_HAVE_IO
 #  include <daydream/io/kineto.hpp>
 #endif
@@ -48,7 +49,7 @@ opt::problem synthetic(std::size_t n) {
   for (std::size_t i = n; i-- > 0;) add(dur(rng), "layer" + std::to_string(i), phase::backward);
   add(500'000, "", phase::weight_update);
   for (std::size_t i = 0; i < n; ++i) sizes.push_back({"layer" + std::to_string(i), size(rng)});
-  return opt::make_problem(g, 0, cluster::from_params(pass_params::parse("bench", "workers=16,bandwidth=10Gbps")),
+  return opt::make_problem(g, 0, cluster_from_params(pass_params::parse("bench", "workers=16,bandwidth=10Gbps")),
                            "synthetic", sizes);
 }
 
@@ -80,7 +81,7 @@ void BM_search_dlrm(benchmark::State& state) {
   auto t = io::load_kineto(std::string(DAYDREAM_SOURCE_DIR) + "/examples/traces/dlrm_v100_rank0.json.gz");
   auto its = t.steady_state_iterations();
   auto p = opt::make_problem(t.g, its.at(its.size() / 2),
-                             cluster::from_params(pass_params::parse("bench", "workers=64,bandwidth=10Gbps")), "dlrm");
+                             cluster_from_params(pass_params::parse("bench", "workers=64,bandwidth=10Gbps")), "dlrm");
   run_search(state, p);
 }
 BENCHMARK(BM_search_dlrm)->Iterations(2)->Unit(benchmark::kMillisecond);

@@ -93,7 +93,7 @@ template <class Run> void time_on_copies(benchmark::State& state, const graph& b
 template <class Pass> void run_pass(benchmark::State& state, const std::string& trace, std::uint32_t copies) {
   const auto& base = workload(trace, copies);
   const auto name = std::string(pass_traits<Pass>::name);
-  const Pass pass = Pass::from_params(pass_params::parse(name, params_for(name)));
+  const Pass pass = daydream::passes::from_params<Pass>(pass_params::parse(name, params_for(name)));
   time_on_copies(state, base, [&](graph& g) {
     if constexpr (std::is_convertible_v<decltype(pass(g)), pass_report>) return pass_report(pass(g));
     else {

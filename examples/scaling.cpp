@@ -10,6 +10,7 @@
 #include <daydream/daydream.hpp>
 #include <daydream/io/kineto.hpp>
 #include <daydream/passes/ddp.hpp>
+#include <daydream/registry/params.hpp>
 
 #include <fmt/format.h>
 

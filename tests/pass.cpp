@@ -3,10 +3,10 @@
 #include <daydream/dependency.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/kinds.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/remove.hpp>
 #include <daydream/replay.hpp>
+#include <daydream/report.hpp>
 #include <daydream/reschedule.hpp>
 #include <daydream/select.hpp>
 #include <daydream/update.hpp>

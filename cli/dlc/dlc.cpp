@@ -16,9 +16,9 @@
 #include <daydream/io/dlc_writer.hpp>
 #include <daydream/io/json_writer.hpp>
 #include <daydream/io/kineto.hpp>
-#include <daydream/params.hpp>
 #include <daydream/passes/all.hpp>
 #include <daydream/registry/bundled.hpp>
+#include <daydream/registry/params.hpp>
 #include <daydream/replay.hpp>
 
 #include <CLI/CLI.hpp>

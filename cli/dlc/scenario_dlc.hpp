@@ -6,7 +6,8 @@
 #include <daydream/net/cluster.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/io/dlc_writer.hpp>
-#include <daydream/params.hpp>
+#include <daydream/registry/cluster_params.hpp>
+#include <daydream/registry/params.hpp>
 #include <daydream/replay_result.hpp>
 
 #include <cstddef>
@@ -25,7 +26,7 @@ inline daydream::cluster cluster_of_spec(const std::string& spec) {
   const auto colon = last.find(':');
   auto params = daydream::pass_params::parse(last.substr(0, colon),
                                              colon == std::string::npos ? std::string() : last.substr(colon + 1));
-  return daydream::cluster::from_params(params);
+  return daydream::cluster_from_params(params);
 }
 
 /// What write_scenario_dlc wrote.

@@ -15,6 +15,7 @@
 #include <daydream/optimize/plan.hpp>
 #include <daydream/optimize/search.hpp>
 #include <daydream/optimize/strategies.hpp>
+#include <daydream/registry/cluster_params.hpp>
 #include <daydream/semantics/data_parallel.hpp>
 #include <daydream/semantics/memory.hpp>
 
@@ -55,7 +56,7 @@ void add_options(CLI::App& app, options& o) {
   app.add_flag("--json", o.json, "print one JSON object on stdout");
 }
 
-/// The cluster the options describe, as the distributed passes read it (cluster::from_params).
+/// The cluster the options describe, as the distributed passes read it (cluster_from_params).
 inline daydream::cluster cluster_of(const options& o, std::int32_t default_workers) {
   std::string spec;
   auto add = [&](const char* key, const std::string& v) {
@@ -72,7 +73,7 @@ inline daydream::cluster cluster_of(const options& o, std::int32_t default_worke
   add("pcie", o.pcie);
   add("ps", o.ps);
   auto p = daydream::pass_params::parse("optimize", spec);
-  auto c = daydream::cluster::from_params(p);
+  auto c = daydream::cluster_from_params(p);
   p.finish();
   return c;
 }

@@ -8,7 +8,7 @@
 #include <daydream/io/dlc_writer.hpp>
 #include <daydream/io/json_writer.hpp>
 #include <daydream/io/kineto.hpp>
-#include <daydream/params.hpp>
+#include <daydream/registry/params.hpp>
 #include <daydream/semantics/layers.hpp>
 #include <daydream/ps/config.hpp>
 #include <daydream/ps/links.hpp>

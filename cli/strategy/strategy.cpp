@@ -10,7 +10,7 @@
 #include <daydream/io/chrome_trace.hpp>
 #include <daydream/io/json_writer.hpp>
 #include <daydream/io/kineto.hpp>
-#include <daydream/params.hpp>
+#include <daydream/registry/params.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/semantics/format.hpp>
 #include <daydream/strategy/cluster_spec.hpp>

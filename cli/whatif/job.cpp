@@ -17,6 +17,7 @@
 #include <daydream/job/graph.hpp>
 #include <daydream/job/replay.hpp>
 #include <daydream/passes/all.hpp>
+#include <daydream/registry/cluster_params.hpp>
 #include <daydream/whatif/job.hpp>
 #if DAYDREAM_HAVE_ALIGN
 #include <daydream/align/lp.hpp>
@@ -322,7 +323,7 @@ int run_job(const job_cli& cli, const std::vector<std::string>& specs_in, bool j
     cspec = "workers=" + std::to_string(a.j.world_size) + (cspec.empty() ? "" : "," + cspec);
   {
     auto p = daydream::pass_params::parse("cluster", cspec);
-    a.model.cluster = daydream::cluster::from_params(p);
+    a.model.cluster = daydream::cluster_from_params(p);
     a.model.cluster.nic_per_gpu = p.get_bool("nic_per_gpu", false); // the fine level's NICs
     p.finish();
   }

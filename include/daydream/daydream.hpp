@@ -19,12 +19,12 @@
 #include <daydream/kinds.hpp>
 #include <daydream/launch.hpp>
 #include <daydream/neighbourhood.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/pass_laws.hpp>
 #include <daydream/remove.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/replay_result.hpp>
+#include <daydream/report.hpp>
 #include <daydream/reschedule.hpp>
 #include <daydream/resource.hpp>
 #include <daydream/select.hpp>

@@ -3,10 +3,10 @@
 #ifndef DAYDREAM_WHAT_IF_HPP
 #define DAYDREAM_WHAT_IF_HPP
 
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/replay_result.hpp>
+#include <daydream/report.hpp>
 
 #include <string>
 #include <type_traits>

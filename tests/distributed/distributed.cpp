@@ -7,6 +7,14 @@
 #include <daydream/passes/ddp.hpp>
 #include <daydream/passes/dgc.hpp>
 #include <daydream/passes/p3.hpp>
+#include <daydream/registry/cluster_params.hpp>
+#include <daydream/registry/specs/blueconnect.hpp>
+#include <daydream/registry/specs/ddp.hpp>
+#include <daydream/registry/specs/dgc.hpp>
+#include <daydream/registry/specs/p3.hpp>
+#include <daydream/registry/specs/tensor_fusion.hpp>
+#include <daydream/registry/specs/tensor_partition.hpp>
+#include <daydream/registry/specs/tictac.hpp>
 #include <daydream/semantics/data_parallel.hpp>
 #include <daydream/semantics/gradients.hpp>
 #include <daydream/registry/registry.hpp>
@@ -31,7 +39,7 @@ namespace {
 const link_spec nic25{25e9 / 8, 5'000};
 
 cluster make_cluster(const std::string& spec) {
-  return cluster::from_params(pass_params::parse("test", spec));
+  return cluster_from_params(pass_params::parse("test", spec));
 }
 
 // One iteration on one stream, no CPU: forward kernel 1000 ns, backward kernels of the
@@ -84,7 +92,7 @@ std::vector<task_id> all_named(const graph& g, std::string_view name) {
 }
 
 template <class Pass> Pass make_pass(const std::string& spec, dp::layer_bytes sizes) {
-  auto p = Pass::from_params(pass_params::parse(std::string(Pass::name), spec));
+  auto p = daydream::passes::from_params<Pass>(pass_params::parse(std::string(Pass::name), spec));
   p.sizes = std::move(sizes);
   return p;
 }
@@ -122,7 +130,7 @@ TEST_CASE("cluster parameters are read the same way for every pass, with units")
   CHECK_THROWS_AS(make_cluster("workers=16,machines=3"), error);
   CHECK_THROWS_AS(make_cluster("workers=16,machines=2,workers_per_machine=4"), error);
   auto p = pass_params::parse("ddp", "workers=2,bandwith=10Gbps");
-  CHECK_THROWS_AS((void)dp::ddp::from_params(p), error); // the typo is refused
+  CHECK_THROWS_AS((void)dp::from_params<dp::ddp>(p), error); // the typo is refused
 
   // The cluster specs' names are synonyms: nodes, nic, nic_latency.
   auto s = make_cluster("nodes=4,workers_per_machine=2,nic=100Gbps,nic_latency=10us");
@@ -266,7 +274,7 @@ TEST_CASE("a single large bucket after the last backward kernel adds exactly its
   auto before = replay(it.g).makespan;
   CHECK(before == 1000 + 2000 + 500);
 
-  auto pass = dp::ddp::from_params(pass_params::parse("ddp", "workers=4,bandwidth=25Gbps,latency=5us"));
+  auto pass = dp::from_params<dp::ddp>(pass_params::parse("ddp", "workers=4,bandwidth=25Gbps,latency=5us"));
   pass.sizes = {{"fc", 10'000'000}};
   auto rep = apply(it.g, pass);
   CHECK(rep.pass == "ddp");
@@ -281,7 +289,7 @@ TEST_CASE("a single large bucket after the last backward kernel adds exactly its
 
   // One worker: nothing changes.
   auto single = make_gpu_iteration({"fc"});
-  auto one = dp::ddp::from_params(pass_params::parse("ddp", "workers=1"));
+  auto one = dp::from_params<dp::ddp>(pass_params::parse("ddp", "workers=1"));
   one.sizes = {{"fc", 10'000'000}};
   apply(single.g, one);
   CHECK(replay(single.g).makespan == before);
@@ -552,20 +560,20 @@ TEST_CASE("gradients come from the AccumulateGrad shapes of the trace") {
   // The single bucket's all-reduce lands between the backward and the optimizer kernel.
   auto before = replay(it.g).makespan;
   CHECK(before == 3605);
-  auto rep = apply(it.g, dp::ddp::from_params(pass_params::parse("ddp", "workers=4,bandwidth=25Gbps")));
+  auto rep = apply(it.g, dp::from_params<dp::ddp>(pass_params::parse("ddp", "workers=4,bandwidth=25Gbps")));
   CHECK(replay(it.g).makespan == before + ring_all_reduce_time(10e6, 4, nic25));
   CHECK(rep.notes.empty());
 }
 
 TEST_CASE("a trace without sizes says so, and model_bytes can stand in") {
   auto it = make_traced(0);
-  auto rep = apply(it.g, dp::ddp::from_params(pass_params::parse("ddp", "workers=4")));
+  auto rep = apply(it.g, dp::from_params<dp::ddp>(pass_params::parse("ddp", "workers=4")));
   REQUIRE(!rep.notes.empty());
   CHECK(rep.notes[0].find("no gradient sizes") != std::string::npos);
   CHECK(replay(it.g).makespan == 3605); // nothing inserted
 
   auto spread = make_traced(0);
-  auto rep2 = apply(spread.g, dp::ddp::from_params(pass_params::parse("ddp", "workers=4,model_bytes=10MB")));
+  auto rep2 = apply(spread.g, dp::from_params<dp::ddp>(pass_params::parse("ddp", "workers=4,model_bytes=10MB")));
   CHECK(replay(spread.g).makespan == 3605 + ring_all_reduce_time(10e6, 4, nic25));
   REQUIRE(!rep2.notes.empty());
   CHECK(rep2.notes[0].find("spread evenly") != std::string::npos);
@@ -648,7 +656,7 @@ TEST_CASE("ddp on a rank of a DDP job replaces the recorded all-reduce instead o
   auto it = make_traced_rank(10'000'000, 2'000'000, false);
   CHECK(replay(it.g).makespan == 3'105 + 2'000'000 + 500);
   CHECK(dp::find_recorded_collectives(it.g).distributed());
-  auto rep = apply(it.g, dp::ddp::from_params(pass_params::parse("ddp", "workers=2,machines=1,nvlink=10000GB/s")));
+  auto rep = apply(it.g, dp::from_params<dp::ddp>(pass_params::parse("ddp", "workers=2,machines=1,nvlink=10000GB/s")));
   CHECK(rep.applied);
   CHECK(rep.workers == 2);
   CHECK(!it.g.contains(it.recorded));
@@ -667,7 +675,7 @@ TEST_CASE("ddp on a rank of a DDP job replaces the recorded all-reduce instead o
 TEST_CASE("the CPU waits for a modelled all-reduce only where the trace shows it blocking") {
   SUBCASE("a CPU synchronize on the recorded all-reduce now waits for the modelled one") {
     auto it = make_traced_rank(10'000'000, 2'000'000, true);
-    apply(it.g, dp::ddp::from_params(pass_params::parse("ddp", "workers=2,machines=1,nvlink=10000GB/s")));
+    apply(it.g, dp::from_params<dp::ddp>(pass_params::parse("ddp", "workers=2,machines=1,nvlink=10000GB/s")));
     auto r = replay(it.g);
     auto ar = only_modelled_all_reduce(it.g);
     CHECK(it.g.has_dependency(ar, it.blocking));
@@ -682,7 +690,7 @@ TEST_CASE("the CPU waits for a modelled all-reduce only where the trace shows it
     it.g.set_phase(it.sgd, phase::other);
     const auto step = it.step;
     const auto before = replay(it.g);
-    auto rep = apply(it.g, dp::ddp::from_params(pass_params::parse("ddp", "workers=4,bandwidth=25Gbps")));
+    auto rep = apply(it.g, dp::from_params<dp::ddp>(pass_params::parse("ddp", "workers=4,bandwidth=25Gbps")));
     auto r = replay(it.g);
     CHECK(r.start[step] == before.start[step]);
     CHECK(r.start[it.sgd] == before.start[it.sgd]);
@@ -711,19 +719,19 @@ TEST_CASE("every distributed pass replaces recorded gradient synchronization and
     CHECK(modelled > 0);
   };
   const std::string spec = "workers=4,bandwidth=25Gbps";
-  check(dp::ddp::from_params(pass_params::parse("ddp", spec)), "ddp");
-  check(dp::blueconnect::from_params(pass_params::parse("blueconnect", "machines=2,workers_per_machine=2")), "blueconnect");
-  check(dp::dgc::from_params(pass_params::parse("dgc", spec)), "dgc");
-  check(dp::tensor_fusion::from_params(pass_params::parse("tensor_fusion", spec)), "tensor_fusion");
-  check(dp::tensor_partition::from_params(pass_params::parse("tensor_partition", spec)), "tensor_partition");
-  check(dp::p3::from_params(pass_params::parse("p3", spec)), "p3");
-  check(dp::tictac::from_params(pass_params::parse("tictac", spec)), "tictac");
+  check(dp::from_params<dp::ddp>(pass_params::parse("ddp", spec)), "ddp");
+  check(dp::from_params<dp::blueconnect>(pass_params::parse("blueconnect", "machines=2,workers_per_machine=2")), "blueconnect");
+  check(dp::from_params<dp::dgc>(pass_params::parse("dgc", spec)), "dgc");
+  check(dp::from_params<dp::tensor_fusion>(pass_params::parse("tensor_fusion", spec)), "tensor_fusion");
+  check(dp::from_params<dp::tensor_partition>(pass_params::parse("tensor_partition", spec)), "tensor_partition");
+  check(dp::from_params<dp::p3>(pass_params::parse("p3", spec)), "p3");
+  check(dp::from_params<dp::tictac>(pass_params::parse("tictac", spec)), "tictac");
 }
 
 TEST_CASE("a distributed pass that changes nothing says so and why") {
   SUBCASE("one worker on a single-GPU trace") {
     auto it = make_traced(10'000'000);
-    auto rep = apply(it.g, dp::ddp::from_params(pass_params::parse("ddp", "workers=1")));
+    auto rep = apply(it.g, dp::from_params<dp::ddp>(pass_params::parse("ddp", "workers=1")));
     CHECK_FALSE(rep.applied);
     CHECK(rep.reason.find("one worker") != std::string::npos);
     CHECK(rep.workers == 1);
@@ -731,7 +739,7 @@ TEST_CASE("a distributed pass that changes nothing says so and why") {
   }
   SUBCASE("one worker on a rank of a job: its all-reduce goes, nothing replaces it, and it says so") {
     auto it = make_traced_rank(10'000'000, 2'000'000, true);
-    auto rep = apply(it.g, dp::ddp::from_params(pass_params::parse("ddp", "workers=1")));
+    auto rep = apply(it.g, dp::from_params<dp::ddp>(pass_params::parse("ddp", "workers=1")));
     CHECK(rep.applied);
     CHECK(rep.workers == 1);
     CHECK(!it.g.contains(it.recorded));
@@ -776,18 +784,18 @@ TEST_CASE("the default what-if run leaves data-parallel scenarios out on a trace
 }
 
 TEST_CASE("blueconnect's default machines hold 8 GPUs, so it differs from ddp") {
-  auto c = dp::blueconnect::from_params(pass_params::parse("blueconnect", "workers=16")).cluster;
+  auto c = dp::from_params<dp::blueconnect>(pass_params::parse("blueconnect", "workers=16")).cluster;
   CHECK(c.machines == 2);
   CHECK(c.workers_per_machine == 8);
-  CHECK(dp::blueconnect::from_params(pass_params::parse("blueconnect", "workers=4")).cluster.machines == 1);
-  CHECK(dp::ddp::from_params(pass_params::parse("ddp", "workers=16")).cluster.machines == 16);
-  CHECK_THROWS_AS((void)dp::blueconnect::from_params(pass_params::parse("blueconnect", "workers=12")), usage_error);
-  CHECK(dp::blueconnect::from_params(pass_params::parse("blueconnect", "workers=12,machines=3"))
+  CHECK(dp::from_params<dp::blueconnect>(pass_params::parse("blueconnect", "workers=4")).cluster.machines == 1);
+  CHECK(dp::from_params<dp::ddp>(pass_params::parse("ddp", "workers=16")).cluster.machines == 16);
+  CHECK_THROWS_AS((void)dp::from_params<dp::blueconnect>(pass_params::parse("blueconnect", "workers=12")), usage_error);
+  CHECK(dp::from_params<dp::blueconnect>(pass_params::parse("blueconnect", "workers=12,machines=3"))
             .cluster.workers_per_machine == 4);
   // The default scenario: intra-machine stages exist, and the prediction is not ddp's.
-  auto scenario = pass_params::parse("blueconnect", std::string(dp::blueconnect::scenario_params));
+  auto scenario = pass_params::parse("blueconnect", std::string(dp::pass_spec<dp::blueconnect>::scenario_params));
   auto it = make_gpu_iteration({"fc"});
-  auto bc = dp::blueconnect::from_params(scenario);
+  auto bc = dp::from_params<dp::blueconnect>(scenario);
   bc.sizes = {{"fc", 100'000'000}};
   CHECK(bc.cluster.workers() == 16);
   auto a = it;
@@ -875,5 +883,5 @@ TEST_CASE("the distributed passes obey the pass laws") {
   daydream::testing::check_pass_laws(make_pass<dp::tensor_fusion>(spec, sizes), fixtures);
   daydream::testing::check_pass_laws(make_pass<dp::tensor_partition>(spec, sizes), fixtures);
   // Without a map the fixtures have no sizes: the passes must leave them alone.
-  daydream::testing::check_pass_laws(dp::ddp::from_params(pass_params::parse("ddp", spec)), fixtures);
+  daydream::testing::check_pass_laws(dp::from_params<dp::ddp>(pass_params::parse("ddp", spec)), fixtures);
 }

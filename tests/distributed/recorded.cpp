@@ -6,6 +6,7 @@
 #include <daydream/passes/ddp.hpp>
 #include <daydream/passes/dgc.hpp>
 #include <daydream/passes/p3.hpp>
+#include <daydream/registry/specs/ddp.hpp>
 #include <daydream/semantics/data_parallel.hpp>
 #include <daydream/registry/registry.hpp>
 #include <daydream/passes/tensor_fusion.hpp>
@@ -58,7 +59,7 @@ TEST_CASE("ddp on rank 0 of an 8-GPU DLRM job replaces its recorded all-reduces"
 
   // The job's own cluster: 8 V100s on NVLink 2.0 (25 GB/s per link, 1 us).
   auto h = t.g;
-  auto rep = apply(h, dp::ddp::from_params(pass_params::parse("ddp", "workers=8,machines=1,nvlink=25GB/s")));
+  auto rep = apply(h, dp::from_params<dp::ddp>(pass_params::parse("ddp", "workers=8,machines=1,nvlink=25GB/s")));
   CHECK(rep.applied);
   CHECK(rep.workers == 8);
   CHECK(count(h, comm_op::all_reduce, true) == 0);  // the recorded ones are gone
@@ -80,7 +81,7 @@ TEST_CASE("ddp on rank 0 of an 8-GPU DLRM job replaces its recorded all-reduces"
   // A very fast link can only make the iteration shorter than with the recorded (slow,
   // skewed) collectives, never longer: nothing is stacked.
   auto fast = t.g;
-  apply(fast, dp::ddp::from_params(pass_params::parse("ddp", "workers=2,machines=1,nvlink=10000GB/s")));
+  apply(fast, dp::from_params<dp::ddp>(pass_params::parse("ddp", "workers=2,machines=1,nvlink=10000GB/s")));
   CHECK(iteration_time(fast, replay(fast), it) <= iteration_time(t.g, replay(t.g), it));
 }
 
@@ -132,7 +133,7 @@ TEST_CASE("on every rank of a multi-GPU job in the corpus, ddp replaces or refus
     // Asked for: the recorded synchronization is replaced (its waits kept, without a
     // cycle: apply would refuse one), or the pass refuses and keeps it.
     auto h = t.g;
-    auto rep = apply(h, dp::ddp::from_params(pass_params::parse("ddp", "workers=8,machines=1,nvlink=100GB/s")));
+    auto rep = apply(h, dp::from_params<dp::ddp>(pass_params::parse("ddp", "workers=8,machines=1,nvlink=100GB/s")));
     const auto after = dp::find_recorded_collectives(h);
     if (rep.applied) {
       ++replaced;
@@ -182,6 +183,6 @@ TEST_CASE("a DDP rank recorded without shapes: gradient bytes from its NCCL all-
   }
   // The data-parallel passes now size their buckets from it instead of refusing.
   auto g = t.g;
-  auto rep = apply(g, dp::ddp::from_params(pass_params::parse("ddp", "workers=16")));
+  auto rep = apply(g, dp::from_params<dp::ddp>(pass_params::parse("ddp", "workers=16")));
   CHECK(rep.applied);
 }

@@ -5,6 +5,7 @@
 #include <daydream/daydream.hpp>
 #include <daydream/io/kineto.hpp>
 #include <daydream/passes/ddp.hpp>
+#include <daydream/registry/specs/ddp.hpp>
 #include <daydream/semantics/data_parallel.hpp>
 #include <daydream/semantics/edit.hpp>
 #include <daydream/semantics/gradients.hpp>
@@ -178,7 +179,7 @@ row strip_and_predict(const std::string& name, const std::string& file, const li
 
   auto run = [&](const link_spec& l, bool recorded_points) {
     graph h = stripped;
-    auto pass = dp::ddp::from_params(pass_params::parse("ddp", spec_for(p, l)));
+    auto pass = dp::from_params<dp::ddp>(pass_params::parse("ddp", spec_for(p, l)));
     if (recorded_points) {
       pass.gradients = rec.grads;
       pass.bucket_cap = pass.first_bucket = 0; // one all-reduce per recorded one

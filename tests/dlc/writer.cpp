@@ -9,6 +9,9 @@
 #include <daydream/passes/p3.hpp>
 #include <daydream/passes/tensor_partition.hpp>
 #include <daydream/passes/tictac.hpp>
+#include <daydream/registry/specs/p3.hpp>
+#include <daydream/registry/specs/tensor_partition.hpp>
+#include <daydream/registry/specs/tictac.hpp>
 #include <daydream/replay.hpp>
 
 #include <support/fixtures.hpp>
@@ -147,7 +150,7 @@ namespace {
 template <class Pass> void round_trip(const std::string& spec, std::int32_t workers, std::int32_t servers) {
   CAPTURE(spec);
   auto g = daydream::testing::training_step({.layers = 3});
-  auto pass = Pass::from_params(daydream::pass_params::parse(std::string(Pass::name), spec));
+  auto pass = daydream::passes::from_params<Pass>(daydream::pass_params::parse(std::string(Pass::name), spec));
   pass.sizes = {{"layer0", 400'000}, {"layer1", 1'000'000}, {"layer2", 250'000}};
   auto rep = daydream::apply(g, pass);
   REQUIRE(rep.applied);

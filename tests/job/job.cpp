@@ -4,6 +4,7 @@
 #include <daydream/io/job.hpp>
 #include <daydream/job/graph.hpp>
 #include <daydream/job/replay.hpp>
+#include <daydream/registry/cluster_params.hpp>
 
 #include <doctest/doctest.h>
 #include <support/corpus.hpp>
@@ -603,7 +604,7 @@ template <class Permille> ddp_built ddp_run(Permille permille, std::int32_t step
   b.m = match_collectives(b.j);
   b.a = no_alignment(make_alignment_input(b.j, b.m));
   for (std::size_t r = 0; r < ddp_clock.size(); ++r) b.a.offset[std::int32_t(r)] = ddp_clock[0] - ddp_clock[r];
-  b.o.cluster = cluster::from_params(pass_params::parse("cluster", "workers=4"));
+  b.o.cluster = cluster_from_params(pass_params::parse("cluster", "workers=4"));
   b.jg = build_job_graph(b.j, b.m, b.a, b.o);
   b.res = analyse_job(b.j, b.jg);
   return b;

@@ -4,6 +4,7 @@
 #include <daydream/optimize/plan.hpp>
 #include <daydream/optimize/search.hpp>
 #include <daydream/optimize/strategies.hpp>
+#include <daydream/registry/cluster_params.hpp>
 #include <daydream/semantics/data_parallel.hpp>
 
 #include <doctest/doctest.h>
@@ -21,7 +22,7 @@ namespace opt = daydream::optimize;
 namespace {
 
 cluster make_cluster(const std::string& spec) {
-  return cluster::from_params(pass_params::parse("test", spec));
+  return cluster_from_params(pass_params::parse("test", spec));
 }
 
 // One iteration on one GPU stream: a forward kernel per layer, the backward kernels in

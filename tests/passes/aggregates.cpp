@@ -1,7 +1,9 @@
 // A compile test: every bundled pass is an aggregate configured with designated initializers and size literals.
 // SPDX-License-Identifier: MIT
 #include <daydream/net/cluster.hpp>
-#include <daydream/params.hpp>
+#include <daydream/registry/params.hpp>
+#include <daydream/registry/specs/ddp.hpp>
+#include <daydream/registry/specs/tensor_fusion.hpp>
 #include <daydream/units.hpp>
 #include <daydream/passes/all.hpp>
 
@@ -51,11 +53,11 @@ TEST_CASE("the data-parallel passes take designated initializers: the cluster fi
   CHECK(bp.partition == 4'000'000);
 
   SUBCASE("the same pass as the command line builds it") {
-    auto from = dp::ddp::from_params(pass_params::parse("ddp", "machines=2,workers_per_machine=8,bucket_cap=25MiB"));
+    auto from = dp::from_params<dp::ddp>(pass_params::parse("ddp", "machines=2,workers_per_machine=8,bucket_cap=25MiB"));
     CHECK(from.cluster.workers() == d.cluster.workers());
     CHECK(from.bucket_cap == d.bucket_cap);
     CHECK(from.first_bucket == d.first_bucket);
-    CHECK(dp::tensor_fusion::from_params(pass_params::parse("tensor_fusion", "cycle_time=5ms,threshold=64MiB"))
+    CHECK(dp::from_params<dp::tensor_fusion>(pass_params::parse("tensor_fusion", "cycle_time=5ms,threshold=64MiB"))
               .threshold == h.threshold);
     CHECK(dp::tensor_partition{}.partition == 4096_KB);
   }

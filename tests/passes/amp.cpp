@@ -2,8 +2,9 @@
 // SPDX-License-Identifier: MIT
 #include <daydream/graph.hpp>
 #include <daydream/iteration.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/registry/params.hpp>
+#include <daydream/registry/specs/amp.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/passes/amp.hpp>
 #include <daydream/semantics/memory.hpp>
@@ -185,19 +186,19 @@ TEST_CASE("amp with a replaced classifier and parameters") {
   apply(m.b.g, amp{.compute = 2, .casts = false, .scaler = false, .classifier = everything_compute});
   CHECK(m.b.g.duration(m.relu_f.kernel) == 20);
   CHECK(m.b.g.duration(m.fc1_f.kernel) == 60);
-  auto p = amp::from_params(pass_params::parse("amp", "compute=4,memory=1.5,activations=1,tf32=2.5"));
+  auto p = from_params<amp>(pass_params::parse("amp", "compute=4,memory=1.5,activations=1,tf32=2.5"));
   CHECK(p.tf32 == 2.5);
   CHECK(p.compute == 4);
   CHECK(p.memory == 1.5);
   CHECK(p.activations == 1);
-  auto q = amp::from_params(pass_params::parse("amp", "dtype=bf16,casts=false,scaler=false"));
+  auto q = from_params<amp>(pass_params::parse("amp", "dtype=bf16,casts=false,scaler=false"));
   CHECK(q.dtype == "bf16");
   CHECK_FALSE(q.casts);
   CHECK_FALSE(q.scaler);
-  CHECK_THROWS_WITH_AS(amp::from_params(pass_params::parse("amp", "dtype=fp32")), doctest::Contains("not modelled"),
+  CHECK_THROWS_WITH_AS(from_params<amp>(pass_params::parse("amp", "dtype=fp32")), doctest::Contains("not modelled"),
                        daydream::usage_error);
-  CHECK_THROWS_AS(amp::from_params(pass_params::parse("amp", "compute=0")), daydream::error);
-  CHECK_THROWS_AS(amp::from_params(pass_params::parse("amp", "compte=2")), daydream::error);
+  CHECK_THROWS_AS(from_params<amp>(pass_params::parse("amp", "compute=0")), daydream::error);
+  CHECK_THROWS_AS(from_params<amp>(pass_params::parse("amp", "compte=2")), daydream::error);
 }
 
 TEST_CASE("amp obeys the pass laws") {

@@ -2,8 +2,9 @@
 // SPDX-License-Identifier: MIT
 #include <daydream/dependency.hpp>
 #include <daydream/graph.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/registry/params.hpp>
+#include <daydream/registry/specs/cuda_graphs.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/passes/cuda_graphs.hpp>
 #include "builder.hpp"
@@ -132,14 +133,14 @@ TEST_CASE("cuda_graphs: a trace already launched by graphs is left alone; its la
 }
 
 TEST_CASE("cuda_graphs: parameters, and what it says where it cannot apply") {
-  auto p = cuda_graphs::from_params(pass_params::parse("cuda_graphs", "scope=model,launch_us=5,node_us=1,gap_us=0"));
+  auto p = from_params<cuda_graphs>(pass_params::parse("cuda_graphs", "scope=model,launch_us=5,node_us=1,gap_us=0"));
   CHECK(p.scope == "model");
   CHECK(p.launch_us == 5);
   CHECK(p.node_us == 1);
   CHECK(p.gap_us == 0);
-  CHECK_THROWS_AS(cuda_graphs::from_params(pass_params::parse("cuda_graphs", "scope=layer")), daydream::usage_error);
-  CHECK_THROWS_AS(cuda_graphs::from_params(pass_params::parse("cuda_graphs", "gap_us=-1")), daydream::error);
-  CHECK_THROWS_AS(cuda_graphs::from_params(pass_params::parse("cuda_graphs", "scop=model")), daydream::error);
+  CHECK_THROWS_AS(from_params<cuda_graphs>(pass_params::parse("cuda_graphs", "scope=layer")), daydream::usage_error);
+  CHECK_THROWS_AS(from_params<cuda_graphs>(pass_params::parse("cuda_graphs", "gap_us=-1")), daydream::error);
+  CHECK_THROWS_AS(from_params<cuda_graphs>(pass_params::parse("cuda_graphs", "scop=model")), daydream::error);
   builder b;
   b.cpu("aten::empty", 10, "", phase::forward);
   CHECK_FALSE(cuda_graphs::applicable(b.g));

@@ -5,8 +5,9 @@
 #include <daydream/graph.hpp>
 #include <daydream/iteration.hpp>
 #include <daydream/kinds.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/registry/params.hpp>
+#include <daydream/registry/specs/dataloader.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/passes/all.hpp>
 #include <daydream/registry/bundled.hpp>
@@ -182,18 +183,18 @@ TEST_CASE("dataloader says why it changes nothing") {
 }
 
 TEST_CASE("dataloader parameters, and its place in the registry") {
-  auto d = dataloader::from_params(pass_params::parse("dataloader", "workers=6,load_time=40ms,handoff=50us,prefetch=3"));
+  auto d = from_params<dataloader>(pass_params::parse("dataloader", "workers=6,load_time=40ms,handoff=50us,prefetch=3"));
   CHECK(d.workers == 6);
   CHECK(d.load_time == 40'000'000);
   CHECK(d.handoff == 50'000);
   CHECK(d.prefetch == 3);
   CHECK(d.contention == 0.25);
-  CHECK(dataloader::from_params(pass_params::parse("dataloader", "contention=0")).contention == 0);
-  CHECK_THROWS_AS(dataloader::from_params(pass_params::parse("dataloader", "contention=-1")), usage_error);
-  CHECK_THROWS_AS(dataloader::from_params(pass_params::parse("dataloader", "workers=0")), usage_error);
-  CHECK_THROWS_AS(dataloader::from_params(pass_params::parse("dataloader", "prefetch=0")), usage_error);
-  CHECK_THROWS_AS(dataloader::from_params(pass_params::parse("dataloader", "workers=-3")), usage_error);
-  CHECK_THROWS_AS(dataloader::from_params(pass_params::parse("dataloader", "load_time=fast")), usage_error);
+  CHECK(from_params<dataloader>(pass_params::parse("dataloader", "contention=0")).contention == 0);
+  CHECK_THROWS_AS(from_params<dataloader>(pass_params::parse("dataloader", "contention=-1")), usage_error);
+  CHECK_THROWS_AS(from_params<dataloader>(pass_params::parse("dataloader", "workers=0")), usage_error);
+  CHECK_THROWS_AS(from_params<dataloader>(pass_params::parse("dataloader", "prefetch=0")), usage_error);
+  CHECK_THROWS_AS(from_params<dataloader>(pass_params::parse("dataloader", "workers=-3")), usage_error);
+  CHECK_THROWS_AS(from_params<dataloader>(pass_params::parse("dataloader", "load_time=fast")), usage_error);
   auto reg = bundled();
   REQUIRE(reg.find("dataloader") != nullptr);
   loader_step s(2);

@@ -2,8 +2,9 @@
 // SPDX-License-Identifier: MIT
 #include <daydream/graph.hpp>
 #include <daydream/launch.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/registry/params.hpp>
+#include <daydream/registry/specs/fused_adam.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/validate.hpp>
 #include <daydream/select.hpp>
@@ -117,8 +118,8 @@ TEST_CASE("fused_adam keeps the optimizer's Python around its operators and disp
   CHECK(r.end[tail] == 95);
   CHECK(r.makespan == 124);
   // apex's FusedAdam makes one call.
-  CHECK(fused_adam::from_params(pass_params::parse("fused_adam", "ops=1")).ops == 1);
-  CHECK_THROWS_AS(fused_adam::from_params(pass_params::parse("fused_adam", "ops=0")), usage_error);
+  CHECK(from_params<fused_adam>(pass_params::parse("fused_adam", "ops=1")).ops == 1);
+  CHECK_THROWS_AS(from_params<fused_adam>(pass_params::parse("fused_adam", "ops=0")), usage_error);
 }
 
 TEST_CASE("fused_adam takes its duration from the estimator it is given") {
@@ -130,7 +131,7 @@ TEST_CASE("fused_adam takes its duration from the estimator it is given") {
   CHECK(seen.cpu_tasks == 2);
   CHECK(seen.cpu_time == 20);
   CHECK(makespan(m.b.g) == 455);
-  CHECK(fused_adam::from_params(pass_params::parse("fused_adam", "traffic=0.5")).traffic == 0.5);
+  CHECK(from_params<fused_adam>(pass_params::parse("fused_adam", "traffic=0.5")).traffic == 0.5);
 }
 
 TEST_CASE("fused_adam keeps the memory the optimizer step allocated") {

@@ -3,8 +3,9 @@
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>
 #include <daydream/launch.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/registry/params.hpp>
+#include <daydream/registry/specs/gist.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/select.hpp>
 #include <daydream/passes/gist.hpp>
@@ -69,7 +70,7 @@ TEST_CASE("gist without a memory model still predicts time, and says so") {
   // enc [130,230), k2 [230,270), k3 [270,310), dec [310,410), k4 [410,650), ... 710
   CHECK(makespan(m.b.g) == 710);
   CHECK(replay(m.b.g).peak_memory == 0);
-  auto p = gist::from_params(pass_params::parse("gist", "ratio=0.125,layers=conv.*,bandwidth=100GB/s"));
+  auto p = from_params<gist>(pass_params::parse("gist", "ratio=0.125,layers=conv.*,bandwidth=100GB/s"));
   CHECK(p.ratio == 0.125);
   CHECK(p.layers == "conv.*");
   CHECK(p.bandwidth == 100e9);

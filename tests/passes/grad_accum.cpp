@@ -2,8 +2,9 @@
 // SPDX-License-Identifier: MIT
 #include <daydream/graph.hpp>
 #include <daydream/iteration.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/registry/params.hpp>
+#include <daydream/registry/specs/grad_accum.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/validate.hpp>
 #include <daydream/passes/grad_accum.hpp>
@@ -52,8 +53,8 @@ TEST_CASE("grad_accum on a CPU-bound step: the CPU overhead is paid k times") {
   CHECK(iteration_time(b.g, replay(b.g), 0) == 400);
   apply(b.g, grad_accum{.k = 2});
   CHECK(iteration_time(b.g, replay(b.g), 0) == 700);
-  CHECK(grad_accum::from_params(pass_params::parse("grad_accum", "k=4")).k == 4);
-  CHECK_THROWS_AS(grad_accum::from_params(pass_params::parse("grad_accum", "k=0")), daydream::error);
+  CHECK(from_params<grad_accum>(pass_params::parse("grad_accum", "k=4")).k == 4);
+  CHECK_THROWS_AS(from_params<grad_accum>(pass_params::parse("grad_accum", "k=0")), daydream::error);
 }
 
 TEST_CASE("grad_accum obeys the pass laws") {

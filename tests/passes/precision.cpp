@@ -1,9 +1,10 @@
 // Tests of the precision pass (FP8 GEMMs) on hand-built graphs.
 // SPDX-License-Identifier: MIT
 #include <daydream/graph.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/passes/precision.hpp>
+#include <daydream/registry/params.hpp>
+#include <daydream/registry/specs/precision.hpp>
 #include "builder.hpp"
 #include <support/pass_laws.hpp>
 
@@ -44,10 +45,10 @@ TEST_CASE("precision:to=fp8 on an FP32 run changes nothing and says to model amp
   auto rep = apply(b.g, precision{});
   CHECK_FALSE(rep.applied);
   CHECK(b.g.duration(gemm.kernel) == 300);
-  auto p = precision::from_params(pass_params::parse("precision", "to=fp8,gemm=1.6"));
+  auto p = from_params<precision>(pass_params::parse("precision", "to=fp8,gemm=1.6"));
   CHECK(p.gemm == 1.6);
-  CHECK_THROWS_AS(precision::from_params(pass_params::parse("precision", "to=fp4")), usage_error);
-  CHECK_THROWS_AS(precision::from_params(pass_params::parse("precision", "gemm=0")), usage_error);
+  CHECK_THROWS_AS(from_params<precision>(pass_params::parse("precision", "to=fp4")), usage_error);
+  CHECK_THROWS_AS(from_params<precision>(pass_params::parse("precision", "gemm=0")), usage_error);
 }
 
 TEST_CASE("precision obeys the pass laws") {

@@ -2,9 +2,9 @@
 // SPDX-License-Identifier: MIT
 #include <daydream/graph.hpp>
 #include <daydream/launch.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/replay.hpp>
+#include <daydream/report.hpp>
 #include <daydream/semantics/memory.hpp>
 #include <daydream/passes/recompute.hpp>
 #include "builder.hpp"

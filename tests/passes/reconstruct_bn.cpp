@@ -1,8 +1,9 @@
 // Tests of the reconstruct_bn pass on hand-built graphs with hand-computed replays.
 // SPDX-License-Identifier: MIT
 #include <daydream/graph.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/registry/params.hpp>
+#include <daydream/registry/specs/reconstruct_bn.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/validate.hpp>
 #include <daydream/passes/reconstruct_bn.hpp>
@@ -63,7 +64,7 @@ TEST_CASE("reconstruct_bn does not apply to a graph without batch norm") {
   CHECK(rep.reason == "no batch-norm kernel (no kernel or operator name matches bn_fw|bn_bw|batch_?norm): the model "
                       "normalizes otherwise (LayerNorm, RMSNorm) or not at all: nothing to reconstruct");
   CHECK(rep.notes.empty());
-  CHECK(reconstruct_bn::from_params(pass_params::parse("reconstruct_bn", "bn_speedup=1.5")).bn_speedup == 1.5);
+  CHECK(from_params<reconstruct_bn>(pass_params::parse("reconstruct_bn", "bn_speedup=1.5")).bn_speedup == 1.5);
 }
 
 TEST_CASE("reconstruct_bn obeys the pass laws") {

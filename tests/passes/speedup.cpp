@@ -1,8 +1,9 @@
 // Tests of the speedup pass on hand-built graphs with hand-computed replays.
 // SPDX-License-Identifier: MIT
 #include <daydream/graph.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/registry/params.hpp>
+#include <daydream/registry/specs/speedup.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/select.hpp>
 #include <daydream/passes/speedup.hpp>
@@ -79,23 +80,23 @@ TEST_CASE("speedup: says what it did not find, and neutral settings change nothi
 }
 
 TEST_CASE("speedup: parameters are read and checked") {
-  auto s = speedup::from_params(pass_params::parse("speedup", "kernels=flash,class=attention,phase=forward|backward,"
+  auto s = from_params<speedup>(pass_params::parse("speedup", "kernels=flash,class=attention,phase=forward|backward,"
                                                                 "factor=1.5,layers=attn.*"));
   CHECK(s.kernels == "flash");
   CHECK(s.klass == "attention");
   CHECK(s.phases == "forward|backward");
   CHECK(s.factor == 1.5);
   CHECK(s.layers == "attn.*");
-  CHECK(speedup::from_params(pass_params::parse("speedup", "duration=2us")).duration == 2000);
-  CHECK_THROWS_WITH_AS(speedup::from_params(pass_params::parse("speedup", "class=gemmm")),
+  CHECK(from_params<speedup>(pass_params::parse("speedup", "duration=2us")).duration == 2000);
+  CHECK_THROWS_WITH_AS(from_params<speedup>(pass_params::parse("speedup", "class=gemmm")),
                        doctest::Contains("unknown class 'gemmm'"), usage_error);
-  CHECK_THROWS_WITH_AS(speedup::from_params(pass_params::parse("speedup", "factor=0")),
+  CHECK_THROWS_WITH_AS(from_params<speedup>(pass_params::parse("speedup", "factor=0")),
                        doctest::Contains("factor must be a positive number"), usage_error);
-  CHECK_THROWS_WITH_AS(speedup::from_params(pass_params::parse("speedup", "phase=fwd")),
+  CHECK_THROWS_WITH_AS(from_params<speedup>(pass_params::parse("speedup", "phase=fwd")),
                        doctest::Contains("unknown phase 'fwd'"), usage_error);
-  CHECK_THROWS_WITH_AS(speedup::from_params(pass_params::parse("speedup", "kernels=(")),
+  CHECK_THROWS_WITH_AS(from_params<speedup>(pass_params::parse("speedup", "kernels=(")),
                        doctest::Contains("bad kernels pattern '('"), usage_error);
-  CHECK_THROWS_AS(speedup::from_params(pass_params::parse("speedup", "factr=2")), error);
+  CHECK_THROWS_AS(from_params<speedup>(pass_params::parse("speedup", "factr=2")), error);
 }
 
 TEST_CASE("speedup obeys the pass laws") {

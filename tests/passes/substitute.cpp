@@ -1,9 +1,10 @@
 // Tests of the substitute pass on hand-built graphs with hand-computed replays.
 // SPDX-License-Identifier: MIT
 #include <daydream/graph.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/launch.hpp>
+#include <daydream/registry/params.hpp>
+#include <daydream/registry/specs/substitute.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/validate.hpp>
 #include <daydream/select.hpp>
@@ -46,7 +47,7 @@ TEST_CASE("substitute fuses two layers into one kernel per phase") {
 
 TEST_CASE("substitute from parameters: one fused kernel per phase with the replaced time") {
   mlp m;
-  auto s = substitute::from_params(pass_params::parse("substitute", "layers=fc1|relu,name=fc_relu,forward=100ns"));
+  auto s = from_params<substitute>(pass_params::parse("substitute", "layers=fc1|relu,name=fc_relu,forward=100ns"));
   REQUIRE(s.kernels.size() == 2);
   CHECK(s.kernels[0].name == "fc_relu_forward");
   CHECK(s.kernels[0].duration == 100);
@@ -54,7 +55,7 @@ TEST_CASE("substitute from parameters: one fused kernel per phase with the repla
   apply(m.b.g, s);
   // F [10,110), B (40 + 240 = 280) [110,390), k5, k6: 450
   CHECK(makespan(m.b.g) == 450);
-  CHECK_THROWS_AS(substitute::from_params(pass_params::parse("substitute", "")), daydream::error);
+  CHECK_THROWS_AS(from_params<substitute>(pass_params::parse("substitute", "")), daydream::error);
 }
 
 TEST_CASE("substitute fuses each run of consecutive selected layers separately") {
@@ -67,7 +68,7 @@ TEST_CASE("substitute fuses each run of consecutive selected layers separately")
     for (int i = 0; i < 2; ++i) b.op("volta_sgemm_128x64_tn", 10, l, phase::forward, 0, 0, "aten::mm", 100);
   for (auto l : {"c", "b", "a"}) b.op("volta_sgemm_128x64_nt", 10, l, phase::backward, 0, 0, "aten::mm", 100);
   CHECK(makespan(b.g) == 910);
-  auto s = substitute::from_params(pass_params::parse("substitute", "layers=a|c"));
+  auto s = from_params<substitute>(pass_params::parse("substitute", "layers=a|c"));
   pass_report rep;
   apply(b.g, [&](graph& g) { rep = s(g); });
   CHECK(makespan(b.g) == 710);
@@ -89,7 +90,7 @@ TEST_CASE("substitute's default fusion matches module names as PyTorch writes th
     b.op("volta_sgemm_128x64_nt", 10, l, phase::backward, 0, 0, "aten::mm", 100);
   CHECK(makespan(b.g) == 810);
   CHECK(substitute::applicable(b.g));
-  auto s = substitute::from_params(pass_params::parse("substitute", std::string(substitute::scenario_params)));
+  auto s = from_params<substitute>(pass_params::parse("substitute", std::string(pass_spec<substitute>::scenario_params)));
   CHECK(s.layers == substitute::default_fusion);
   pass_report rep;
   apply(b.g, [&](graph& g) { rep = s(g); });

@@ -2,8 +2,9 @@
 // SPDX-License-Identifier: MIT
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/registry/params.hpp>
+#include <daydream/registry/specs/vdnn.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/select.hpp>
 #include <daydream/semantics/memory.hpp>
@@ -57,7 +58,7 @@ TEST_CASE("vdnn on a slow link: offloads stall the forward") {
   // O1 [20,1020); k2 waits for it: [1020,1060); P1 starts after k2 (relu's backward may
   // start) [1060,2060); k3 [1060,1100); k4 [2060,2300); k5, k6: 2360.
   CHECK(replay(g, priority_policy{}).makespan == 2360);
-  auto p = vdnn::from_params(pass_params::parse("vdnn", "bandwidth=16GB/s,lookahead=2,layers=conv.*"));
+  auto p = from_params<vdnn>(pass_params::parse("vdnn", "bandwidth=16GB/s,lookahead=2,layers=conv.*"));
   CHECK(p.bandwidth == 16e9);
   CHECK(p.lookahead == 2);
 }

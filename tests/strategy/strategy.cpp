@@ -125,6 +125,42 @@ TEST_CASE("cluster_spec: NODESxDEVICES with link keys, presets, and bad specs na
         std::string::npos);
 }
 
+TEST_CASE("cluster_spec: the distributed passes' names for the same quantities are synonyms") {
+  // bandwidth= is nic=, latency= is nic_latency=, machines= is a preset's nodes=.
+  auto a = ds::cluster_spec::parse("4x8:nvlink=300GB/s,bandwidth=100Gbps,latency=10us");
+  auto b = ds::cluster_spec::parse("4x8:nvlink=300GB/s,nic=100Gbps,nic_latency=10us");
+  CHECK(a.links.network.bandwidth == doctest::Approx(12.5e9));
+  CHECK(a.links.network.latency == doctest::Approx(10'000));
+  CHECK(a.links.network.bandwidth == b.links.network.bandwidth);
+  CHECK(a.links.network.latency == b.links.network.latency);
+  auto m = ds::cluster_spec::parse("dgx-a100:machines=4");
+  CHECK(m.links.machines == 4);
+  CHECK(m.devices() == ds::cluster_spec::parse("dgx-a100:nodes=4").devices());
+  CHECK(error_of([] { ds::cluster_spec::parse("dgx-a100:machines=0"); }).find("nodes must be at least 1") !=
+        std::string::npos);
+  SUBCASE("a quantity given under both names is a usage error naming the spec and both keys") {
+    auto both = [](const char* spec) {
+      try {
+        (void)ds::cluster_spec::parse(spec);
+      } catch (const daydream::usage_error& e) {
+        return std::string(e.what());
+      }
+      return std::string("no usage_error");
+    };
+    CHECK(both("2x8:nic=100Gbps,bandwidth=25Gbps") ==
+          "daydream: cluster '2x8:nic=100Gbps,bandwidth=25Gbps': nic= and bandwidth= name the same quantity; "
+          "give one of them");
+    CHECK(both("2x8:nic_latency=5us,latency=5us").find("nic_latency= and latency= name the same quantity") !=
+          std::string::npos);
+    CHECK(both("dgx-h100:nodes=2,machines=2").find("nodes= and machines= name the same quantity") !=
+          std::string::npos);
+  }
+  SUBCASE("a shape NODESxDEVICES takes no node count, under either name") {
+    CHECK(error_of([] { ds::cluster_spec::parse("2x8:machines=4"); }).find("no parameter named: machines") !=
+          std::string::npos);
+  }
+}
+
 TEST_CASE("strategy_spec: parse, canonical form, bad items named") {
   auto s = ds::strategy_spec::parse("tp=2,dp=8,pp=4,micro=16,zero=1,recompute=blocks");
   CHECK(s.dp == 8);

@@ -6,9 +6,9 @@
 #include <daydream/compare/profile.hpp>
 #include <daydream/fidelity.hpp>
 #include <daydream/iteration.hpp>
-#include <daydream/params.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/io/kineto.hpp>
+#include <daydream/report.hpp>
 #include <daydream/semantics/format.hpp>
 #include <daydream/registry/registry.hpp>
 

@@ -21,6 +21,8 @@
 #include <daydream/passes/ddp.hpp>
 #include <daydream/passes/grad_accum.hpp>
 #include <daydream/passes/recompute.hpp>
+#include <daydream/registry/specs/grad_accum.hpp>
+#include <daydream/registry/specs/recompute.hpp>
 #include <daydream/passes/tensor_fusion.hpp>
 #include <daydream/passes/tensor_partition.hpp>
 #include <daydream/insert.hpp>

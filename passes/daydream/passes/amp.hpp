@@ -6,8 +6,8 @@
 #include <daydream/graph.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/launch.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/report.hpp>
 #include <daydream/select.hpp>
 #include <daydream/update.hpp>
 #include <daydream/insert.hpp>
@@ -89,11 +89,6 @@ namespace daydream::passes {
 ///     daydream::apply(g, daydream::passes::amp{.compute = 2});      // an older GPU
 struct amp {
   static constexpr std::string_view name = "amp"; ///< the --pass name
-  /// One line for daydream-whatif --help.
-  static constexpr std::string_view help =
-      "mixed precision (autocast): compute-bound kernels /compute, memory-bound /memory, the casts autocast adds "
-      "and GradScaler's sync (fp16); leaves a run already in bf16/fp16/fp8 alone. params: dtype=fp16|bf16, "
-      "compute=3, tf32=2, memory=2, activations=0.5, casts=true, scaler=true (fp16 only)";
   double compute = 3;       ///< speedup of compute-bound kernels
   double tf32 = 2;          ///< speedup of compute-bound kernels already on TF32 tensor cores
   double memory = 2;        ///< speedup of memory-bound kernels
@@ -106,23 +101,6 @@ struct amp {
   double already = 0.5;
   kernel_classifier classifier = kernel_classifier::defaults(); ///< decides the class of a kernel
   std::size_t list_unclassified = 20; ///< at most this many unclassified names in the report
-
-  /// Reads `dtype`, `compute`, `tf32`, `memory`, `activations`, `casts` and `scaler`.
-  static amp from_params(const pass_params& p) {
-    amp a;
-    a.dtype = p.get_string("dtype", a.dtype);
-    a.compute = p.get_double("compute", a.compute);
-    a.tf32 = p.get_double("tf32", a.tf32);
-    a.memory = p.get_double("memory", a.memory);
-    a.activations = p.get_double("activations", a.activations);
-    a.casts = p.get_bool("casts", a.casts);
-    a.scaler = p.get_bool("scaler", a.scaler);
-    p.finish();
-    if (!(a.compute > 0) || !(a.tf32 > 0) || !(a.memory > 0))
-      throw error("daydream: pass 'amp': compute, tf32 and memory must be positive speedups");
-    a.check_dtype();
-    return a;
-  }
 
   /// The GEMM and convolution time of `g` (compute-bound kernels, by `classes`) and how
   /// much of it already runs in reduced precision, with the precisions found ("bf16 (12)").
@@ -269,16 +247,20 @@ struct amp {
     return rep;
   }
 
-private:
-  static std::string already_reduced(const precision_found& p) {
-    return "already reduced precision: " + fmt_share(p.reduced_time, p.compute_time) +
-           " of the GEMM/convolution time runs in " + p.which + " kernels (by their names): nothing to gain from AMP";
-  }
+  /// Throws daydream::usage_error unless `dtype` is one the pass models (fp16, bf16); the
+  /// call operator checks it too.
   void check_dtype() const {
     if (dtype != "fp16" && dtype != "bf16")
       throw usage_error("daydream: pass 'amp': dtype must be fp16 or bf16 (got '" + dtype +
                         "'); the reverse question, a reduced-precision run in FP32, is not modelled");
   }
+
+private:
+  static std::string already_reduced(const precision_found& p) {
+    return "already reduced precision: " + fmt_share(p.reduced_time, p.compute_time) +
+           " of the GEMM/convolution time runs in " + p.which + " kernels (by their names): nothing to gain from AMP";
+  }
+
   static std::string fmt_share(time_ns part, time_ns whole) {
     return std::to_string(int(std::lround(100.0 * double(part) / double(std::max<time_ns>(whole, 1))))) + "%";
   }

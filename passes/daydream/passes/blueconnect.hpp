@@ -33,43 +33,17 @@ namespace daydream::passes {
 /// for the last stage of every bucket (a GPU stream wait). A trace's recorded all-reduces
 /// are replaced (run_data_parallel). With one worker the graph is left unchanged.
 ///
-/// The default machine shape is the one BlueConnect is for: `workers=16` alone means 2
-/// machines of 8 GPUs (default_workers_per_machine), not 16 machines of one GPU, where
-/// every stage but the inter-machine ones would vanish and the pass would equal ddp.
-///
 ///     daydream::apply(g, daydream::passes::blueconnect{
 ///         .cluster = {.machines = 4, .workers_per_machine = 8, .network = {100e9 / 8, 5'000}, .nvlink = {150e9, 1'000}}});
-///     daydream::apply(g, daydream::passes::blueconnect::from_params(daydream::pass_params::parse(
-///         "blueconnect", "machines=4,workers_per_machine=8,nvlink=150GB/s,bandwidth=100Gbps")));
 struct blueconnect {
   /// The name on the command line.
   static constexpr std::string_view name = "blueconnect";
-  /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
-  static constexpr std::string_view scenario_params = "machines=2,workers_per_machine=8,bandwidth=25Gbps";
-  /// One line for `daydream-whatif --help`.
-  static constexpr std::string_view help =
-      "BlueConnect: all-reduce as reduce-scatter/all-gather stages within and across machines, "
-      "on parallel channels. params: cluster keys (workers= alone means machines of 8 GPUs; machines=, "
-      "workers_per_machine=, nvlink=, bandwidth=, ...), bucket_cap=25MiB, first_bucket=1MiB, model_bytes= "
-      "(when the trace has no sizes)";
-  /// GPUs per machine when only `workers=` is given: the hierarchy is the point.
-  static constexpr std::uint32_t default_workers_per_machine = 8;
 
-  daydream::cluster cluster; ///< the cluster (read by from_params with cluster::from_params)
+  daydream::cluster cluster; ///< the cluster the workers run on
   layer_bytes sizes;         ///< optional layer -> gradient bytes; empty: from the trace
   double model_bytes = 0;    ///< total gradient bytes to spread when the trace has no sizes
   std::uint64_t bucket_cap = 25_MiB;  ///< DDP's bucket_cap_mb = 25
   std::uint64_t first_bucket = 1_MiB; ///< DDP's first bucket: 1 MiB
-
-  /// Reads the cluster keys (`workers=N` alone: machines of default_workers_per_machine
-  /// GPUs), `model_bytes`, `bucket_cap` and `first_bucket`.
-  static blueconnect from_params(const pass_params& p) {
-    blueconnect x;
-    read_cluster(x, p, default_workers_per_machine);
-    read_buckets(x, p);
-    p.finish();
-    return x;
-  }
 
   /// Why the default what-if run leaves the pass out on `g`, or "" when it runs it
   /// (data_parallel_not_applicable: no backward, no gradient sizes, or a trace that

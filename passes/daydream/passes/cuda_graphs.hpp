@@ -7,8 +7,8 @@
 #include <daydream/graph.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/launch.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/report.hpp>
 #include <daydream/select.hpp>
 #include <daydream/trace_order.hpp>
 #include <daydream/update.hpp>
@@ -69,12 +69,6 @@ namespace daydream::passes {
 ///     daydream::apply(g, daydream::passes::cuda_graphs{.scope = "model"});  // forward + backward
 struct cuda_graphs {
   static constexpr std::string_view name = "cuda_graphs"; ///< the --pass name
-  /// One line for daydream-whatif --help.
-  static constexpr std::string_view help =
-      "CUDA graphs: each step's launches captured once and replayed; a captured region's CPU work becomes one "
-      "graph launch (launch_us + node_us per kernel, fit to the trace's graph launches when it has them), its "
-      "kernels idle gap_us between them; syncs, host copies and data-dependent shapes stay eager. params: "
-      "scope=step|model, launch_us=20, node_us=2, gap_us=0.5";
   std::string scope = "step"; ///< "step" (all but data loading) or "model" (forward and backward)
   double launch_us = -1;      ///< CPU cost of one graph launch, us; < 0: fit to the trace, else 20
   double node_us = -1;        ///< CPU cost per node of a graph launch, us; < 0: fit to the trace, else 2
@@ -82,18 +76,6 @@ struct cuda_graphs {
 
   static constexpr double default_launch_us = 20; ///< launch_us when the trace has no graph launch
   static constexpr double default_node_us = 2;    ///< node_us when the trace has no graph launch
-
-  /// Reads `scope`, `launch_us`, `node_us` and `gap_us`.
-  static cuda_graphs from_params(const pass_params& p) {
-    cuda_graphs c;
-    c.scope = p.get_string("scope", c.scope);
-    c.launch_us = p.get_double("launch_us", c.launch_us);
-    c.node_us = p.get_double("node_us", c.node_us);
-    c.gap_us = p.get_double("gap_us", c.gap_us);
-    p.finish();
-    c.check();
-    return c;
-  }
 
   /// Whether some CPU task of `g` launches GPU work.
   static bool applicable(const graph& g) { return not_applicable(g).empty(); }
@@ -213,7 +195,8 @@ struct cuda_graphs {
     return rep;
   }
 
-private:
+  /// Throws daydream::error (usage_error for `scope`) when a parameter is out of range;
+  /// the call operator checks them too.
   void check() const {
     if (scope != "step" && scope != "model")
       throw usage_error("daydream: pass 'cuda_graphs': scope must be step or model (got '" + scope + "')");
@@ -221,6 +204,7 @@ private:
       throw error("daydream: pass 'cuda_graphs': launch_us, node_us and gap_us must be finite, gap_us >= 0");
   }
 
+private:
   std::string scope_text() const {
     return scope == "step" ? "step: every phase but data loading" : "model: forward and backward";
   }

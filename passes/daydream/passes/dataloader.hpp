@@ -8,8 +8,8 @@
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>
 #include <daydream/kinds.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/report.hpp>
 #include <daydream/resource.hpp>
 #include <daydream/select.hpp>
 #include <daydream/trace_order.hpp>
@@ -135,29 +135,11 @@ inline std::vector<dataloader_fetch> dataloader_fetches(const graph& g) {
 ///     daydream::apply(g, daydream::passes::dataloader{.workers = 8, .load_time = 40'000'000});
 struct dataloader {
   static constexpr std::string_view name = "dataloader"; ///< the --pass name
-  /// One line for daydream-whatif --help.
-  static constexpr std::string_view help =
-      "load batches in worker processes (DataLoader num_workers) instead of the main thread. "
-      "params: workers=4, load_time= (per batch; default: measured __next__ time), "
-      "handoff=100us, prefetch=2 (batches per worker), contention=0.25 (CPU slowdown per core busy loading)";
   std::int64_t workers = 4;     ///< worker processes (num_workers)
   time_ns load_time = 0;        ///< time to load one batch; 0: each fetch's span in the trace
   time_ns handoff = 100'000;    ///< main-thread cost of receiving a batch from a worker
   std::int64_t prefetch = 2;    ///< batches requested ahead per worker (prefetch_factor)
   double contention = 0.25;     ///< slowdown of the training threads' CPU work per core busy loading
-
-  /// Reads `workers`, `load_time`, `handoff` and `prefetch`.
-  static dataloader from_params(const pass_params& p) {
-    dataloader d;
-    d.workers = p.get_int("workers", d.workers);
-    d.load_time = static_cast<time_ns>(std::llround(p.get_time_ns("load_time", double(d.load_time))));
-    d.handoff = static_cast<time_ns>(std::llround(p.get_time_ns("handoff", double(d.handoff))));
-    d.prefetch = p.get_int("prefetch", d.prefetch);
-    d.contention = p.get_double("contention", d.contention);
-    p.finish();
-    d.check();
-    return d;
-  }
 
   /// Why the pass would change nothing on `g` with its default parameters, or "" when
   /// it would change something.
@@ -243,6 +225,16 @@ struct dataloader {
     return rep;
   }
 
+  /// Throws daydream::usage_error when a parameter is out of range; the call operator
+  /// checks them too.
+  void check() const {
+    if (workers < 1) throw usage_error("daydream: pass 'dataloader': workers must be at least 1");
+    if (prefetch < 1) throw usage_error("daydream: pass 'dataloader': prefetch must be at least 1");
+    if (load_time < 0 || handoff < 0)
+      throw usage_error("daydream: pass 'dataloader': load_time and handoff cannot be negative");
+    if (!(contention >= 0)) throw usage_error("daydream: pass 'dataloader': contention cannot be negative");
+  }
+
 private:
   static std::string format_ratio(double x) {
     char buf[32];
@@ -277,13 +269,6 @@ private:
     return factor;
   }
 
-  void check() const {
-    if (workers < 1) throw usage_error("daydream: pass 'dataloader': workers must be at least 1");
-    if (prefetch < 1) throw usage_error("daydream: pass 'dataloader': prefetch must be at least 1");
-    if (load_time < 0 || handoff < 0)
-      throw usage_error("daydream: pass 'dataloader': load_time and handoff cannot be negative");
-    if (!(contention >= 0)) throw usage_error("daydream: pass 'dataloader': contention cannot be negative");
-  }
   /// Why these fetches give nothing to do, or "".
   std::string nothing_to_do(const std::vector<dataloader_fetch>& fs) const {
     if (fs.empty())

@@ -38,38 +38,17 @@ namespace daydream::passes {
 ///
 ///     using namespace daydream::literals;
 ///     daydream::apply(g, daydream::passes::ddp{.cluster = {.machines = 16}, .bucket_cap = 25_MiB});
-///     // as the command line gives it
-///     auto p = daydream::passes::ddp::from_params(
-///         daydream::pass_params::parse("ddp", "workers=16,bandwidth=25Gbps"));
 struct ddp {
   /// The name on the command line.
   static constexpr std::string_view name = "ddp";
-  /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
-  static constexpr std::string_view scenario_params = "workers=16,bandwidth=25Gbps";
-  /// One line for `daydream-whatif --help`.
-  static constexpr std::string_view help =
-      "data-parallel all-reduce with DDP buckets. params: workers=, machines=, "
-      "workers_per_machine=, bandwidth=25Gbps, latency=5us, nvlink=, pcie=12GB/s, "
-      "bucket_cap=25MiB, first_bucket=1MiB, algorithm=ring|tree|halving_doubling, model_bytes= (when the trace has no sizes)";
 
-  daydream::cluster cluster; ///< the cluster (read by from_params with cluster::from_params)
+  daydream::cluster cluster; ///< the cluster the workers run on
   layer_bytes sizes;         ///< optional layer -> gradient bytes; empty: from the trace
   double model_bytes = 0;    ///< total gradient bytes to spread when the trace has no sizes
   std::uint64_t bucket_cap = 25_MiB;  ///< DDP's bucket_cap_mb = 25
   std::uint64_t first_bucket = 1_MiB; ///< DDP's first bucket: 1 MiB
   all_reduce_algorithm algorithm = all_reduce_algorithm::ring; ///< the collective's algorithm
   std::vector<gradient> gradients; ///< optional explicit gradients; overrides `sizes` and the trace
-
-  /// Reads the cluster keys (cluster::from_params), `model_bytes`, `bucket_cap`,
-  /// `first_bucket` and `algorithm`.
-  static ddp from_params(const pass_params& p) {
-    ddp d;
-    read_cluster(d, p);
-    read_buckets(d, p);
-    d.algorithm = parse_all_reduce_algorithm(p.get_string("algorithm", "ring"));
-    p.finish();
-    return d;
-  }
 
   /// Why the default what-if run leaves the pass out on `g`, or "" when it runs it
   /// (data_parallel_not_applicable: no backward, no gradient sizes, or a trace that

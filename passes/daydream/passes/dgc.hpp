@@ -47,18 +47,9 @@ namespace daydream::passes {
 /// unchanged.
 ///
 ///     daydream::apply(g, daydream::passes::dgc{.cluster = {.machines = 16}, .ratio = 0.001});
-///     daydream::apply(g, daydream::passes::dgc::from_params(
-///         daydream::pass_params::parse("dgc", "workers=16,bandwidth=10Gbps,ratio=0.001")));
 struct dgc {
   /// The name on the command line.
   static constexpr std::string_view name = "dgc";
-  /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
-  static constexpr std::string_view scenario_params = "workers=16,bandwidth=25Gbps";
-  /// One line for `daydream-whatif --help`.
-  static constexpr std::string_view help =
-      "Deep Gradient Compression: all-gather of top-ratio sparse gradients plus compression and "
-      "decompression kernels. params: cluster keys (workers=, bandwidth=, ...), ratio=0.001, "
-      "compress_passes=8, mem_bandwidth=500GB/s, bucket_cap=25MiB, first_bucket=1MiB, model_bytes= (when the trace has no sizes)";
 
   /// The physical range of a GPU's memory throughput: a value measured on the trace
   /// outside it is not a memory throughput (copies too small to amortize their fixed
@@ -73,7 +64,7 @@ struct dgc {
   /// `default_kernel_floor` is used.
   static constexpr time_ns max_kernel_floor = 20'000, default_kernel_floor = 2'000;
 
-  daydream::cluster cluster; ///< the cluster (read by from_params with cluster::from_params)
+  daydream::cluster cluster; ///< the cluster the workers run on
   layer_bytes sizes;         ///< optional layer -> gradient bytes; empty: from the trace
   double model_bytes = 0;    ///< total gradient bytes to spread when the trace has no sizes
   std::uint64_t bucket_cap = 25_MiB;  ///< DDP's bucket_cap_mb = 25
@@ -81,21 +72,6 @@ struct dgc {
   double ratio = 0.001;         ///< fraction of the gradient sent (99.9% sparsity)
   double compress_passes = 8;   ///< memory passes over the gradient to compress it
   double mem_bandwidth = 500e9; ///< bytes/s, when the trace has nothing (plausible) to measure
-
-  /// Reads the cluster keys, `model_bytes`, `ratio`, `compress_passes`, `mem_bandwidth`,
-  /// `bucket_cap` and `first_bucket`.
-  static dgc from_params(const pass_params& p) {
-    dgc x;
-    read_cluster(x, p);
-    read_buckets(x, p);
-    x.ratio = p.get_double("ratio", x.ratio);
-    x.compress_passes = p.get_double("compress_passes", x.compress_passes);
-    x.mem_bandwidth = p.get_bandwidth("mem_bandwidth", x.mem_bandwidth);
-    p.finish();
-    if (!(x.ratio > 0 && x.ratio <= 1)) throw usage_error("daydream: pass 'dgc': ratio must be in (0, 1]");
-    if (!(x.mem_bandwidth > 0)) throw usage_error("daydream: pass 'dgc': mem_bandwidth must be positive");
-    return x;
-  }
 
   /// Why the default what-if run leaves the pass out on `g`, or "" when it runs it
   /// (data_parallel_not_applicable: no backward, no gradient sizes, or a trace that

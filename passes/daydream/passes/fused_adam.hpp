@@ -6,8 +6,8 @@
 #include <daydream/graph.hpp>
 #include <daydream/iteration.hpp>
 #include <daydream/kinds.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/report.hpp>
 #include <daydream/select.hpp>
 #include <daydream/semantics/edit.hpp>
 #include <daydream/semantics/format.hpp>
@@ -128,26 +128,11 @@ inline optimizer_cpu split_optimizer_cpu(const graph& g, std::vector<task_id> cp
 ///       return s.kernel_time / 4; }});
 struct fused_adam {
   static constexpr std::string_view name = "fused_adam"; ///< the --pass name
-  /// One line for daydream-whatif --help.
-  static constexpr std::string_view help =
-      "fused optimizer: each weight-update phase becomes one kernel of traffic x the removed kernel time, "
-      "launched by ops operator calls; the optimizer's Python around its operators stays. "
-      "params: traffic=0.35, ops=2";
   double traffic = 0.35; ///< fused kernel time / removed kernel time (memory-traffic ratio)
   /// Operator calls the fused step makes (PyTorch's Adam(fused=True): 2; apex: 1).
   std::int64_t ops = 2;
   /// Duration of the fused kernel; empty: `traffic` x the removed kernel time.
   std::function<time_ns(const optimizer_step&)> estimate = {};
-
-  /// Reads `traffic`.
-  static fused_adam from_params(const pass_params& p) {
-    fused_adam f;
-    f.traffic = p.get_double("traffic", f.traffic);
-    f.ops = p.get_int("ops", f.ops);
-    p.finish();
-    if (f.ops < 1) throw usage_error("daydream: pass 'fused_adam': ops must be at least 1 (the calls that launch the fused kernel)");
-    return f;
-  }
 
   /// The optimizers the trace's step annotations name (`Optimizer.step#NAME.step`, as
   /// PyTorch's profiler marks each optimizer step): "SGD", "Adam", "FusedAdam", ... in

@@ -6,8 +6,8 @@
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>
 #include <daydream/kinds.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/report.hpp>
 #include <daydream/semantics/edit.hpp>
 #include <daydream/semantics/estimate.hpp>
 #include <daydream/semantics/format.hpp>
@@ -49,26 +49,9 @@ namespace daydream::passes {
 ///     daydream::apply(g, daydream::passes::gist{.ratio = 1.0 / 32, .layers = ".*relu.*"});
 struct gist {
   static constexpr std::string_view name = "gist"; ///< the --pass name
-  /// One line for daydream-whatif --help.
-  static constexpr std::string_view help =
-      "encode stashed activations after the forward, decode before the backward. "
-      "params: ratio=0.5 (encoded/original size), layers= (regex, whole name; empty: all), "
-      "bandwidth=300GB/s (only when no elementwise kernel can be measured)";
   double ratio = 0.5;        ///< encoded size / stashed size
   std::string layers = {};   ///< layers to encode (whole-name regex); empty: every layer
   double bandwidth = 300e9;  ///< bytes/s of encode and decode when nothing can be measured
-
-  /// Reads `ratio`, `layers` and `bandwidth`.
-  static gist from_params(const pass_params& p) {
-    gist s;
-    s.ratio = p.get_double("ratio", s.ratio);
-    s.layers = p.get_string("layers", s.layers);
-    s.bandwidth = p.get_bandwidth("bandwidth", s.bandwidth);
-    p.finish();
-    if (s.ratio > 1) throw error("daydream: pass 'gist': ratio is encoded/original size, at most 1");
-    if (!(s.bandwidth > 0)) throw error("daydream: pass 'gist': bandwidth must be positive");
-    return s;
-  }
 
   /// Why no layer of `g` stashes tensors of known size for its backward ("" when one
   /// does): what the trace lacks and how to record it.

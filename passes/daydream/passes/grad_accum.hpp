@@ -8,8 +8,8 @@
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>
 #include <daydream/kinds.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/report.hpp>
 #include <daydream/select.hpp>
 #include <daydream/update.hpp>
 #include <daydream/semantics/format.hpp>
@@ -48,20 +48,7 @@ namespace daydream::passes {
 ///     daydream::apply(g, daydream::passes::grad_accum{.k = 4});
 struct grad_accum {
   static constexpr std::string_view name = "grad_accum"; ///< the --pass name
-  /// One line for daydream-whatif --help.
-  static constexpr std::string_view help =
-      "gradient accumulation: forward+backward repeated k times with kernels scaled 1/k, "
-      "one weight update. params: k=2";
   std::int64_t k = 2; ///< micro-batches per iteration
-
-  /// Reads `k`.
-  static grad_accum from_params(const pass_params& p) {
-    grad_accum a;
-    a.k = p.get_int("k", a.k);
-    p.finish();
-    if (a.k < 1) throw error("daydream: pass 'grad_accum': k must be at least 1");
-    return a;
-  }
 
   /// Whether `g` trains: it has backward tasks.
   static bool applicable(const graph& g) { return not_applicable(g).empty(); }

@@ -34,38 +34,19 @@ namespace daydream::passes {
 ///
 ///     using namespace daydream::literals;
 ///     auto [reports, r] = daydream::what_if(g, daydream::passes::p3{.cluster = {.machines = 4}, .slice = 160_KB});
-///     // what_if replays with p3's policy; as the command line gives it:
-///     auto p = daydream::passes::p3::from_params(
-///         daydream::pass_params::parse("p3", "workers=4,bandwidth=10Gbps,slice=160KB"));
+///     // what_if replays with p3's policy
 struct p3 {
   /// The name on the command line.
   static constexpr std::string_view name = "p3";
-  /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
-  static constexpr std::string_view scenario_params = "workers=16,bandwidth=25Gbps";
-  /// One line for `daydream-whatif --help`.
-  static constexpr std::string_view help =
-      "P3: sliced parameter-server push/pull, earlier layers first, next forward overlaps. "
-      "params: cluster keys (workers=, bandwidth=, ps=, ...), slice=160KB, iterations=3, model_bytes= (when the trace has no sizes)";
 
   /// Replays with priorities (set with reschedule): the links pick the next transfer by them.
   using policy = daydream::priority_policy;
 
-  daydream::cluster cluster; ///< the cluster (read by from_params with cluster::from_params)
+  daydream::cluster cluster; ///< the cluster the workers run on
   layer_bytes sizes;         ///< optional layer -> gradient bytes; empty: from the trace
   double model_bytes = 0;    ///< total gradient bytes to spread when the trace has no sizes
   std::uint32_t iterations = 3;  ///< copies when the graph holds one iteration
   std::uint64_t slice = 160_KB;  ///< 40,000 fp32 parameters
-
-  /// Reads the cluster keys, `model_bytes`, `slice` (bytes) and `iterations`.
-  static p3 from_params(const pass_params& p) {
-    p3 x;
-    read_cluster(x, p);
-    x.slice = static_cast<std::uint64_t>(p.get_bytes("slice", double(x.slice)));
-    read_iterations(x, p);
-    p.finish();
-    if (x.slice == 0) throw usage_error("daydream: pass 'p3': slice must be positive");
-    return x;
-  }
 
   /// Why the default what-if run leaves the pass out on `g`, or "" when it runs it
   /// (data_parallel_not_applicable: no backward, no gradient sizes, or a trace that

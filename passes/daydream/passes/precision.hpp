@@ -5,8 +5,8 @@
 
 #include <daydream/graph.hpp>
 #include <daydream/kinds.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/report.hpp>
 #include <daydream/select.hpp>
 #include <daydream/update.hpp>
 #include <daydream/semantics/format.hpp>
@@ -36,23 +36,8 @@ namespace daydream::passes {
 ///     daydream::apply(g, daydream::passes::precision{.gemm = 1.6}); // what a real recipe measured
 struct precision {
   static constexpr std::string_view name = "precision"; ///< the --pass name
-  /// One line for daydream-whatif --help.
-  static constexpr std::string_view help =
-      "GEMMs in another precision: to=fp8 runs the bf16/fp16 GEMM kernels of a reduced-precision run on FP8 "
-      "tensor cores (Hopper and later), the rest unchanged. params: to=fp8, gemm=2 (speedup)";
-  static constexpr std::string_view scenario_params = "to=fp8"; ///< the default what-if scenario
   std::string to = "fp8"; ///< the target precision (only fp8 is modelled)
   double gemm = 2;        ///< speedup of a bf16/fp16 GEMM kernel in FP8
-
-  /// Reads `to` and `gemm`.
-  static precision from_params(const pass_params& p) {
-    precision x;
-    x.to = p.get_string("to", x.to);
-    x.gemm = p.get_double("gemm", x.gemm);
-    p.finish();
-    x.check();
-    return x;
-  }
 
   /// Why the pass changes nothing on `g`, "" when it changes something.
   static std::string not_applicable(const graph& g) {
@@ -98,13 +83,16 @@ struct precision {
     return rep;
   }
 
-private:
+  /// Throws daydream::usage_error when a parameter is out of range (`to` other than fp8,
+  /// `gemm` not positive); the call operator checks them too.
   void check() const {
     if (to != "fp8")
       throw usage_error("daydream: pass 'precision': to must be fp8 (got '" + to +
                         "'); for FP32 -> fp16/bf16 use the amp pass");
     if (!(gemm > 0)) throw usage_error("daydream: pass 'precision': gemm must be a positive speedup");
   }
+
+private:
   struct counts {
     time_ns gemm_time = 0, reduced_time = 0, fp8_time = 0;
   };

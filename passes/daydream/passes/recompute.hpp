@@ -8,8 +8,8 @@
 #include <daydream/insert.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/launch.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/report.hpp>
 #include <daydream/update.hpp>
 #include <daydream/semantics/format.hpp>
 #include <daydream/semantics/layers.hpp>
@@ -48,19 +48,7 @@ namespace daydream::passes {
 ///     daydream::apply(g, daydream::passes::recompute{.layers = "layer[34]\\..*"});
 struct recompute {
   static constexpr std::string_view name = "recompute"; ///< the --pass name
-  /// One line for daydream-whatif --help.
-  static constexpr std::string_view help =
-      "re-run the forward of selected layers before their backward instead of stashing. "
-      "params: layers= (regex, whole name; empty: all)";
   std::string layers = {}; ///< layers to re-compute (whole-name regex); empty: every layer
-
-  /// Reads `layers`.
-  static recompute from_params(const pass_params& p) {
-    recompute r;
-    r.layers = p.get_string("layers", r.layers);
-    p.finish();
-    return r;
-  }
 
   /// Why no layer of `g` has forward and backward kernels ("" when one has): what the
   /// trace lacks and how to record it.

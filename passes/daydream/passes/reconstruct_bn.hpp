@@ -7,9 +7,9 @@
 #include <daydream/insert.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/launch.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/remove.hpp>
+#include <daydream/report.hpp>
 #include <daydream/select.hpp>
 #include <daydream/update.hpp>
 #include <daydream/semantics/edit.hpp>
@@ -44,24 +44,11 @@ namespace daydream::passes {
 ///     daydream::apply(g, daydream::passes::reconstruct_bn{});
 struct reconstruct_bn {
   static constexpr std::string_view name = "reconstruct_bn"; ///< the --pass name
-  /// One line for daydream-whatif --help.
-  static constexpr std::string_view help =
-      "reconstructing batch norm: activations next to BN removed (fused), BN kernels "
-      "/bn_speedup. params: bn_speedup=2";
   double bn_speedup = 2; ///< speedup of the batch-norm kernels
   /// Batch-norm kernels: searched (case-insensitive) in the kernel and operator names.
   std::string batch_norm = "bn_fw|bn_bw|batch_?norm|batchnorm";
   /// Activations: searched (case-insensitive) in the launching operator's name.
   std::string activation = "relu|threshold|clamp_min|hardtanh";
-
-  /// Reads `bn_speedup`.
-  static reconstruct_bn from_params(const pass_params& p) {
-    reconstruct_bn r;
-    r.bn_speedup = p.get_double("bn_speedup", r.bn_speedup);
-    p.finish();
-    if (!(r.bn_speedup > 0)) throw error("daydream: pass 'reconstruct_bn': bn_speedup must be positive");
-    return r;
-  }
 
   /// Whether `g` has batch-norm kernels.
   static bool applicable(const graph& g) { return not_applicable(g).empty(); }

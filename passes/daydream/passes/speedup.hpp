@@ -5,8 +5,8 @@
 
 #include <daydream/graph.hpp>
 #include <daydream/kinds.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/report.hpp>
 #include <daydream/select.hpp>
 #include <daydream/update.hpp>
 #include <daydream/semantics/format.hpp>
@@ -65,36 +65,12 @@ struct work_class {
 ///     daydream::apply(g, daydream::passes::speedup{.layers = "layer4\\..*", .factor = 1.5});
 struct speedup {
   static constexpr std::string_view name = "speedup"; ///< the --pass name
-  /// Not in a default what-if run: the selection and the factor are the user's question.
-  static constexpr bool default_scenario = false;
-  /// One line for daydream-whatif --help.
-  static constexpr std::string_view help =
-      "the selected GPU work X times faster: kernels=REGEX (searched in names, any case), layers=REGEX (whole "
-      "layer name), class=gemm|attention|elementwise|normalization|reduction|communication|copies|optimizer|"
-      "compute_bound|memory_bound, phase=forward|backward|weight_update (all given must match; none: every GPU "
-      "task). params: factor=2 or duration=TIME (each selected task's new time)";
   std::string kernels = {}; ///< regex searched in GPU task names (any case); empty: any
   std::string layers = {};  ///< whole-name layer regex (layer_filter); empty: any
   std::string klass = {};   ///< `class=`: a work_class value; empty: any
   std::string phases = {};  ///< `phase=`: phase names separated by '|'; empty: any
   double factor = 2.0;      ///< speedup of each selected task (2: half its time)
   time_ns duration = -1;    ///< >= 0: each selected task takes this long instead of `factor`
-
-  /// Reads `kernels`, `layers`, `class`, `phase`, `factor` and `duration`.
-  static speedup from_params(const pass_params& p) {
-    speedup s;
-    s.kernels = p.get_string("kernels", s.kernels);
-    s.layers = p.get_string("layers", s.layers);
-    s.klass = p.get_string("class", s.klass);
-    s.phases = p.get_string("phase", s.phases);
-    s.factor = p.get_double("factor", s.factor);
-    const double d = p.get_time_ns("duration", -1);
-    p.finish();
-    if (d >= 0) s.duration = time_ns(std::llround(d));
-    else if (d != -1) throw usage_error("daydream: pass 'speedup': duration must not be negative");
-    s.check();
-    return s;
-  }
 
   /// The GPU tasks the filters select, in id order.
   std::vector<task_id> selected(const graph& g) const {
@@ -197,7 +173,9 @@ struct speedup {
     return s + fmt::format(", {:g}x faster", factor);
   }
 
-private:
+  /// Throws daydream::usage_error for a factor that is not positive, an unknown class or
+  /// phase, or a pattern that is no regular expression; the call operator and selected()
+  /// check them too.
   void check() const {
     if (!(factor > 0) || !std::isfinite(factor))
       throw usage_error("daydream: pass 'speedup': factor must be a positive number");
@@ -212,6 +190,8 @@ private:
     }
     (void)layer_filter(layers);
   }
+
+private:
   std::vector<phase> phase_set() const {
     std::vector<phase> out;
     std::string_view rest = phases;

@@ -5,8 +5,8 @@
 
 #include <daydream/graph.hpp>
 #include <daydream/kinds.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/report.hpp>
 #include <daydream/trace_order.hpp>
 #include <daydream/semantics/edit.hpp>
 #include <daydream/semantics/format.hpp>
@@ -62,36 +62,9 @@ struct substitute {
   static constexpr std::string_view default_fusion = ".*(batch_?norm|bn|relu).*";
 
   static constexpr std::string_view name = "substitute"; ///< the --pass name
-  /// One line for daydream-whatif --help.
-  static constexpr std::string_view help =
-      "replace each run of consecutive layers matching a regex (whole name) with one fused "
-      "kernel per phase. params: layers=REGEX (required), name=fused, forward=DURATION or "
-      "forward_scale=1, backward=DURATION or backward_scale=1";
   std::string layers = {}; ///< the layers to replace (whole-name regex; empty: every layer)
   /// The new kernels; by default one per phase taking as long as what it replaces.
   std::vector<kernel> kernels = {{"fused", phase::forward}, {"fused", phase::backward}};
-
-  /// Reads `layers` (required), `name`, and per phase (`forward`, `backward`) either a
-  /// duration or a `_scale`.
-  static substitute from_params(const pass_params& p) {
-    substitute s;
-    if (!p.has("layers"))
-      throw error("daydream: pass 'substitute' needs layers=REGEX (the layers to replace)");
-    s.layers = p.get_string("layers", "");
-    const auto n = p.get_string("name", "fused");
-    s.kernels.clear();
-    for (auto [key, ph] : {std::pair{"forward", phase::forward}, std::pair{"backward", phase::backward}}) {
-      kernel k{n + "_" + key, ph};
-      k.scale = p.get_double(std::string(key) + "_scale", 1.0);
-      if (p.has(key)) k.duration = static_cast<time_ns>(std::llround(p.get_time_ns(key, 0)));
-      s.kernels.push_back(k);
-    }
-    p.finish();
-    return s;
-  }
-
-  /// What daydream-whatif runs when asked for every applicable pass.
-  static constexpr std::string_view scenario_params = "layers=.*(batch_?norm|bn|relu).*";
 
   /// Whether `g` has layers the default scenario fuses (batch norm or ReLU layers).
   static bool applicable(const graph& g) {

@@ -41,37 +41,16 @@ namespace daydream::passes {
 ///     using namespace daydream::literals;
 ///     daydream::apply(g, daydream::passes::tensor_fusion{.cluster = {.machines = 8}, .cycle_time = 5_ms,
 ///                                                        .threshold = 64_MiB});
-///     daydream::apply(g, daydream::passes::tensor_fusion::from_params(daydream::pass_params::parse(
-///         "tensor_fusion", "workers=8,cycle_time=5ms,threshold=64MiB")));
 struct tensor_fusion {
   /// The name on the command line.
   static constexpr std::string_view name = "tensor_fusion";
-  /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
-  static constexpr std::string_view scenario_params = "workers=16,bandwidth=25Gbps";
-  /// One line for `daydream-whatif --help`.
-  static constexpr std::string_view help =
-      "Horovod tensor fusion: gradients ready within a cycle fused into all-reduce buffers up to "
-      "a cap. params: cluster keys (workers=, bandwidth=, ...), cycle_time=1ms, threshold=128MiB, "
-      "algorithm=ring, model_bytes= (when the trace has no sizes)";
 
-  daydream::cluster cluster; ///< the cluster (read by from_params with cluster::from_params)
+  daydream::cluster cluster; ///< the cluster the workers run on
   layer_bytes sizes;         ///< optional layer -> gradient bytes; empty: from the trace
   double model_bytes = 0;    ///< total gradient bytes to spread when the trace has no sizes
   time_ns cycle_time = 1_ms;           ///< HOROVOD_CYCLE_TIME, 1 ms
   std::uint64_t threshold = 128_MiB;    ///< HOROVOD_FUSION_THRESHOLD, 128 MiB
   all_reduce_algorithm algorithm = all_reduce_algorithm::ring; ///< the collective's algorithm
-
-  /// Reads the cluster keys, `model_bytes`, `cycle_time`, `threshold` and `algorithm`.
-  static tensor_fusion from_params(const pass_params& p) {
-    tensor_fusion x;
-    read_cluster(x, p);
-    x.cycle_time = static_cast<time_ns>(p.get_time_ns("cycle_time", double(x.cycle_time)));
-    x.threshold = static_cast<std::uint64_t>(p.get_bytes("threshold", double(x.threshold)));
-    x.algorithm = parse_all_reduce_algorithm(p.get_string("algorithm", "ring"));
-    p.finish();
-    if (x.cycle_time <= 0) throw usage_error("daydream: pass 'tensor_fusion': cycle_time must be positive");
-    return x;
-  }
 
   /// Why the default what-if run leaves the pass out on `g`, or "" when it runs it
   /// (data_parallel_not_applicable: no backward, no gradient sizes, or a trace that

@@ -31,32 +31,14 @@ namespace daydream::passes {
 ///
 ///     using namespace daydream::literals;
 ///     daydream::apply(g, daydream::passes::tensor_partition{.cluster = {.machines = 16}, .partition = 4_MB});
-///     daydream::apply(g, daydream::passes::tensor_partition::from_params(
-///         daydream::pass_params::parse("tensor_partition", "workers=16,partition=4MB")));
 struct tensor_partition {
   /// The name on the command line.
   static constexpr std::string_view name = "tensor_partition";
-  /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
-  static constexpr std::string_view scenario_params = "workers=16,bandwidth=25Gbps";
-  /// One line for `daydream-whatif --help`.
-  static constexpr std::string_view help =
-      "BytePS tensor partition: push/pull fixed-size partitions through parameter servers. "
-      "params: cluster keys (workers=, bandwidth=, ps=, ...), partition=4096000, model_bytes= (when the trace has no sizes)";
 
-  daydream::cluster cluster; ///< the cluster (read by from_params with cluster::from_params)
+  daydream::cluster cluster; ///< the cluster the workers run on
   layer_bytes sizes;         ///< optional layer -> gradient bytes; empty: from the trace
   double model_bytes = 0;    ///< total gradient bytes to spread when the trace has no sizes
   std::uint64_t partition = 4096_KB;   ///< BytePS's default partition bytes (4,096,000)
-
-  /// Reads the cluster keys, `model_bytes` and `partition` (bytes).
-  static tensor_partition from_params(const pass_params& p) {
-    tensor_partition x;
-    read_cluster(x, p);
-    x.partition = static_cast<std::uint64_t>(p.get_bytes("partition", double(x.partition)));
-    p.finish();
-    if (x.partition == 0) throw usage_error("daydream: pass 'tensor_partition': partition must be positive");
-    return x;
-  }
 
   /// Why the default what-if run leaves the pass out on `g`, or "" when it runs it
   /// (data_parallel_not_applicable: no backward, no gradient sizes, or a trace that

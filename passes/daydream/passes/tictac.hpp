@@ -30,34 +30,17 @@ namespace daydream::passes {
 /// worker the graph is left unchanged.
 ///
 ///     daydream::what_if(g, daydream::passes::tictac{.cluster = {.machines = 8}, .iterations = 4});
-///     daydream::apply(g, daydream::passes::tictac::from_params(
-///         daydream::pass_params::parse("tictac", "workers=8,bandwidth=10Gbps")));
 struct tictac {
   /// The name on the command line.
   static constexpr std::string_view name = "tictac";
-  /// The parameters daydream-whatif uses when it runs every pass with no --pass given.
-  static constexpr std::string_view scenario_params = "workers=16,bandwidth=25Gbps";
-  /// One line for `daydream-whatif --help`.
-  static constexpr std::string_view help =
-      "TicTac: parameter-server pulls ordered by the next forward's consumption order. "
-      "params: cluster keys (workers=, bandwidth=, ps=, ...), iterations=3, model_bytes= (when the trace has no sizes)";
 
   /// Replays with priorities (set with reschedule): the downlink picks the next pull by them.
   using policy = daydream::priority_policy;
 
-  daydream::cluster cluster; ///< the cluster (read by from_params with cluster::from_params)
+  daydream::cluster cluster; ///< the cluster the workers run on
   layer_bytes sizes;         ///< optional layer -> gradient bytes; empty: from the trace
   double model_bytes = 0;    ///< total gradient bytes to spread when the trace has no sizes
   std::uint32_t iterations = 3; ///< copies when the graph holds one iteration
-
-  /// Reads the cluster keys, `model_bytes` and `iterations`.
-  static tictac from_params(const pass_params& p) {
-    tictac x;
-    read_cluster(x, p);
-    read_iterations(x, p);
-    p.finish();
-    return x;
-  }
 
   /// Why the default what-if run leaves the pass out on `g`, or "" when it runs it
   /// (data_parallel_not_applicable: no backward, no gradient sizes, or a trace that

@@ -8,8 +8,8 @@
 #include <daydream/insert.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/launch.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
+#include <daydream/report.hpp>
 #include <daydream/reschedule.hpp>
 #include <daydream/resource.hpp>
 #include <daydream/trace_order.hpp>
@@ -67,27 +67,11 @@ namespace daydream::passes {
 ///     auto r = daydream::replay(g, daydream::pass_policy_t<daydream::passes::vdnn>{});
 struct vdnn {
   static constexpr std::string_view name = "vdnn"; ///< the --pass name
-  /// One line for daydream-whatif --help.
-  static constexpr std::string_view help =
-      "offload stashed activations to the host after the forward, prefetch before the "
-      "backward. params: bandwidth=12GB/s (PCIe), layers= (regex, whole name; empty: all), "
-      "lookahead=1 (layers)";
   /// vDNN's prefetch order: priorities set by the pass, then trace order.
   using policy = priority_policy;
   double bandwidth = 12e9;   ///< PCIe bytes/s in each direction
   std::string layers = {};   ///< layers to offload (whole-name regex); empty: every layer
   std::int64_t lookahead = 1; ///< prefetch this many layers ahead in backward order
-
-  /// Reads `bandwidth`, `layers` and `lookahead`.
-  static vdnn from_params(const pass_params& p) {
-    vdnn v;
-    v.bandwidth = p.get_bandwidth("bandwidth", v.bandwidth);
-    v.layers = p.get_string("layers", v.layers);
-    v.lookahead = p.get_int("lookahead", v.lookahead);
-    p.finish();
-    if (!(v.bandwidth > 0)) throw error("daydream: pass 'vdnn': bandwidth must be positive");
-    return v;
-  }
 
   /// Why no layer of `g` stashes tensors of known size for its backward ("" when one
   /// does): what the trace lacks and how to record it.

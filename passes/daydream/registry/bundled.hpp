@@ -5,13 +5,13 @@
 
 #include <daydream/config.hpp>
 #include <daydream/fwd.hpp>
-#include <daydream/passes/all.hpp>
 #include <daydream/registry/registry.hpp>
+#include <daydream/registry/specs/all.hpp>
 
 namespace daydream::passes {
 
 /// Every bundled pass, by its command-line name: the single-GPU passes first, then the
-/// distributed ones.
+/// distributed ones, each described and built through its pass_spec (registry/specs/).
 ///
 /// Building the registry instantiates every pass's code. A program that calls bundled()
 /// from many translation units can compile it once instead: link the CMake target

@@ -4,12 +4,15 @@
 #define DAYDREAM_REGISTRY_REGISTRY_HPP
 
 #include <daydream/config.hpp>
-#include <daydream/params.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/replay.hpp>
+#include <daydream/report.hpp>
 #include <daydream/reschedule.hpp>
+#include <daydream/registry/params.hpp>
+#include <daydream/registry/pass_spec.hpp>
 
 #include <concepts>
+#include <exception>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -31,14 +34,15 @@ template <class Graph> struct erased_pass {
 
 /// One entry of a registry: how to build and describe a pass type `Pass`.
 template <class Graph> struct pass_entry {
-  std::string_view name;
-  std::string_view help;
+  std::string_view name; ///< the pass's name (pass_traits<Pass>::name)
+  std::string_view help; ///< one line for --help (pass_spec<Pass>::help)
   /// Parameters for a default what-if scenario ("workers=16,bandwidth=25Gbps" for the
-  /// distributed passes, whose defaults describe a single worker); empty for none.
+  /// distributed passes, whose defaults describe a single worker); empty for none
+  /// (pass_spec<Pass>::scenario_params).
   std::string_view scenario_params;
   /// Whether a default what-if run (no pass named) predicts the pass: false for a pass
-  /// that asks a question of the user's choosing (`speedup`), set by the pass's
-  /// `static constexpr bool default_scenario = false`.
+  /// that asks a question of the user's choosing (`speedup`)
+  /// (pass_spec<Pass>::default_scenario).
   bool default_scenario = true;
   std::function<erased_pass<Graph>(const pass_params&)> make;
   /// Whether a default what-if run includes the pass on a graph.
@@ -53,25 +57,26 @@ template <class Graph> struct pass_entry {
   std::function<std::vector<std::string>(const pass_params& given)> parameters;
 };
 
-/// Makes a registry entry for a pass type with the members of the bundled-pass contract:
-/// `name`, `help`, `static Pass from_params(const pass_params&)`, optionally `static bool
-/// applicable(const Graph&)`, `static std::string not_applicable(const Graph&)` (why not,
-/// "" when applicable), `scenario_params` and `default_scenario`, and a call operator
+/// Makes a registry entry for a pass type: its name from pass_traits; its help line,
+/// parameters (`from_params`), default scenario parameters and whether a default run
+/// predicts it from pass_spec<Pass> (the pass's own members, or a specialization);
+/// `static bool applicable(const Graph&)` and `static std::string not_applicable(const
+/// Graph&)` (why not, "" when applicable) from the pass when it has them; a call operator
 /// returning void or pass_report.
 template <class Pass, class Graph> pass_entry<Graph> entry_for() {
   static_assert(pass_for<Pass, Graph>, "daydream::passes::entry_for: not a pass over this graph type");
+  using spec = pass_spec<Pass>;
   pass_entry<Graph> e;
   e.name = pass_traits<Pass>::name;
-  if constexpr (requires { Pass::help; }) e.help = Pass::help;
-  if constexpr (requires { Pass::scenario_params; }) e.scenario_params = Pass::scenario_params;
-  if constexpr (requires { Pass::default_scenario; }) e.default_scenario = Pass::default_scenario;
+  if constexpr (requires { { spec::help } -> std::convertible_to<std::string_view>; }) e.help = spec::help;
+  if constexpr (requires { { spec::scenario_params } -> std::convertible_to<std::string_view>; })
+    e.scenario_params = spec::scenario_params;
+  if constexpr (requires { { spec::default_scenario } -> std::convertible_to<bool>; })
+    e.default_scenario = spec::default_scenario;
   e.make = [](const pass_params& p) {
     erased_pass<Graph> out;
     out.name = std::string(pass_traits<Pass>::name);
-    Pass pass = [&] {
-      if constexpr (requires { Pass::from_params(p); }) return Pass::from_params(p);
-      else { p.finish(); return Pass{}; }
-    }();
+    Pass pass = passes::from_params<Pass>(p);
     out.run = [pass](Graph& g) {
       pass_report rep;
       auto wrapped = [&](Graph& gg) {
@@ -100,7 +105,7 @@ template <class Pass, class Graph> pass_entry<Graph> entry_for() {
   e.parameters = [](const pass_params& given) {
     pass_params p = given;
     try {
-      if constexpr (requires { Pass::from_params(p); }) (void)Pass::from_params(p);
+      (void)passes::from_params<Pass>(p);
     } catch (const std::exception&) {
       // What it read before refusing is still what it takes.
     }

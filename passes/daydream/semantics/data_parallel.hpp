@@ -1,4 +1,4 @@
-// Defines the shared machinery of the distributed passes: parameters, recorded collectives, buckets, links, bounded rates and the run every pass shares.
+// Defines the shared machinery of the distributed passes: recorded collectives, buckets, links, bounded rates and the run every pass shares.
 // SPDX-License-Identifier: MIT
 #ifndef DAYDREAM_SEMANTICS_DATA_PARALLEL_HPP
 #define DAYDREAM_SEMANTICS_DATA_PARALLEL_HPP
@@ -10,7 +10,7 @@
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>
 #include <daydream/kinds.hpp>
-#include <daydream/params.hpp>
+#include <daydream/report.hpp>
 #include <daydream/remove.hpp>
 #include <daydream/reschedule.hpp>
 #include <daydream/resource.hpp>
@@ -31,44 +31,6 @@
 #include <vector>
 
 namespace daydream::passes {
-
-// ---------------------------------------------------------------------------------------
-// Parameters every data-parallel pass shares
-
-/// Reads the keys every data-parallel pass takes into `pass`: the cluster keys
-/// (cluster::from_params, with `per_machine` GPUs per machine when only `workers=` is
-/// given) into `pass.cluster`, and `model_bytes`. Every data-parallel pass has the members
-/// `cluster`, `sizes` (an optional layer -> gradient bytes map; empty: from the trace) and
-/// `model_bytes` (total gradient bytes to spread when the trace has no sizes), declared
-/// first, so `pass.cluster` means the same thing on each of them. The pass reads its own
-/// keys after these and calls `p.finish()`.
-///
-///     ddp d;
-///     read_cluster(d, p);
-template <class Pass>
-  requires requires(Pass& x) { x.cluster = cluster{}; x.model_bytes = 0.0; }
-void read_cluster(Pass& x, const pass_params& p, std::uint32_t per_machine = 1) {
-  x.cluster = cluster::from_params(p, per_machine);
-  x.model_bytes = p.get_bytes("model_bytes", 0);
-}
-
-/// Reads the bucket keys of the passes that bucket as PyTorch DDP does (ddp, blueconnect,
-/// dgc: members `bucket_cap`, DDP's bucket_cap_mb, 25 MiB by default, and `first_bucket`,
-/// DDP's first bucket, 1 MiB): `bucket_cap` and `first_bucket`.
-template <class Pass>
-  requires requires(Pass& x) { x.bucket_cap = std::uint64_t{}; x.first_bucket = std::uint64_t{}; }
-void read_buckets(Pass& x, const pass_params& p) {
-  x.bucket_cap = static_cast<std::uint64_t>(p.get_bytes("bucket_cap", double(x.bucket_cap)));
-  x.first_bucket = static_cast<std::uint64_t>(p.get_bytes("first_bucket", double(x.first_bucket)));
-}
-
-/// Reads `iterations` (member `iterations`: the copies of a one-iteration graph P3 and
-/// TicTac unroll, so that one iteration's transfers overlap the next forward).
-template <class Pass>
-  requires requires(Pass& x) { x.iterations = std::uint32_t{}; }
-void read_iterations(Pass& x, const pass_params& p) {
-  x.iterations = static_cast<std::uint32_t>(p.get_int("iterations", x.iterations));
-}
 
 /// Why the default what-if run leaves a data-parallel pass out on `g`, or "" when it runs
 /// it (each pass's static `not_applicable` returns this): the pass needs backward work

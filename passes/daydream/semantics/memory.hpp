@@ -5,7 +5,7 @@
 
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>
-#include <daydream/params.hpp>
+#include <daydream/report.hpp>
 #include <daydream/task.hpp>
 #include <daydream/semantics/edit.hpp>
 #include <daydream/semantics/format.hpp>

@@ -5,7 +5,7 @@
 
 #include <daydream/net/cluster.hpp>
 #include <daydream/config.hpp>
-#include <daydream/params.hpp>
+#include <daydream/registry/params.hpp>
 
 #include <charconv>
 #include <cstdio>
@@ -21,6 +21,7 @@ namespace daydream::strategy {
 ///
 ///     auto c = daydream::strategy::cluster_spec::parse("4x8:nvlink=300GB/s,nic=100Gbps,mem=32GiB");
 ///     auto d = daydream::strategy::cluster_spec::parse("dgx-a100:nodes=4");
+///     auto e = daydream::strategy::cluster_spec::parse("4x8:nvlink=300GB/s,bandwidth=100Gbps"); // nic=
 struct cluster_spec {
   std::string name;                ///< the preset or the spec it was parsed from
   cluster links;                   ///< nodes (machines), GPUs per node, links
@@ -58,7 +59,10 @@ struct cluster_spec {
   /// Parses `NODESxDEVICES[:key=value,...]` or `PRESET[:key=value,...]`. Keys: `nvlink`,
   /// `pcie`, `nic` (bandwidths: `300GB/s`, `100Gbps`; a plain number is Gbit/s),
   /// `nvlink_latency`, `pcie_latency`, `nic_latency` (`5us`), `mem` (`32GiB`), and for a
-  /// preset `nodes` (how many of its nodes). Throws daydream::usage_error naming the spec.
+  /// preset `nodes` (how many of its nodes). The distributed passes' names for the same
+  /// quantities are synonyms (cluster_from_params, registry/cluster_params.hpp):
+  /// `bandwidth` for `nic`, `latency` for `nic_latency`, `machines` for `nodes`; giving a
+  /// quantity under both names is an error. Throws daydream::usage_error naming the spec.
   static cluster_spec parse(std::string_view spec) {
     auto fail = [&](const std::string& why) -> cluster_spec {
       throw usage_error("daydream: cluster '" + std::string(spec) + "': " + why);
@@ -98,7 +102,7 @@ struct cluster_spec {
     try {
       auto p = pass_params::parse("cluster", rest);
       if (is_preset) {
-        auto n = p.get_int("nodes", c.links.machines);
+        auto n = p.get_int(p.given_key("nodes", "machines"), c.links.machines);
         if (n < 1) fail("nodes must be at least 1");
         c.links.machines = static_cast<std::uint32_t>(n);
       }
@@ -106,8 +110,8 @@ struct cluster_spec {
       c.links.nvlink.latency = p.get_time_ns("nvlink_latency", c.links.nvlink.latency);
       c.links.pcie.bandwidth = p.get_bandwidth("pcie", c.links.pcie.bandwidth);
       c.links.pcie.latency = p.get_time_ns("pcie_latency", c.links.pcie.latency);
-      c.links.network.bandwidth = p.get_bandwidth("nic", c.links.network.bandwidth);
-      c.links.network.latency = p.get_time_ns("nic_latency", c.links.network.latency);
+      c.links.network.bandwidth = p.get_bandwidth(p.given_key("nic", "bandwidth"), c.links.network.bandwidth);
+      c.links.network.latency = p.get_time_ns(p.given_key("nic_latency", "latency"), c.links.network.latency);
       c.memory_bytes = p.get_bytes("mem", c.memory_bytes);
       p.finish();
     } catch (const usage_error& e) {

@@ -4,7 +4,7 @@
 #define DAYDREAM_STRATEGY_STRATEGY_SPEC_HPP
 
 #include <daydream/config.hpp>
-#include <daydream/params.hpp>
+#include <daydream/registry/params.hpp>
 
 #include <cstdint>
 #include <string>

@@ -10,7 +10,7 @@
 #include <daydream/job/model.hpp>
 #include <daydream/job/replay.hpp>
 #include <daydream/net/collective.hpp>
-#include <daydream/params.hpp>
+#include <daydream/registry/params.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/registry/registry.hpp>
 

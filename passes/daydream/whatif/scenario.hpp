@@ -7,9 +7,9 @@
 #include <daydream/config.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/iteration.hpp>
-#include <daydream/params.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/replay_result.hpp>
+#include <daydream/report.hpp>
 #include <daydream/task.hpp>
 #include <daydream/registry/registry.hpp>
 

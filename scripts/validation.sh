@@ -34,7 +34,7 @@ traces bundled with the tests (origins and licenses in tests/data/SOURCES.md), a
 
 What the numbers say, and what they do not:
 - **Two GPUs recorded, and the same runs recorded twice.** `tests/data/ground_truth/` holds
-  the kit's matrix on an H100 80GB HBM3 and on an H200 (PyTorch 2.11.0, CUDA 13.0; 14
+  the kit's matrix on an H100 80GB HBM3 and on an H200 (PyTorch 2.11.0, CUDA 13.0; 15
   pairs each), and four of its runs recorded again in a later session on another H100
   (`h100-80gb-hbm3-repeat`, with the `repeat_*` rows: the same configuration twice, a
   plain diff). Those rows are the noise floor every other row sits on.
@@ -89,7 +89,10 @@ What the numbers say, and what they do not:
   are predicted at 6.7 / 5.5 ms against 4.5 / 4.0 measured (eager 19.2 / 15.3): the pass
   fuses within a layer (a dropout, the residual add and the next layer norm stay three
   kernels where Inductor makes one), and a tensor that several members of a run read
-  counts once per member. The step is predicted 37% / 11% fast, and `compare` names
+  counts once per member. With `scope=phase` (the `gpt2_compile_across_layers` rows; the
+  issue-defined default stays `layer`) runs cross layers as Inductor's do, and the
+  memory-bound kernels are predicted at 4.7 / 3.8 ms (+4% / -7%), the GPU time 21.2 /
+  19.2 ms (+28% / +44%): what is left is mostly the GEMMs. The step is predicted 37% / 11% fast, and `compare` names
   why: AFTER spends 33-36 ms of CPU time per traced step in `CompiledFunctionBackward`
   alone (the compiled wrappers under the profiler, with Python stacks), which the pass
   does not model; without the profiler the compiled step is

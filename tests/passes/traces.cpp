@@ -258,7 +258,8 @@ TEST_CASE("on recorded runs with [memory] events, passes on stashed activations 
 
 TEST_CASE("compile on eager GPT-2 fuses its pointwise chains, and leaves the torch.compile'd run of it alone") {
   for (const char* dir : {"ground_truth/h100-80gb-hbm3/", "ground_truth/h200/"}) {
-    const std::string eager = std::string(dir) + "gpt2_bf16.json.gz", compiled = std::string(dir) + "gpt2_compile.json.gz";
+    const std::string eager = std::string(dir) + "gpt2_bf16.json.gz";
+    const std::string compiled = std::string(dir) + "gpt2_compile.json.gz";
     CAPTURE(eager);
     auto t = io::load_kineto(daydream::testing::bundled(eager));
     const auto base = replay(t.g).makespan;

@@ -19,8 +19,8 @@ template <> struct pass_spec<compile> {
       "torch.compile fusion: each run of consecutive memory-bound kernels of one layer and phase (no GEMM, "
       "attention or layer boundary between them) becomes one kernel taking its distinct bytes (recorded shapes) "
       "over the bandwidth the trace's memory-bound kernels achieve, launched by one call; GEMMs unchanged. "
-      "params: layers= (regex, whole name; empty: all), scope=layer|phase (phase: runs cross layers), attention=keep|fuse, "
-      "bandwidth= (default: measured)";
+      "params: layers= (regex, whole name; empty: all), scope=layer|phase (phase: runs cross layers), "
+      "attention=keep|fuse, bandwidth= (default: measured)";
 
   /// Reads `layers`, `scope`, `attention` and `bandwidth`.
   static compile from_params(const pass_params& p) {

@@ -146,10 +146,10 @@ struct compile {
             report_value::of_change(report_kind::time, double(cpu_before), double(cpu_after))
                 .with_count(std::int64_t(cpu_removed)));
     std::string rate_text;
-    if (bandwidth > 0) rate_text = format_bytes(bandwidth) + "/s (given)";
+    if (bandwidth > 0) rate_text = fmt::format("{:.0f} GB/s (given)", bandwidth / 1e9);
     else if (bw.first > 0)
-      rate_text = format_bytes(rate) + "/s, measured over " + std::to_string(bw.first) +
-                  " memory-bound kernels with recorded sizes";
+      rate_text = fmt::format("{:.0f} GB/s, measured over {} memory-bound kernels with recorded sizes", rate / 1e9,
+                              bw.first);
     else rate_text = "none measured: no memory-bound kernel has recorded sizes (record with record_shapes=True)";
     rep.add("bandwidth of the fused kernels", rate_text, report_value::of_rate(rate > 0 ? rate : 0));
     rep.add("runs timed", fmt::format("{} by their bytes over the bandwidth, {} as their longest kernel (sizes "
@@ -164,9 +164,8 @@ struct compile {
   }
 
   /// Throws daydream::usage_error for an `attention` other than keep or fuse, a `scope`
-  /// other than layer or phase, or a bad
-  /// layer pattern, daydream::error for a bandwidth that is not finite; the call operator
-  /// checks them too.
+  /// other than layer or phase or a bad layer pattern, daydream::error for a bandwidth that
+  /// is not finite; the call operator checks them too.
   void check() const {
     if (attention != "keep" && attention != "fuse")
       throw usage_error("daydream: pass 'compile': attention must be keep or fuse (got '" + attention + "')");

@@ -182,6 +182,10 @@ PAIRS = [
     Pair("gpt2_compile", "gpt2_bf16", "gpt2_compile", "compile",
          "torch.compile(model) (default mode, Inductor); the optimizer step stays eager; "
          "same batch, bf16 autocast, GPU"),
+    Pair("gpt2_compile_across_layers", "gpt2_bf16", "gpt2_compile", "compile:scope=phase",
+         "torch.compile(model) (default mode, Inductor); the optimizer step stays eager; "
+         "same batch, bf16 autocast, GPU; predicted with the compile pass fusing across layer "
+         "boundaries (scope=phase) instead of within one layer (the default)"),
     Pair("gpt2_cuda_graphs", "gpt2_compile", "gpt2_compile_cudagraphs", "cuda_graphs:scope=model",
          "torch.compile(model, mode=\"reduce-overhead\") instead of the default mode: the "
          "same Inductor kernels, launched as CUDA graphs (forward and backward; the "

@@ -133,7 +133,7 @@ class Matrix(unittest.TestCase):
 
     def test_pass_specs(self):
         allowed = {"amp:dtype=fp16", "amp:dtype=bf16", "fused_adam", "dataloader:workers=4",
-                   "recompute", "grad_accum:k=2", "compile", "cuda_graphs",
+                   "recompute", "grad_accum:k=2", "compile", "compile:scope=phase", "cuda_graphs",
                    "cuda_graphs:scope=model", "compile+cuda_graphs:scope=model", ""}
         for p in record.PAIRS:
             self.assertIn(p.pass_spec, allowed, p.name)

@@ -17,7 +17,7 @@ using namespace daydream::literals;
 namespace dp = daydream::passes;
 
 // Aggregates: no base classes, no constructors; their members are named where they are set.
-static_assert(std::is_aggregate_v<dp::amp> && std::is_aggregate_v<dp::blueconnect> &&
+static_assert(std::is_aggregate_v<dp::amp> && std::is_aggregate_v<dp::blueconnect> && std::is_aggregate_v<dp::compile> &&
               std::is_aggregate_v<dp::cuda_graphs> && std::is_aggregate_v<dp::dataloader> &&
               std::is_aggregate_v<dp::ddp> && std::is_aggregate_v<dp::dgc> && std::is_aggregate_v<dp::fused_adam> &&
               std::is_aggregate_v<dp::gist> && std::is_aggregate_v<dp::grad_accum> && std::is_aggregate_v<dp::p3> &&

@@ -7,10 +7,14 @@
 #include <daydream/replay.hpp>
 #include <daydream/validate.hpp>
 #include <daydream/passes/amp.hpp>
+#include <daydream/passes/compile.hpp>
 #include <daydream/passes/cuda_graphs.hpp>
 #include <daydream/passes/fused_adam.hpp>
 #include <daydream/passes/gist.hpp>
 #include <daydream/passes/grad_accum.hpp>
+#include <daydream/select.hpp>
+#include <daydream/semantics/kernel_classifier.hpp>
+#include <daydream/semantics/kernel_family.hpp>
 #include <daydream/semantics/memory.hpp>
 #include <daydream/passes/recompute.hpp>
 #include <daydream/passes/reconstruct_bn.hpp>
@@ -97,6 +101,8 @@ std::vector<pass_case> pass_cases() {
         c.needs_gpu_work = true;
         return c;
       }(),
+      // Shorter kernels and fewer CPU calls: never slower.
+      make("compile", compile{}, expect::faster, false),
   };
 }
 
@@ -247,5 +253,49 @@ TEST_CASE("on recorded runs with [memory] events, passes on stashed activations 
       CHECK(double(run.second) >= double(base) - double(most) - 1);
     }
     CHECK(peak_after(reconstruct_bn{}) <= base);
+  }
+}
+
+TEST_CASE("compile on eager GPT-2 fuses its pointwise chains, and leaves the torch.compile'd run of it alone") {
+  for (const char* dir : {"ground_truth/h100-80gb-hbm3/", "ground_truth/h200/"}) {
+    const std::string eager = std::string(dir) + "gpt2_bf16.json.gz";
+    const std::string compiled = std::string(dir) + "gpt2_compile.json.gz";
+    CAPTURE(eager);
+    auto t = io::load_kineto(daydream::testing::bundled(eager));
+    const auto base = replay(t.g).makespan;
+    std::size_t gemms = 0;
+    time_ns gemm_time = 0;
+    auto gemm_work = [&](const graph& g) {
+      gemms = 0;
+      gemm_time = 0;
+      for (auto k : tasks<gpu_kernel>(g))
+        if (family_of_kernel(g.name(k)) == kernel_family::gemm) { ++gemms; gemm_time += g.duration(k); }
+      return std::pair(gemms, gemm_time);
+    };
+    const auto gemm_before = gemm_work(t.g);
+    auto g = t.g;
+    pass_report rep;
+    apply(g, [&](graph& gg) { rep = compile{}(gg); });
+    REQUIRE(rep.applied);
+    CHECK_NOTHROW(check_invariants(g));
+    // Every transformer block's GELU forward (9 kernels) and backward chain is a run.
+    CHECK(std::stoi(std::string(rep.value("fused kernels (runs)"))) > 24 * 2);
+    CHECK(rep.value("bandwidth of the fused kernels").find("measured over") != std::string_view::npos);
+    CHECK(gemm_work(g) == gemm_before); // GEMMs stay as traced
+    const auto after = replay(g).makespan;
+    CHECK(after < base);
+    auto c = io::load_kineto(daydream::testing::bundled(compiled));
+    CHECK(compile::not_applicable(c.g).find("the trace already runs") == 0);
+    // Inductor's kernels are classified: pointwise and reductions memory bound, none unknown.
+    const auto classifier = kernel_classifier::defaults();
+    std::size_t triton = 0;
+    for (auto k : tasks<gpu_kernel>(c.g)) {
+      const auto n = c.g.name(k);
+      if (n.substr(0, 11) != "triton_poi_" && n.substr(0, 11) != "triton_red_" && n.substr(0, 11) != "triton_per_")
+        continue;
+      ++triton;
+      CHECK(classifier.classify(n) == kernel_class::memory_bound);
+    }
+    CHECK(triton > 100);
   }
 }

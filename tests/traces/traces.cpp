@@ -5,6 +5,7 @@
 #include <daydream/io/kineto.hpp>
 #include <daydream/iteration.hpp>
 #include <daydream/replay.hpp>
+#include <daydream/select.hpp>
 #include <daydream/update.hpp>
 #include <daydream/validate.hpp>
 
@@ -235,6 +236,30 @@ TEST_CASE("the last of two steps is its own work, not the step before's kernels 
   CHECK(m < 100'000'000);
   const auto r = replay(t.g);
   CHECK(std::abs(double(iteration_time(t.g, r, 4) - m)) < 0.001 * double(m));
+}
+
+TEST_CASE("torch.compile traces ingest with every event accounted for and replay within 2%") {
+  // GPT-2 under torch.compile (Inductor's Triton kernels, CompiledFunction wrappers) and
+  // under mode="reduce-overhead" (the same kernels from cudaGraphLaunch), on both GPUs.
+  for (const char* rel : {"ground_truth/h100-80gb-hbm3/gpt2_compile.json.gz",
+                          "ground_truth/h100-80gb-hbm3/gpt2_compile_cudagraphs.json.gz",
+                          "ground_truth/h200/gpt2_compile.json.gz", "ground_truth/h200/gpt2_compile_cudagraphs.json.gz"}) {
+    const std::string name = rel;
+    CAPTURE(name);
+    auto& t = load(rel);
+    CHECK(t.report.in_graph + t.report.ignored_total() == t.report.events);
+    std::size_t triton = 0;
+    for (auto k : tasks<gpu_kernel>(t.g)) triton += t.g.name(k).substr(0, 7) == "triton_";
+    CHECK(triton > 100);
+    const auto r = replay(t.g);
+    std::size_t steady = 0;
+    for (auto& row : tests::accuracy(t, r)) {
+      if (!row.steady) continue;
+      CHECK(std::fabs(row.error()) <= 0.02);
+      ++steady;
+    }
+    CHECK(steady >= 1);
+  }
 }
 
 TEST_CASE("a real trace in Chrome's JSON Array Format gives the graph its object form gives") {

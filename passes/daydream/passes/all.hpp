@@ -8,6 +8,7 @@
 #include <daydream/kinds.hpp>
 #include <daydream/passes/amp.hpp>
 #include <daydream/passes/blueconnect.hpp>
+#include <daydream/passes/compile.hpp>
 #include <daydream/passes/cuda_graphs.hpp>
 #include <daydream/passes/dataloader.hpp>
 #include <daydream/passes/ddp.hpp>

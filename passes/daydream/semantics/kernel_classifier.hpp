@@ -49,10 +49,12 @@ inline constexpr std::string_view to_string(kernel_class c) noexcept {
 ///    GEMV (matrix-vector is bandwidth bound): `gemv`, `gemmk1`, `splitKreduce`,
 ///    `reduce_wgrad`, `computeOffsets`, `nchwToNhwc`, ..., every PyTorch
 ///    `elementwise_kernel` / `reduce_kernel` (whose template arguments can mention anything),
-///    and FBGEMM's embedding lookups and permutes (`embedding_codegen`, `permute_2D_`);
+///    FBGEMM's embedding lookups and permutes (`embedding_codegen`, `permute_2D_`), and
+///    Triton's pointwise and reduction kernels (`triton_poi_`, `triton_red_`, `triton_per_`:
+///    their fused names can mention anything, `triton_poi_fused_mm_...` included);
 /// 3. compute_bound: `gemm` (not the `fbgemm` namespace), `cutlass`, `xmma`, cuDNN convolution kernels (`scudnn`,
 ///    `winograd`, `dgrad`, `wgrad`, `fprop`, `conv`), `matmul`, `bmm`, attention, and
-///    rocBLAS/Tensile GEMMs (`Cijk_...`);
+///    rocBLAS/Tensile GEMMs (`Cijk_...`), Triton template GEMMs (`triton_tem_`);
 /// 4. memory_bound: elementwise, normalization (`bn_fw`, `norm`), activations, pooling,
 ///    softmax, reductions, losses, copies, fills, indexing, optimizers, layout changes.
 ///
@@ -84,10 +86,10 @@ public:
     c.add(kernel_class::memory_bound,
           "gemv|gemmk1|splitkreduce|reduce_wgrad|computeoffsets|computewgrad|computeboffsets|"
           "generatewinogradtiles|nchwtonhwc|nhwctonchw|scalepacked|elementwise_kernel|"
-          "reduce_kernel|embedding_codegen|bounds_check_indices|permute_[0-9]d_");
+          "reduce_kernel|embedding_codegen|bounds_check_indices|permute_[0-9]d_|triton_poi|triton_red|triton_per");
     c.add(kernel_class::compute_bound,
           "(^|[^b])gemm|cutlass|xmma|scudnn|hcudnn|winograd|dgrad|wgrad|fprop|conv(?!ert)|matmul|bmm|"
-          "trsm|magma|flash|fmha|attention|^cijk_");
+          "trsm|magma|flash|fmha|attention|^cijk_|triton_tem");
     c.add(kernel_class::memory_bound,
           "elementwise|reduce|norm|bn_|softmax|pool|relu|gelu|silu|swish|sigmoid|tanh|dropout|"
           "copy|memcpy|memset|fill|cat|index|gather|scatter|embedding|multi_tensor|adam|sgd|"

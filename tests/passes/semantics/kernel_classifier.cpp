@@ -21,7 +21,8 @@ TEST_CASE("the default classifier sorts real kernel names into their classes") {
                  "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int)",
                  "void wgrad_alg0_engine<float, 128, 6, 7, 3, 3, 5, false, 512>(int)",
                  "cudnn_infer_volta_scudnn_128x64_relu_medium_nn_v1", "sm80_xmma_gemm_f16f16_f16f32",
-                 "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params)"})
+                 "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params)",
+                 "triton_tem_fused_addmm_0"})
     CHECK_MESSAGE(c.classify(n) == kernel_class::compute_bound, n);
   for (auto n : {"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(int)",
                  "void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 512, true, 1, true>(x)",
@@ -33,7 +34,10 @@ TEST_CASE("the default classifier sorts real kernel names into their classes") {
                  "void gemmk1_kernel<int, float, 256, 5, false, false, false, false>(x)",
                  "void splitKreduce_kernel<32, 16, int, float, float, float, float, true>(x)",
                  "Memcpy DtoD (Device -> Device)", "Memset (Device)",
-                 "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<x>(y)"})
+                 "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<x>(y)",
+                 // Inductor's Triton kernels: what they fused is in the name, a GEMM's view included
+                 "triton_poi_fused_mm_t_view_1", "triton_red_fused__log_softmax__to_copy_0",
+                 "triton_per_fused__to_copy_add_native_dropout_native_layer_norm_2", "triton_poi_fused_0"})
     CHECK_MESSAGE(c.classify(n) == kernel_class::memory_bound, n);
   for (auto n : {"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
                  "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)"})

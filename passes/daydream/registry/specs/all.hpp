@@ -5,6 +5,7 @@
 
 #include <daydream/registry/specs/amp.hpp>
 #include <daydream/registry/specs/blueconnect.hpp>
+#include <daydream/registry/specs/compile.hpp>
 #include <daydream/registry/specs/cuda_graphs.hpp>
 #include <daydream/registry/specs/dataloader.hpp>
 #include <daydream/registry/specs/ddp.hpp>

@@ -20,6 +20,11 @@ TEST_CASE("kernel families of real kernel names") {
   CHECK(family_of_kernel("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous "
                          "namespace)::launch_clamp_scalar(...)::{lambda(float)#1}>") == kernel_family::elementwise);
   CHECK(family_of_kernel("triton_poi_fused_add_relu_0") == kernel_family::elementwise);
+  // cuDNN's conversion kernels are casts, not convolutions ("convert" is not "conv")
+  CHECK(family_of_kernel("void cudnn::fusion::convert_dq_to_16bits<__nv_bfloat16>(int, float const*)") ==
+        kernel_family::elementwise);
+  CHECK(family_of_kernel("void cudnn::detail::convolve_common_engine_float_NHWC<float, float>(int)") ==
+        kernel_family::gemm);
   CHECK(family_of_kernel("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
                          "at::native::MeanOps<float, float>>>") == kernel_family::reduction);
   CHECK(family_of_kernel("triton_red_fused_sum_1") == kernel_family::reduction);

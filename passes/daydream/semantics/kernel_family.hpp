@@ -69,7 +69,7 @@ inline kernel_family classify_family(std::string_view name) {
             "triton_poi|embedding_codegen|bounds_check_indices|permute_[0-9]d_",
             flags)},
         {kernel_family::gemm,
-         rx("(^|[^b])gemm|cutlass|xmma|scudnn|hcudnn|cudnn.*conv|winograd|dgrad|wgrad|fprop|implicit_convolve|"
+         rx("(^|[^b])gemm|cutlass|xmma|scudnn|hcudnn|cudnn.*conv(?!ert)|winograd|dgrad|wgrad|fprop|implicit_convolve|"
             "conv(?!ert)|matmul|bmm|trsm|magma|^cijk_|nvjet|triton_tem",
             flags)},
         {kernel_family::normalization,

@@ -23,7 +23,7 @@ registry<graph> bundled();
 #else
 DAYDREAM_COMPILED_INLINE registry<graph> bundled() {
   return registry<graph>::of<amp, precision, fused_adam, reconstruct_bn, gist, vdnn, substitute, recompute,
-                             grad_accum, dataloader, cuda_graphs, speedup, ddp, p3, blueconnect, dgc, tictac, tensor_fusion,
+                             grad_accum, dataloader, cuda_graphs, speedup, gpu, ddp, p3, blueconnect, dgc, tictac, tensor_fusion,
                              tensor_partition>();
 }
 #endif

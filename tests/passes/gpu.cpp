@@ -101,7 +101,7 @@ TEST_CASE("gpu: a kernel in one wave on both GPUs scales by the clock ratio (A10
                     shape(10, 128, 32));
   auto rep = apply(s.g, to("H100"));
   CHECK(s.g.duration(k) == 1'410'000);
-  CHECK(rep.value("kernels in one wave on both GPUs (clock)") == "1 kernels, 1.98 ms -> 1.41 ms");
+  CHECK(rep.value("small kernels, one wave on both GPUs (clock)") == "1 kernels, 1.98 ms -> 1.41 ms");
   // The H200's datasheet gives no clock: the one its FP32 peak implies, 67e12 / (2 x 128 x 132).
   bool derived = false;
   auto c = clock_of(gpus().at("H200"), derived);
@@ -112,6 +112,14 @@ TEST_CASE("gpu: a kernel in one wave on both GPUs scales by the clock ratio (A10
   CHECK(r.rule == retarget_rule::one_wave);
   CHECK(r.clock_fallback);
   CHECK(r.factor == doctest::Approx(1980e6 / (67e12 / (2.0 * 128 * 132))));
+  // One wave that reaches every SM (320 blocks of 512 threads x 27 registers: 4 per SM,
+  // 528 a wave on 132 SMs; a multi_tensor_apply kernel) is throughput-bound: the bandwidth ratio.
+  auto full = retarget_kernel(gpus().at("H100"), gpus().at("H200"), kernel_class::memory_bound,
+                              numeric_precision::fp32, false, shape(320, 512, 27));
+  CHECK(full.waves_source == 1);
+  CHECK(full.waves_target == 1);
+  CHECK(full.rule == retarget_rule::waves);
+  CHECK(full.factor == doctest::Approx(3352.0 / 4800.0));
 }
 
 TEST_CASE("gpu: blocks per SM recomputed on the target for a register, a shared-memory and a warp limit") {

@@ -81,7 +81,7 @@ TEST_CASE("gpu on real traces: H100 -> H200 and back; the same GPU changes nothi
     CHECK(rep.value("source -> target") == "H100-SXM -> H200");
     CHECK(kernel_time(up) < kernel_time(h100.g)); // 4.8 TB/s against 3.35
     std::int64_t ruled = 0;
-    for (auto key : {"kernels scaled by waves (launch shape on both GPUs)", "kernels in one wave on both GPUs (clock)",
+    for (auto key : {"kernels scaled by waves (launch shape on both GPUs)", "small kernels, one wave on both GPUs (clock)",
                      "kernels scaled by their class ratio (no launch shape or occupancy rules)",
                      "kernels unchanged (a figure of the catalogue is null)"})
       ruled += std::max<std::int64_t>(count_of(rep, key), 0);

@@ -42,8 +42,8 @@ namespace daydream::passes {
 ///   running on TF32 tensor cores where the target has them, as PyTorch's cuDNN default
 ///   does; the FP32 rate for unclassified ones), with wave quantization when the trace
 ///   recorded the launch (blocks per SM recomputed on both devices from registers,
-///   shared memory and block size); a kernel in one wave on both devices scales with the
-///   clock alone (a null clock: the one the FP32 peak implies, clock_of). A kernel recorded without
+///   shared memory and block size); a small kernel (one wave on both devices, fewer blocks than
+///   the recorded GPU has SMs) scales with the clock alone (a null clock: the one the FP32 peak implies, clock_of). A kernel recorded without
 ///   registers (ROCm) or on a device without occupancy rules (AMD entries) falls back to
 ///   the class ratio; the report counts kernels by rule.
 /// - **Floor.** No kernel gets shorter than `launch_floor` (or its own time, if that was
@@ -283,7 +283,7 @@ private:
   /// The counts by rule and class, and a sentence on what bounds the target run.
   void report(const graph& g, const device& from, const device& to, const tally& t, pass_report& rep) const {
     static constexpr std::array<std::string_view, retarget_rule_count> rule_text{
-        "kernels scaled by waves (launch shape on both GPUs)", "kernels in one wave on both GPUs (clock)",
+        "kernels scaled by waves (launch shape on both GPUs)", "small kernels, one wave on both GPUs (clock)",
         "kernels scaled by their class ratio (no launch shape or occupancy rules)",
         "kernels unchanged (a figure of the catalogue is null)"};
     for (int i = 0; i < retarget_rule_count; ++i) {
@@ -333,7 +333,7 @@ private:
     for (auto& [r, w] : thread) cpu_busy = std::max(cpu_busy, w);
     auto pct = [&](time_ns x) { return std::to_string(int(std::lround(100.0 * double(x) / double(std::max<time_ns>(gpu_busy, 1))))) + "%"; };
     std::string s = "on the target, compute-bound kernels take " + pct(t.class_after[0]) +
-                    " of the GPU's work, memory-bound " + pct(t.class_after[1]) + ", one-wave kernels " +
+                    " of the GPU's work, memory-bound " + pct(t.class_after[1]) + ", small one-wave kernels " +
                     pct(t.latency_time) + " and kernels at the launch floor " + pct(t.floored_time) + "; ";
     if (cpu_busy > gpu_busy)
       s += "the busiest CPU thread works " + format_time(cpu_busy) + " against the GPU's " + format_time(gpu_busy) +

@@ -17,8 +17,8 @@ namespace daydream::passes {
 
 /// The rule a kernel's new duration came from (gpu pass, retarget_kernel).
 enum class retarget_rule : std::uint8_t {
-  waves,        ///< launch shape on both devices, several waves: limiting resource x waves
-  one_wave,     ///< one wave on both devices: clock ratio
+  waves,        ///< launch shape on both devices: limiting resource x wave quantization
+  one_wave,     ///< one wave on both devices, fewer blocks than SMs: clock ratio
   class_ratio,  ///< no launch shape (or no occupancy rules): the limiting resource's ratio
   unscaled,     ///< a ratio the catalogue cannot give (a null figure): unchanged
 };
@@ -117,9 +117,11 @@ inline std::optional<double> class_ratio(const device& source, const device& tar
 ///   for unknown kernels the FP32 rate);
 /// - with a recorded launch (grid, block, registers, shared memory) and the occupancy
 ///   rules of both devices: blocks per SM recomputed on each, waves = ceil(blocks / (SMs x
-///   blocks per SM)); one wave on both: the clock ratio alone; else R x (block slots on
-///   the target / block slots on the source), slots = waves x blocks per SM x SMs, which
-///   is R when the grid fills whole waves on both;
+///   blocks per SM)); one wave on both with fewer blocks than the recorded GPU has SMs (a
+///   small kernel: its time is a block's latency): the clock ratio alone; one wave on
+///   both that reaches every SM: R; else R x (block slots on the target / block slots on
+///   the source), slots = waves x blocks per SM x SMs, which is R when the grid fills
+///   whole waves on both;
 /// - without: R alone.
 inline kernel_retarget retarget_kernel(const device& source, const device& target, kernel_class c,
                                        numeric_precision p, bool convolution, const kernel_launch& launch) {
@@ -135,6 +137,14 @@ inline kernel_retarget retarget_kernel(const device& source, const device& targe
       r.blocks_per_sm_target = ot->blocks_per_sm;
       r.waves_source = *waves(launch.blocks, *source.sm_count, os->blocks_per_sm);
       r.waves_target = *waves(launch.blocks, *target.sm_count, ot->blocks_per_sm);
+      // One wave that leaves SMs idle on the recorded GPU: its time is one block's
+      // latency, which the clock sets. A one-wave grid that reaches every SM is
+      // throughput-bound: the class ratio, with no partial wave to correct for.
+      if (r.waves_source == 1 && r.waves_target == 1 && launch.blocks >= *source.sm_count && ratio) {
+        r.factor = *ratio;
+        r.rule = retarget_rule::waves;
+        return r;
+      }
       if (r.waves_source == 1 && r.waves_target == 1) {
         bool ds = false, dt = false;
         auto cs = clock_of(source, ds), ct = clock_of(target, dt);

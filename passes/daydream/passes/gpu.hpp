@@ -5,12 +5,14 @@
 
 #include <daydream/graph.hpp>
 #include <daydream/kinds.hpp>
+#include <daydream/launch.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/report.hpp>
 #include <daydream/select.hpp>
 #include <daydream/update.hpp>
 #include <daydream/semantics/device.hpp>
 #include <daydream/semantics/device_catalogue.hpp>
+#include <daydream/semantics/estimate.hpp>
 #include <daydream/semantics/format.hpp>
 #include <daydream/semantics/kernel_classifier.hpp>
 #include <daydream/semantics/kernel_family.hpp>
@@ -45,7 +47,10 @@ namespace daydream::passes {
 ///   shared memory and block size); a small kernel (one wave on both devices, fewer blocks than
 ///   the recorded GPU has SMs) scales with the clock alone (a null clock: the one the FP32 peak implies, clock_of). A kernel recorded without
 ///   registers (ROCm) or on a device without occupancy rules (AMD entries) falls back to
-///   the class ratio; the report counts kernels by rule.
+///   the class ratio; the report counts kernels by rule. A compute-bound kernel takes at
+///   least its operator's tensor bytes (recorded shapes) at the target's memory
+///   bandwidth, capped at its own time at the bandwidth ratio: the roofline's memory term,
+///   which binds when the kernel's intensity lies below the target's ridge point.
 /// - **Floor.** No kernel gets shorter than `launch_floor` (or its own time, if that was
 ///   shorter): a launch's fixed latency does not shrink with a faster GPU.
 /// - **Copies.** Host copies scale with the host link (PCIe bandwidth ratio), device
@@ -142,7 +147,7 @@ private:
     std::array<time_ns, retarget_rule_count> rule_before{}, rule_after{};
     std::array<time_ns, kernel_class_count> class_before{}, class_after{};
     std::array<std::size_t, kernel_class_count> class_count{};
-    std::size_t floored = 0, clock_fallback = 0, no_shape = 0, no_rules = 0, comm = 0, copies = 0;
+    std::size_t floored = 0, clock_fallback = 0, no_shape = 0, no_rules = 0, comm = 0, copies = 0, memory_on_target = 0;
     time_ns floored_time = 0, latency_time = 0;
     std::string dominant;
   };
@@ -219,6 +224,23 @@ private:
       time_ns after = before;
       if (r.rule != retarget_rule::unscaled) {
         after = time_ns(std::llround(double(before) * r.factor));
+        if (c == kernel_class::compute_bound && to.memory_bandwidth && from.memory_bandwidth) {
+          // The roofline's other term: the operator's tensors (from its recorded shapes)
+          // read at the target's bandwidth, at most the source's time at the bandwidth
+          // ratio. A kernel compute-bound on the source whose intensity lies below the
+          // target's ridge point is memory-bound there.
+          // Only for a launch of one kernel: a graph launch (cudaGraphLaunch) carries
+          // the bytes of everything it replays.
+          const auto call = launch_of(g, k);
+          const double bytes =
+              call != no_task && launched_by(g, call).size() == 1 ? double(launch_tensor_bytes(g, k)) : 0.0;
+          const double memory = std::min(bytes / *to.memory_bandwidth * 1e9,
+                                         double(before) * *from.memory_bandwidth / *to.memory_bandwidth);
+          if (bytes > 0 && memory > double(after)) {
+            after = time_ns(std::llround(memory));
+            ++t.memory_on_target;
+          }
+        }
         const time_ns floor = std::min(before, launch_floor);
         if (after < floor) {
           after = floor;
@@ -306,6 +328,9 @@ private:
       rep.add_count("kernels without a recorded launch (grid, block, registers): class ratio", std::int64_t(t.no_shape));
     if (t.no_rules > 0)
       rep.add_count("kernels on a GPU without occupancy rules in the catalogue: class ratio", std::int64_t(t.no_rules));
+    if (t.memory_on_target > 0)
+      rep.add_count("compute-bound kernels memory-bound on the target (their operator's tensor bytes at its bandwidth)",
+                    std::int64_t(t.memory_on_target));
     if (t.floored > 0)
       rep.add("kernels at the launch floor (" + format_time(launch_floor) + ")", std::to_string(t.floored) + " kernels",
               report_value::of_count(std::int64_t(t.floored)));

@@ -8,6 +8,7 @@
 #include <daydream/detail/core.hpp>
 #include <daydream/fwd.hpp>
 #include <daydream/kinds.hpp>
+#include <daydream/recorded_device.hpp>
 #include <daydream/resource.hpp>
 #include <daydream/task.hpp>
 
@@ -241,6 +242,17 @@ public:
   /// Sets the bytes task `t` allocates (positive) or frees (negative) when it starts;
   /// replay_result::peak_memory sums them. Invalidates nothing.
   void set_mem_delta(task_id t, std::int64_t bytes) { core_.mem_delta[t] = bytes; }
+  /// The GPUs the tasks ran on as the profiler recorded them (Kineto's
+  /// `deviceProperties`); empty for a graph built by hand or from a trace without them.
+  const std::vector<recorded_device>& devices() const noexcept { return devices_; }
+  /// Sets the recorded GPUs (see devices()). Invalidates references from devices().
+  void set_devices(std::vector<recorded_device> d) { devices_ = std::move(d); }
+  /// The recorded GPU of index `id` (recorded_device::id), or nullptr.
+  const recorded_device* device_of(std::int32_t id) const noexcept {
+    for (auto& d : devices_)
+      if (d.id == id) return &d;
+    return nullptr;
+  }
   /// Interns a string in the graph's name table (for name_id comparisons).
   name_id intern(std::string_view s) { return core_.names.intern(s); }
   /// The string of an interned id.
@@ -425,6 +437,7 @@ private:
   detail::graph_core core_;
   boost::hana::basic_tuple<detail::column<Kinds>...> payloads_; // large ones on huge pages
   std::vector<task_id> owners_[sizeof...(Kinds)];
+  std::vector<recorded_device> devices_; // not tasks: the replay never reads them
 };
 
 template <class... Kinds> std::vector<task_id> basic_graph<Kinds...>::compact() {

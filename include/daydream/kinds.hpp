@@ -60,6 +60,25 @@ struct cpu_task {
   friend constexpr bool operator==(const cpu_task&, const cpu_task&) = default;
 };
 
+/// How a kernel was launched, as the profiler recorded it (Kineto's kernel `args`): what
+/// occupancy and wave counts are computed from. 16 bytes, kept in the kernel's payload.
+/// `blocks == 0` when the trace gives no grid; `has_resources()` is false when it gives
+/// no `registers per thread` (ROCm traces carry grid and block only).
+struct kernel_launch {
+  std::uint32_t blocks = 0;        ///< grid x * y * z (saturated at 2^32 - 1)
+  std::uint32_t shared_memory = 0; ///< `shared memory`: bytes per block, static plus dynamic
+  std::uint16_t threads = 0;       ///< block x * y * z
+  std::uint8_t registers = 0;      ///< `registers per thread`
+  /// `est. achieved occupancy %` (0 to 100), or 255 when the trace gives none.
+  std::uint8_t occupancy_pct = 255;
+  std::uint8_t recorded = 0;       ///< bit 0: registers and shared memory were recorded
+  /// Whether the grid and the block are known.
+  constexpr bool has_shape() const noexcept { return blocks > 0 && threads > 0; }
+  /// Whether registers per thread and shared memory were recorded too.
+  constexpr bool has_resources() const noexcept { return has_shape() && (recorded & 1) != 0; }
+  friend constexpr bool operator==(const kernel_launch&, const kernel_launch&) = default;
+};
+
 /// A GPU kernel on a stream (a resource_kind::gpu_stream).
 ///
 ///     g.add(daydream::gpu_kernel{.device = 0, .stream = 7, .correlation = 42},
@@ -71,6 +90,7 @@ struct gpu_kernel {
   std::int32_t stream = 0;         ///< CUDA stream id in the trace
   std::uint64_t correlation = 0;   ///< correlation id of the launching runtime call, else 0
   std::uint64_t bytes = 0;         ///< bytes the kernel touches when known (memsets), else 0
+  kernel_launch launch{};          ///< grid, block, registers, shared memory when recorded
   friend constexpr bool operator==(const gpu_kernel&, const gpu_kernel&) = default;
 };
 

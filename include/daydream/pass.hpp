@@ -158,7 +158,8 @@ using daydream::operator|;
 /// throws, or leaves a cycle or a broken invariant (check_invariants), `g` is restored
 /// exactly as it was and daydream::error says why, naming the pass (`name`, by default
 /// pass_traits<Pass>::name) and the cycle's tasks; an exception that is not a
-/// std::exception is rethrown as is, after the restore. Costs one copy of the graph.
+/// std::exception is rethrown as is, after the restore; a daydream::usage_error of the
+/// pass (a parameter this graph cannot satisfy) stays a usage_error. Costs one copy of the graph.
 /// On success, invalidates what the pass invalidates; on failure, nothing.
 ///
 ///     try { daydream::apply(g, daydream::passes::amp{}); }
@@ -181,6 +182,12 @@ decltype(auto) apply(G& g, const Pass& pass, std::string_view name = pass_traits
       check_invariants(g);
       return out;
     }
+  } catch (const usage_error& e) {
+    // A pass that refuses what the user asked of it on this graph (a parameter the
+    // input cannot satisfy) stays a usage error: programs exit 2.
+    g = std::move(backup);
+    throw usage_error(std::string("daydream: pass '") + std::string(name) +
+                      "' was refused and the graph left unchanged: " + e.what());
   } catch (const std::exception& e) {
     g = std::move(backup);
     throw error(std::string("daydream: pass '") + std::string(name) +

@@ -546,6 +546,7 @@ graph every_pass_applies() {
 /// The spec a scenario of daydream-whatif gives pass `e` (substitute: layers 1 and 2).
 std::string spec_of(const passes::pass_entry<graph>& e) {
   if (e.name == "substitute") return "substitute:layers=layer[12]";
+  if (e.name == "gpu") return "gpu:target=H100,source=A100"; // a hand-built graph records no GPU
   return e.scenario_params.empty() ? std::string(e.name) : std::string(e.name) + ":" + std::string(e.scenario_params);
 }
 

@@ -17,6 +17,7 @@
 #include <simdjson.h>
 
 #include <cstdio>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -513,4 +514,38 @@ TEST_CASE("sweep mistakes are usage errors before the trace is read") {
   auto p = json_of(resnet, {"slow_kernels"});
   p.csv = "x.csv";
   CHECK_THROWS_WITH_AS(run(p, test_registry()), doctest::Contains("--csv is for a sweep"), daydream::usage_error);
+}
+
+TEST_CASE("gpu: --vary target=A100,H100,B200 answers which GPU; the trace's own GPU changes nothing") {
+  // resnet50_v100 recorded a Tesla V100-SXM2-32GB (deviceProperties): the catalogue's V100.
+  auto o = json_of(resnet);
+  o.vary = {"target=A100,H100,B200,V100"};
+  auto r = run(o);
+  REQUIRE(r.status == 0);
+  parsed j(r.out);
+  const double base = num(j.root["baseline_us"]);
+  auto rows = j.root["results"].get_array().value();
+  REQUIRE(rows.size() == 4);
+  std::map<std::string, double> step;
+  for (auto row : rows) {
+    CHECK(std::string(row["scenario"].get_string().value()) == "gpu");
+    step[std::string(row["params"]["target"].get_string().value())] = num(row["predicted_us"]);
+  }
+  CHECK(step["V100"] == base);          // the recorded GPU: unchanged
+  CHECK(step["A100"] < base);           // every figure of the A100 is the V100's or more, but the clock
+  CHECK(step["H100"] <= step["A100"]);  // faster in every figure again (here the CPU bounds both)
+  CHECK(step["B200"] <= step["H100"] * 1.02);
+}
+
+TEST_CASE("gpu: a trace without deviceProperties needs source=, an unknown GPU is named: usage errors") {
+  auto path = write_file("no-device.json", training_trace({.kernel_us = {100, 100, 100, 100}}));
+  CHECK_THROWS_WITH_AS(run(json_of(path, {"gpu:target=H100"})), doctest::Contains("give source=NAME"),
+                       daydream::usage_error);
+  CHECK(run(json_of(path, {"gpu:target=H100,source=A100"})).status == 0);
+  CHECK_THROWS_WITH_AS(run(json_of(resnet, {"gpu:target=H900"})), doctest::Contains("unknown target GPU 'H900'"),
+                       daydream::usage_error);
+  CHECK_THROWS_WITH_AS(run(json_of(resnet, {"gpu"})), doctest::Contains("give target=NAME"), daydream::usage_error);
+  // Composes: amp, then the H100.
+  auto both = run(json_of(resnet, {"amp+gpu:target=H100"}));
+  CHECK(both.status == 0);
 }

@@ -365,6 +365,7 @@ inline kineto_trace ingest(decoded_trace& d, std::string_view source, const inge
   t.info.iterations_from = b.iterations_from;
   t.info.path = std::string(source);
   t.info.gpus = std::move(d.gpus);
+  t.g.set_devices(std::move(d.devices));
   t.info.rank = d.rank;
   t.info.world_size = d.world_size;
   t.info.backend = std::move(d.backend);

@@ -6,6 +6,7 @@
 #include <daydream/analysis.hpp>
 #include <daydream/fidelity.hpp>
 #include <daydream/graph.hpp>
+#include <daydream/io/device_catalogue.hpp>
 #include <daydream/iteration.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/resource.hpp>
@@ -143,6 +144,13 @@ inline bool any_gpu_kernel(const graph& g) {
   auto kernels = tasks<gpu_kernel>(g);
   return kernels.begin() != kernels.end();
 }
+/// The catalogue name of the GPU the trace recorded, "" when it records none the
+/// bundled catalogue describes.
+inline std::string recorded_gpu(const graph& g) {
+  if (g.devices().empty() || !any_gpu_kernel(g)) return {};
+  auto* d = io::bundled_device_catalogue().find_kineto(g.devices().front().name);
+  return d ? d->name : std::string();
+}
 } // namespace detail
 //! @endcond
 
@@ -169,6 +177,9 @@ inline std::vector<series> default_series(const graph& g) {
     out.push_back({"speedup: every GPU task 0.5 -> 4x faster", {"speedup:factor=0.5", "speedup:factor=4"}});
   if (passes::precision::applicable(g))
     out.push_back({"precision:to=fp8: GEMM speedup 1 -> 2 -> 8", {"precision:gemm=1", "precision", "precision:gemm=8"}});
+  // gpu: a GPU faster in every figure (A100 80GB -> H100 SXM) never predicts a slower step.
+  if (const auto rec = detail::recorded_gpu(g); !rec.empty())
+    out.push_back({"gpu: target A100 80GB -> H100 SXM", {"gpu:target=A100-SXM4-80GB", "gpu:target=H100-SXM"}});
   if (passes::dataloader::applicable(g))
     out.push_back({"dataloader: workers 1 -> 2 -> 4 -> 16",
                    {"dataloader:workers=1", "dataloader:workers=2", "dataloader:workers=4", "dataloader:workers=16"}});
@@ -188,6 +199,7 @@ inline std::vector<std::string> neutral_specs(const graph& g) {
     out.push_back("speedup:factor=1");
   }
   if (passes::precision::applicable(g)) out.push_back("precision:gemm=1");
+  if (const auto rec = detail::recorded_gpu(g); !rec.empty()) out.push_back("gpu:target=" + rec); // the same GPU
   if (passes::ddp::applicable(g)) out.push_back("ddp:workers=1");
   // A trace that already loads in workers: dataloader must say it changes nothing.
   const auto fetches = passes::dataloader_fetches(g);

@@ -15,6 +15,7 @@
 #include <daydream/passes/dgc.hpp>
 #include <daydream/passes/fused_adam.hpp>
 #include <daydream/passes/gist.hpp>
+#include <daydream/passes/gpu.hpp>
 #include <daydream/passes/grad_accum.hpp>
 #include <daydream/passes/p3.hpp>
 #include <daydream/passes/precision.hpp>

@@ -23,8 +23,8 @@ registry<graph> bundled();
 #else
 DAYDREAM_COMPILED_INLINE registry<graph> bundled() {
   return registry<graph>::of<amp, precision, fused_adam, reconstruct_bn, gist, vdnn, substitute, recompute,
-                             grad_accum, dataloader, cuda_graphs, compile, speedup, ddp, p3, blueconnect, dgc, tictac, tensor_fusion,
-                             tensor_partition>();
+                             grad_accum, dataloader, cuda_graphs, compile, speedup, gpu, ddp, p3, blueconnect, dgc,
+                             tictac, tensor_fusion, tensor_partition>();
 }
 #endif
 

@@ -194,12 +194,12 @@ template <class... P> constexpr bool none_has_cli_members = (!has_cli_members<P>
 TEST_CASE("the bundled passes keep their command-line side in their specs, and every one has a help line") {
   static_assert(has_cli_members<faster_kernels>);
   static_assert(none_has_cli_members<amp, precision, fused_adam, reconstruct_bn, gist, vdnn, substitute, recompute,
-                                     grad_accum, dataloader, cuda_graphs, compile, speedup, ddp, p3, blueconnect, dgc, tictac,
-                                     tensor_fusion, tensor_partition>,
+                                     grad_accum, dataloader, cuda_graphs, compile, speedup, gpu, ddp, p3, blueconnect,
+                                     dgc, tictac, tensor_fusion, tensor_partition>,
                 "a bundled pass defines help, from_params, scenario_params or default_scenario itself: those "
                 "belong in its pass_spec (registry/specs/)");
   auto reg = bundled();
-  CHECK(reg.entries().size() == 20);
+  CHECK(reg.entries().size() == 21);
   for (auto& e : reg.entries()) {
     CAPTURE(e.name);
     CHECK_FALSE(e.help.empty());
@@ -207,6 +207,7 @@ TEST_CASE("the bundled passes keep their command-line side in their specs, and e
   CHECK(reg.find("ddp")->scenario_params == "workers=16,bandwidth=25Gbps");
   CHECK(reg.find("blueconnect")->scenario_params == "machines=2,workers_per_machine=8,bandwidth=25Gbps");
   CHECK_FALSE(reg.find("speedup")->default_scenario);
+  CHECK_FALSE(reg.find("gpu")->default_scenario); // the target is the user's question
   // The registry builds a pass as from_params does.
   auto a = from_params<amp>(pass_params::parse("amp", "compute=2,memory=1.5"));
   CHECK(a.compute == 2);

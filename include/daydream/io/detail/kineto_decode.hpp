@@ -116,7 +116,8 @@ private:
     }
   }
 
-  /// Reads `deviceProperties`: the names of the GPUs.
+  /// Reads `deviceProperties`: the GPUs, their names and figures (a figure that is not a
+  /// non-negative integer is left 0).
   void devices(simdjson::ondemand::value v, simdjson::ondemand::document& doc) {
     simdjson::ondemand::array a;
     if (v.get_array().get(a)) return;
@@ -125,17 +126,60 @@ private:
       if (auto err = std::move(el_r).get(el)) syntax(err, &doc);
       simdjson::ondemand::object o;
       if (el.get_object().get(o)) continue;
+      recorded_device d;
+      d.id = static_cast<std::int32_t>(out_.devices.size());
+      bool named = false;
       for (auto f_r : o) {
         simdjson::ondemand::field f;
         if (auto err = std::move(f_r).get(f)) syntax(err, &doc);
         std::string_view k;
         if (auto err = f.unescaped_key().get(k)) syntax(err, &doc);
+        auto val = f.value();
         if (is(k, "name")) {
           std::string_view s;
-          if (!f.value().get_string().get(s)) out_.gpus.emplace_back(s);
+          if (!val.get_string().get(s)) { out_.gpus.emplace_back(s); d.name = std::string(s); named = true; }
+          continue;
         }
+        std::int64_t n = 0;
+        if (!read_int(val, n) || n < 0) continue;
+        auto u32 = [&](std::uint32_t& dst) { dst = n > 0xffffffffLL ? 0xffffffffu : std::uint32_t(n); };
+        if (is(k, "id")) d.id = static_cast<std::int32_t>(std::min<std::int64_t>(n, 0x7fffffff));
+        else if (is(k, "totalGlobalMem")) d.memory_bytes = std::uint64_t(n);
+        else if (is(k, "computeMajor")) u32(d.compute_major);
+        else if (is(k, "computeMinor")) u32(d.compute_minor);
+        else if (is(k, "maxThreadsPerBlock")) u32(d.max_threads_per_block);
+        else if (is(k, "maxThreadsPerMultiprocessor")) u32(d.max_threads_per_sm);
+        else if (is(k, "regsPerBlock")) u32(d.registers_per_block);
+        else if (is(k, "regsPerMultiprocessor")) u32(d.registers_per_sm);
+        else if (is(k, "warpSize")) u32(d.warp_size);
+        else if (is(k, "sharedMemPerBlock")) u32(d.shared_memory_per_block);
+        else if (is(k, "sharedMemPerBlockOptin")) u32(d.shared_memory_per_block_optin);
+        else if (is(k, "sharedMemPerMultiprocessor")) u32(d.shared_memory_per_sm);
+        else if (is(k, "numSms")) u32(d.sm_count);
       }
+      if (named) out_.devices.push_back(std::move(d));
     }
+  }
+
+  /// The product of an array of non-negative integers (`grid`, `block`); 0 when `v` is
+  /// not one.
+  std::uint64_t product(simdjson::ondemand::value& v, simdjson::ondemand::document& doc) {
+    json_type t;
+    if (v.type().get(t) || t != json_type::array) return 0;
+    simdjson::ondemand::array a;
+    if (auto err = v.get_array().get(a)) syntax(err, &doc);
+    std::uint64_t p = 1;
+    std::size_t n = 0;
+    for (auto x_r : a) {
+      simdjson::ondemand::value x;
+      if (auto err = std::move(x_r).get(x)) syntax(err, &doc);
+      std::int64_t k = 0;
+      if (!read_int(x, k) || k < 0) return 0;
+      constexpr std::uint64_t cap = std::uint64_t(1) << 40; // saturate: kernel_launch caps it lower
+      p = k != 0 && p > cap / std::uint64_t(k) ? cap : p * std::uint64_t(k);
+      ++n;
+    }
+    return n ? p : 0;
   }
 
   /// Reads the arguments of event `e` that the tables keep.
@@ -171,6 +215,7 @@ private:
         if (is(k, "Bytes")) { std::int64_t n; if (read_int(val, n)) { e.mem_bytes = n; e.has_mem_bytes = true; } }
         else if (is(k, "bytes")) as_int(e.bytes); // gpu_memcpy / gpu_memset size
         else if (is(k, "dtype")) as_str(e.dtype);
+        else if (is(k, "block")) e.block_threads = product(val, doc);
         break;
       case 6:
         if (is(k, "stream")) { std::int64_t n; if (read_int(val, n)) { e.stream = n; e.has_stream = true; } }
@@ -181,12 +226,18 @@ private:
         else if (is(k, "Input type")) as_raw(e.input_types);
         else if (is(k, "Group size")) as_int(e.group_size);
         break;
+      case 4: if (is(k, "grid")) e.grid_blocks = product(val, doc); break;
+      case 20: if (is(k, "registers per thread")) as_int(e.registers); break;
+      case 25: if (is(k, "est. achieved occupancy %")) as_int(e.occupancy); break;
       case 5 + 6:
         if (is(k, "correlation")) as_int(e.correlation);
         else if (is(k, "Device Type")) as_int(e.device_type);
         break;
       case 9: if (is(k, "Device Id")) as_int(e.device_id); break;
-      case 13: if (is(k, "In msg nelems")) as_int(e.in_nelems); break;
+      case 13:
+        if (is(k, "In msg nelems")) as_int(e.in_nelems);
+        else if (is(k, "shared memory")) as_int(e.shared_memory);
+        break;
       case 14:
         if (is(k, "Out msg nelems")) as_int(e.out_nelems);
         else if (is(k, "cuda_sync_kind")) as_str(e.sync_kind);

@@ -3,6 +3,8 @@
 #ifndef DAYDREAM_IO_DETAIL_KINETO_EVENTS_HPP
 #define DAYDREAM_IO_DETAIL_KINETO_EVENTS_HPP
 
+#include <daydream/kinds.hpp>
+#include <daydream/recorded_device.hpp>
 #include <daydream/task.hpp>
 
 #include <cstddef>
@@ -228,6 +230,7 @@ struct gpu_event {
   std::uint64_t bytes = 0;
   std::uint32_t meta = no_index;
   ecat cat = ecat::other;
+  kernel_launch launch{}; ///< a kernel's grid, block and resources
 };
 
 /// A flow event (`s`, `f` or `t`).
@@ -282,6 +285,7 @@ struct decoded_trace {
   std::size_t events = 0;               ///< elements of traceEvents
   std::map<std::string, std::size_t> ignored; ///< events not kept, by reason
   std::vector<std::string> gpus;        ///< deviceProperties names
+  std::vector<recorded_device> devices; ///< deviceProperties, every field
   std::int32_t rank = -1, world_size = -1;
   std::string backend;
   /// Every string the tables above point to (unescaped): never into the JSON text nor

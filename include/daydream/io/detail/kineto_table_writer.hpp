@@ -7,6 +7,7 @@
 #include <daydream/io/detail/json_text.hpp>
 #include <daydream/io/detail/kineto_events.hpp>
 #include <daydream/io/detail/kineto_json_reader.hpp>
+#include <daydream/kinds.hpp>
 #include <daydream/task.hpp>
 
 #include <cstddef>
@@ -39,6 +40,9 @@ struct raw_event {
   bool has_mem_bytes = false;
   std::int64_t mem_bytes = 0, total_allocated = -1, device_type = -1, device_id = -1;
   std::int64_t wait_stream = -1, wait_record = -1;
+  // a kernel's launch: grid and block (their products, 0 when absent), resources (-1 when absent)
+  std::uint64_t grid_blocks = 0, block_threads = 0;
+  std::int64_t registers = -1, shared_memory = -1, occupancy = -1;
 };
 
 /// Writes decoded events into the event tables (`decoded_trace`): files each raw event
@@ -171,6 +175,21 @@ protected:
 private:
   /// String ids count up from here: far from any id a trace writes as a number.
   static constexpr std::int64_t string_id_base = std::numeric_limits<std::int64_t>::min() / 2;
+  /// A kernel's launch from its arguments (grid, block, registers, shared memory,
+  /// occupancy); a field out of range is left unknown.
+  static kernel_launch launch_of(const raw_event& e) noexcept {
+    kernel_launch l;
+    if (e.grid_blocks == 0 || e.block_threads == 0 || e.block_threads > 0xffff) return l;
+    l.blocks = e.grid_blocks > 0xffffffffu ? 0xffffffffu : std::uint32_t(e.grid_blocks);
+    l.threads = std::uint16_t(e.block_threads);
+    if (e.registers >= 0 && e.registers <= 255 && e.shared_memory >= 0 && e.shared_memory <= 0xffffffffLL) {
+      l.registers = std::uint8_t(e.registers);
+      l.shared_memory = std::uint32_t(e.shared_memory);
+      l.recorded = 1;
+    }
+    if (e.occupancy >= 0 && e.occupancy <= 100) l.occupancy_pct = std::uint8_t(e.occupancy);
+    return l;
+  }
   /// The pooled copy of a string the tables keep.
   std::string_view keep(std::string_view s) { return out_.strings.intern(s); }
   /// A pid or tid as a number: the number written, or a string's id.
@@ -248,6 +267,7 @@ private:
       ge.correlation = e.correlation;
       ge.bytes = e.bytes > 0 ? static_cast<std::uint64_t>(e.bytes) : 0;
       ge.meta = meta_of(e);
+      if (c == ecat::kernel) ge.launch = launch_of(e);
       out_.gpu.push_back(ge);
     } else if (c == ecat::cuda_sync) {
       sync_event se;

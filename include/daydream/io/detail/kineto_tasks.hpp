@@ -264,7 +264,7 @@ inline task_map make_tasks(const decoded_trace& d, thread_table& tt, gpu_links& 
         id = g.add(c, f).id;
       } else if (e.cat == ecat::kernel) {
         gpu_kernel k;
-        k.device = e.device; k.stream = e.stream; k.correlation = corr;
+        k.device = e.device; k.stream = e.stream; k.correlation = corr; k.launch = e.launch;
         id = g.add(k, f).id;
       } else {
         memcpy_task m;

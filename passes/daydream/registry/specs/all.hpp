@@ -12,6 +12,7 @@
 #include <daydream/registry/specs/dgc.hpp>
 #include <daydream/registry/specs/fused_adam.hpp>
 #include <daydream/registry/specs/gist.hpp>
+#include <daydream/registry/specs/gpu.hpp>
 #include <daydream/registry/specs/grad_accum.hpp>
 #include <daydream/registry/specs/p3.hpp>
 #include <daydream/registry/specs/precision.hpp>

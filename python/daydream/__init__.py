@@ -26,7 +26,7 @@ try:  # pandas is optional: without it, tables are dicts of numpy arrays
 except ImportError:  # pragma: no cover - depends on the installation
     _pd = None
 
-__all__ = ["load", "compare", "passes", "GraphView", "Replay", "Trace", "have_pandas"]
+__all__ = ["load", "compare", "ps", "passes", "GraphView", "Replay", "Trace", "have_pandas"]
 
 
 def have_pandas():
@@ -239,6 +239,38 @@ def compare(before, after, passes=None, layers=30):
         return x.path if isinstance(x, Trace) else _fspath(x)
     res = _core._compare(path_of(before), path_of(after), passes or "", int(layers))
     res["rows"] = _table(res["rows"])
+    return res
+
+
+def _workers_list(workers):
+    """[1, 2, 4] from "1-4,8", a range or a list."""
+    if isinstance(workers, int):
+        return [workers]
+    if isinstance(workers, str):
+        out = []
+        for part in workers.split(","):
+            a, _, b = part.partition("-")
+            try:
+                out.extend(range(int(a), int(b or a) + 1))
+            except ValueError:
+                raise ValueError(f"daydream.ps: workers: '{part}' is not a number or a range of workers") from None
+        return out
+    return [int(w) for w in workers]
+
+
+def ps(trace, workers="1-16", servers=1, bandwidth="10Gbps", window="28MB", flow_control=True, order="trace",
+       sharing="max_min", model_bytes=None, compute_scale=1.0, steps=1000, warmup=50, seed=1, stagger=False):
+    """Asynchronous parameter-server training for each number of workers, as `daydream ps
+    TRACE --workers ... --json` (docs/async_ps.md): `trace` is a path or a Trace (read again
+    as recorded). Returns a dict: `throughput` (a table: workers, steps_per_s, mean_step_us,
+    uplink_util, downlink_util, queueing_steps_per_s, cynthia_steps_per_s),
+    `saturation_workers`, `free_network_step_us`, `model_bytes`, `notes`, ... Simulated
+    without holding the GIL."""
+    path = trace.path if isinstance(trace, Trace) else _fspath(trace)
+    res = _core._ps(path, _workers_list(workers), int(servers), str(bandwidth), str(window), bool(flow_control),
+                    str(order), str(sharing), "" if model_bytes is None else str(model_bytes), float(compute_scale),
+                    int(steps), int(warmup), int(seed), bool(stagger))
+    res["throughput"] = _table(res["throughput"])
     return res
 
 

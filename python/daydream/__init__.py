@@ -26,7 +26,7 @@ try:  # pandas is optional: without it, tables are dicts of numpy arrays
 except ImportError:  # pragma: no cover - depends on the installation
     _pd = None
 
-__all__ = ["load", "compare", "ps", "passes", "GraphView", "Replay", "Trace", "have_pandas"]
+__all__ = ["load", "compare", "optimize", "ps", "passes", "GraphView", "Replay", "Trace", "have_pandas"]
 
 
 def have_pandas():
@@ -271,6 +271,28 @@ def ps(trace, workers="1-16", servers=1, bandwidth="10Gbps", window="28MB", flow
                     str(order), str(sharing), "" if model_bytes is None else str(model_bytes), float(compute_scale),
                     int(steps), int(warmup), int(seed), bool(stagger))
     res["throughput"] = _table(res["throughput"])
+    return res
+
+
+def optimize(trace, workers=None, *, algorithm="ring", model_bytes=None, strategies=None, time_budget="30s",
+             memory_budget=None, iteration=None, **cluster):
+    """The best data-parallel plan (gradient buckets, partitions, op fusion) for one trace on a
+    cluster, as `daydream optimize TRACE --json` (docs/optimize.md). `trace` is a path or a
+    Trace (read again as recorded); the cluster is given as the distributed passes' keys:
+    workers=, machines=, workers_per_machine=, bandwidth=, latency=, nvlink=, pcie=, ps=.
+    strategies: tensor_fusion, tensor_partition, op_fusion (default: all). Returns a dict:
+    baseline_us, trace_baseline_us, best (predicted_us, strategy, from, bucket_bytes, ...),
+    baselines and log (tables), evaluated, rounds, budget_hit, cluster. Searched without
+    holding the GIL."""
+    path = trace.path if isinstance(trace, Trace) else _fspath(trace)
+    keys = {k: str(v) for k, v in cluster.items() if v is not None}
+    if workers is not None:
+        keys["workers"] = str(workers)
+    res = _core._optimize(path, keys, str(algorithm), "" if model_bytes is None else str(model_bytes),
+                          list(strategies or []), str(time_budget), "" if memory_budget is None else str(memory_budget),
+                          -1 if iteration is None else int(iteration))
+    res["baselines"] = _table(res["baselines"])
+    res["log"] = _table(res["log"])
     return res
 
 

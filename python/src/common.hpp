@@ -91,6 +91,7 @@ void bind_replay(py::module_& m);
 void bind_whatif(py::module_& m);
 void bind_graph_view(py::module_& m);
 void bind_subsystems(py::module_& m);
+void bind_optimize(py::module_& m);
 
 } // namespace daydream::python
 

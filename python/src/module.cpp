@@ -54,4 +54,5 @@ PYBIND11_MODULE(_daydream, m) {
   bind_whatif(m);
   bind_graph_view(m);
   bind_subsystems(m);
+  bind_optimize(m);
 }

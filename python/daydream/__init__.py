@@ -26,7 +26,7 @@ try:  # pandas is optional: without it, tables are dicts of numpy arrays
 except ImportError:  # pragma: no cover - depends on the installation
     _pd = None
 
-__all__ = ["load", "compare", "optimize", "ps", "passes", "GraphView", "Replay", "Trace", "have_pandas"]
+__all__ = ["load", "compare", "optimize", "strategy", "ps", "passes", "GraphView", "Replay", "Trace", "have_pandas"]
 
 
 def have_pandas():
@@ -293,6 +293,28 @@ def optimize(trace, workers=None, *, algorithm="ring", model_bytes=None, strateg
                           -1 if iteration is None else int(iteration))
     res["baselines"] = _table(res["baselines"])
     res["log"] = _table(res["log"])
+    return res
+
+
+def strategy(trace, cluster, strategies=None, *, grid=False, devices=None, zero=None, recompute=None, schedule=None,
+             batch=None, global_batch=None, model_bytes=None, iteration=None, overlap=None, optimizer_bytes=None):
+    """Data x tensor x pipeline parallel strategies of the traced model on a cluster, as
+    `daydream strategy TRACE --cluster C --strategy S ... --json` (docs/strategy.md):
+    `cluster` a preset or NODESxDEVICES ("dgx-a100:nodes=4", "2x8"), `strategies` specs
+    ("dp=8,tp=2,pp=2,micro=8"), grid=True for every dp x tp x pp x micro of the devices.
+    Returns a dict: `strategies` (a table, fastest first: strategy, predicted_us,
+    samples_per_s, peak_memory_bytes, oom, comm_*_bytes, devices, bound), `best`,
+    `single_gpu_us`, `cluster`, `notes`. Strategy tree files are read by the program only."""
+    path = trace.path if isinstance(trace, Trace) else _fspath(trace)
+    specs = [strategies] if isinstance(strategies, str) else list(strategies or [])
+    kw = dict(cluster=str(cluster), strategies=specs, grid=bool(grid), devices=devices, zero=zero,
+              recompute=recompute, schedule=schedule, batch=None if batch is None else float(batch),
+              global_batch=None if global_batch is None else float(global_batch),
+              model_bytes=None if model_bytes is None else str(model_bytes), iteration=iteration,
+              overlap=None if overlap is None else float(overlap),
+              optimizer_bytes=None if optimizer_bytes is None else float(optimizer_bytes))
+    res = _core._strategy(path, kw)
+    res["strategies"] = _table(res["strategies"])
     return res
 
 

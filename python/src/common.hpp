@@ -92,6 +92,7 @@ void bind_whatif(py::module_& m);
 void bind_graph_view(py::module_& m);
 void bind_subsystems(py::module_& m);
 void bind_optimize(py::module_& m);
+void bind_strategy(py::module_& m);
 
 } // namespace daydream::python
 

@@ -55,4 +55,5 @@ PYBIND11_MODULE(_daydream, m) {
   bind_graph_view(m);
   bind_subsystems(m);
   bind_optimize(m);
+  bind_strategy(m);
 }

@@ -270,7 +270,12 @@ void bind_graph_view(py::module_& m) {
         if (!before.is_none() && !after.is_none())
           throw usage_error("daydream: GraphView.copy_task: give before= or after=, not both");
         auto f = fields_of(g, t);
-        if (!name.is_none()) f.name = name.cast<std::string>();
+        // The fields' strings are views: keep their text alive (and apart from the graph's
+        // interner, which the copy grows) until the copy has interned it.
+        std::string name_text = name.is_none() ? std::string(f.name) : name.cast<std::string>();
+        std::string layer_text(f.layer);
+        f.name = name_text;
+        f.layer = layer_text;
         if (!duration.is_none()) f.duration = duration.cast<time_ns>();
         if (!phase_o.is_none()) f.phase = phase_from(phase_o.cast<std::string>());
         position pos;

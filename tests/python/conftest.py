@@ -47,8 +47,12 @@ def cli():
     program = os.environ.get("DAYDREAM_CLI")
     assert program and os.path.isfile(program), "set DAYDREAM_CLI to the daydream program (CTest does)"
 
+    # Under the sanitizers the interpreter runs with the ASan runtime preloaded; the program
+    # carries its own, so it runs without the preload.
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+
     def run(*args):
-        out = subprocess.run([program, *map(str, args)], check=True, capture_output=True, text=True).stdout
+        out = subprocess.run([program, *map(str, args)], check=True, capture_output=True, text=True, env=env).stdout
         return json.loads(out) if "--json" in args else out
 
     return run

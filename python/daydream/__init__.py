@@ -19,14 +19,14 @@ import os as _os
 import numpy as _np
 
 from . import _daydream as _core
-from ._daydream import GraphView, Replay, Trace  # noqa: F401
+from ._daydream import GraphView, Job, Replay, Trace  # noqa: F401
 
 try:  # pandas is optional: without it, tables are dicts of numpy arrays
     import pandas as _pd
 except ImportError:  # pragma: no cover - depends on the installation
     _pd = None
 
-__all__ = ["load", "compare", "optimize", "strategy", "ps", "passes", "GraphView", "Replay", "Trace", "have_pandas"]
+__all__ = ["load", "load_job", "compare", "optimize", "strategy", "ps", "passes", "GraphView", "Job", "Replay", "Trace", "have_pandas"]
 
 
 def have_pandas():
@@ -99,20 +99,64 @@ def _scenarios_arg(scenarios):
 # ---- Trace: loading, tables, replays, what-ifs -------------------------------------------
 
 
-def load(path, *more, iteration=None, batch=None, step_annotation=None, overlap_slowdown=1.0):
+def load(path, *more, iteration=None, batch=None, step_annotation=None, overlap_slowdown=1.0, **job):
     """Loads a Kineto trace (a path or pathlib.Path, .json or .json.gz) into a Trace.
 
     iteration: analyse only this iteration (default: every steady-state one, the median
     shown); batch: samples per worker and step (for samples/s); step_annotation: a regular
     expression naming the annotations that mark the steps; overlap_slowdown: Proteus'
-    overlap factor for every replay. Several paths, or a directory, are a job: see
-    load_job. The file is read without holding the GIL."""
-    if more or (_os.path.isdir(_fspath(path)) if isinstance(path, (str, bytes, _os.PathLike)) else True):
-        paths = [path, *more] if isinstance(path, (str, bytes, _os.PathLike)) else [*path, *more]
-        raise ValueError("daydream.load: a job (several traces or a directory: %s) is not supported by this "
-                         "module yet; load each rank's trace with dd.load" % ", ".join(map(str, paths)))
-    return _core._load(_fspath(path), -1 if iteration is None else int(iteration), int(batch or 0),
+    overlap factor for every replay. Several paths (or a list of them), or a directory,
+    are the ranks of one distributed job: a Job (see load_job). The file is read without
+    holding the GIL."""
+    paths = [*path] if isinstance(path, (list, tuple)) else [path]
+    paths += list(more)
+    if len(paths) > 1 or _os.path.isdir(_fspath(paths[0])):
+        if batch is not None or step_annotation is not None or overlap_slowdown != 1.0:
+            raise ValueError("daydream.load: batch, step_annotation and overlap_slowdown are for one trace, not a job")
+        return load_job(paths, iteration=iteration, **job)
+    if job:
+        raise ValueError("daydream.load: %s are for a job (several traces or a directory)" % ", ".join(sorted(job)))
+    return _core._load(_fspath(paths[0]), -1 if iteration is None else int(iteration), int(batch or 0),
                        step_annotation or "", float(overlap_slowdown))
+
+
+def load_job(paths, *, ranks=None, align=None, comm="coarse", transfer="trace", cluster=None, iteration=None):
+    """Loads the traces of every rank of a distributed job (files, or a directory of them)
+    into one graph, as `daydream whatif RANK0 RANK1 ...` does (docs/jobs.md): collectives
+    matched across ranks, clocks aligned (align="lp" with GLPK, or "none"), collectives
+    modelled "coarse" or "fine" (chunk transfers on the cluster's links, cluster= the
+    distributed passes' keys). Returns a Job: .ranks() (the per-rank table), .straggler,
+    .baseline_us, .whatif(...). Read without holding the GIL."""
+    paths = [_fspath(p) for p in ([paths] if isinstance(paths, (str, bytes, _os.PathLike)) else paths)]
+    return _core._load_job(paths, [int(r) for r in (ranks or [])], align or "", str(comm), str(transfer),
+                           str(cluster or ""), -1 if iteration is None else int(iteration))
+
+
+def _job_ranks(self):
+    """One row per rank: rank, file, measured_us, predicted_us (its replayed iteration),
+    clock_offset_us, and where its time went: compute_us, transfer_us, wait_us (for other
+    ranks at collectives), other_us (the four add up to predicted_us)."""
+    return _table(self._rank_columns())
+
+
+def _job_whatif(self, scenarios=None, on_ranks=None):
+    """Job scenarios (default: no_straggler, network:scale=2, collective:algorithm=tree; or
+    any pass chain, applied to every rank or to `on_ranks`): one row per scenario with
+    predicted_us, speedup, straggler and its own per-rank table (`ranks`)."""
+    specs = [] if scenarios is None else ([scenarios] if isinstance(scenarios, str) else list(scenarios))
+    rows = self._whatif(specs, [int(r) for r in (on_ranks or [])])
+    for r in rows:
+        if r["ranks"] is not None:
+            r["ranks"] = _table(r["ranks"])
+    keys = ["name", "applied", "reason", "predicted_us", "speedup", "straggler", "notes", "ranks"]
+    cols = {k: [r[k] for r in rows] for k in keys}
+    if _pd is None:
+        return {k: _np.asarray(v, dtype=object) for k, v in cols.items()}
+    return _table(cols)
+
+
+Job.ranks = _job_ranks
+Job.whatif = _job_whatif
 
 
 def _tasks(self):

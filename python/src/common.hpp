@@ -93,6 +93,7 @@ void bind_graph_view(py::module_& m);
 void bind_subsystems(py::module_& m);
 void bind_optimize(py::module_& m);
 void bind_strategy(py::module_& m);
+void bind_job(py::module_& m);
 
 } // namespace daydream::python
 

@@ -56,4 +56,5 @@ PYBIND11_MODULE(_daydream, m) {
   bind_subsystems(m);
   bind_optimize(m);
   bind_strategy(m);
+  bind_job(m);
 }

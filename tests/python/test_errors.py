@@ -47,5 +47,3 @@ def test_usage_errors_are_value_errors(dd, resnet_trace, small):
         dd.load(small, iteration=999)
     with pytest.raises(ValueError, match="scenario"):
         resnet_trace.whatif([3])
-    with pytest.raises(ValueError, match="directory"):
-        dd.load(small.parent)

@@ -1,7 +1,7 @@
 """daydream: what-if analysis of DNN training from one PyTorch profiler trace.
 
     import daydream as dd
-    t = dd.load("trace.json.gz")
+    t = dd.load("trace.json.gz")      # several files or a directory: a distributed job (dd.Job)
     t.tasks()                         # one row per task (a pandas DataFrame)
     r = t.replay()                    # r.iteration_time(n), r.critical_path(), r.busy()
     t.whatif(["amp", "ddp:workers=16,bandwidth=25Gbps"])
@@ -26,7 +26,8 @@ try:  # pandas is optional: without it, tables are dicts of numpy arrays
 except ImportError:  # pragma: no cover - depends on the installation
     _pd = None
 
-__all__ = ["load", "load_job", "compare", "optimize", "strategy", "ps", "passes", "GraphView", "Job", "Replay", "Trace", "have_pandas"]
+__all__ = ["load", "load_job", "compare", "optimize", "strategy", "ps", "passes", "GraphView", "Job", "Replay", "Trace",
+           "have_pandas"]
 
 
 def have_pandas():
@@ -37,8 +38,7 @@ def have_pandas():
 def _table(columns, attrs=None):
     """A DataFrame of `columns` (dict of equal-length arrays or lists), or the dict itself."""
     if _pd is None:
-        out = {k: (_np.asarray(v) if not isinstance(v, _np.ndarray) else v) for k, v in columns.items()}
-        return out
+        return {k: (_np.asarray(v) if not isinstance(v, _np.ndarray) else v) for k, v in columns.items()}
     df = _pd.DataFrame(columns, copy=False)
     if attrs:
         df.attrs.update(attrs)
@@ -229,10 +229,6 @@ def _report(self, path, scenarios=None):
     (None: every applicable bundled pass)."""
     _core._report(self, _fspath(path), _scenarios_arg(scenarios))
     return path
-
-
-def _apply_check(self, fn):  # pragma: no cover - documentation helper
-    return fn
 
 
 Trace.tasks = _tasks

@@ -9,6 +9,7 @@ packages=(
   libboost-dev librange-v3-dev libfmt-dev doctest-dev
   libsimdjson-dev libcli11-dev zlib1g-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin libglpk-dev
+  pybind11-dev python3-dev python3-pytest python3-numpy python3-pandas
 )
 missing=()
 for p in "${packages[@]}"; do

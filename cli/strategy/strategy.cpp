@@ -305,13 +305,9 @@ int run(const options& o, std::FILE* out) {
     throw daydream::error("daydream strategy: " + o.trace +
                           ": the trace carries no gradient sizes (profile with record_shapes=True), so parameter, "
                           "gradient and optimizer memory and data-parallel traffic are unknown; give --model-bytes");
-  ds::simulate_options so;
-  so.overlap_slowdown = o.overlap;
-  so.global_batch = o.global_batch;
-  so.optimizer_bytes_per_param = o.optimizer_bytes;
-  if (o.grid)
-    for (auto& s : ds::grid(o.devices ? o.devices : cluster.devices(), model, base, so))
-      if (std::find(specs.begin(), specs.end(), s) == specs.end()) plans.push_back(ds::uniform_plan(s, model));
+  const ds::simulate_options so{.optimizer_bytes_per_param = o.optimizer_bytes, .overlap_slowdown = o.overlap,
+                                .global_batch = o.global_batch};
+  if (o.grid) ds::add_grid(plans, specs, o.devices ? o.devices : cluster.devices(), model, base, so);
   if (plans.empty())
     throw daydream::usage_error(fmt::format("daydream strategy: no valid strategy for {} devices",
                                             o.devices ? o.devices : cluster.devices()));

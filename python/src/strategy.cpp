@@ -77,13 +77,9 @@ py::dict run_strategies(const std::string& path, const strategy_args& o) {
                 "optimizer memory and data-parallel traffic are unknown; give model_bytes=");
   std::vector<ds::strategy_plan> plans;
   for (auto& s : specs) plans.push_back(ds::uniform_plan(s, model));
-  ds::simulate_options so;
-  so.overlap_slowdown = o.overlap;
-  so.global_batch = o.global_batch;
-  so.optimizer_bytes_per_param = o.optimizer_bytes;
-  if (o.grid)
-    for (auto& s : ds::grid(o.devices ? o.devices : cluster.devices(), model, base, so))
-      if (std::find(specs.begin(), specs.end(), s) == specs.end()) plans.push_back(ds::uniform_plan(s, model));
+  const ds::simulate_options so{.optimizer_bytes_per_param = o.optimizer_bytes, .overlap_slowdown = o.overlap,
+                                .global_batch = o.global_batch};
+  if (o.grid) ds::add_grid(plans, specs, o.devices ? o.devices : cluster.devices(), model, base, so);
   if (plans.empty())
     throw usage_error(fmt::format("daydream.strategy: no valid strategy for {} devices",
                                   o.devices ? o.devices : cluster.devices()));

@@ -388,6 +388,16 @@ TEST_CASE("grid: every dp x tp x pp x micro for the device count") {
   // (dp,tp,pp): pp=1: 4 (tp 1,2,4,8) x micro 1; pp=2: 3 x 3 micros; pp=4: 2 x 3; pp=8 > 4 layers.
   CHECK(g.size() == 4 + 9 + 6);
   for (auto& s : g) CHECK(s.devices() == 8);
+  // add_grid keeps the named plans first and adds the grid's others once, in its order.
+  auto named = ds::strategy_spec::parse("dp=4,tp=2");
+  std::vector<ds::strategy_plan> plans{ds::uniform_plan(named, m)};
+  ds::add_grid(plans, {named}, 8, m);
+  REQUIRE(plans.size() == g.size());
+  CHECK(plans[0].name == ds::uniform_plan(named, m).name);
+  for (std::size_t i = 1, j = 0; i < plans.size(); ++i, ++j) {
+    if (g[j] == named) ++j;
+    CHECK(plans[i].name == ds::uniform_plan(g[j], m).name);
+  }
 }
 
 TEST_CASE("the busiest stage's breakdown adds up to the iteration time") {

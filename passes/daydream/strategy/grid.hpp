@@ -8,6 +8,7 @@
 #include <daydream/strategy/strategy_spec.hpp>
 #include <daydream/strategy/validate.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -42,6 +43,16 @@ inline std::vector<strategy_spec> grid(std::uint32_t devices, const model_profil
     }
   }
   return out;
+}
+
+/// Adds to `plans` (the strategies a user named, `given` their specs) every other strategy
+/// of grid(devices, m, base, o) as a uniform plan, in the grid's order: what a search over
+/// a grid evaluates beside the named ones.
+inline void add_grid(std::vector<strategy_plan>& plans, const std::vector<strategy_spec>& given,
+                     std::uint32_t devices, const model_profile& m, const strategy_spec& base = {},
+                     const simulate_options& o = {}) {
+  for (auto& s : grid(devices, m, base, o))
+    if (std::find(given.begin(), given.end(), s) == given.end()) plans.push_back(uniform_plan(s, m));
 }
 
 } // namespace daydream::strategy

@@ -240,6 +240,24 @@ Trace.timeline = _timeline
 Trace.report = _report
 
 
+def _sensitivity(self, factor=2.0, by="layer", top=None):
+    """What is worth optimizing: for every layer (by="layer"), kernel family ("class") or
+    kernel ("kernel": the `top` longest, 30 by default) the step predicted if it alone ran
+    `factor` times faster, one replay per row, most saved first; the numbers of `daydream
+    sensitivity --json` (rows: key, tasks, gpu_us, gpu_share, predicted_us, saved_us;
+    .attrs: baseline_us, factor, by, iterations, gpu_us, groups). Runs without the GIL."""
+    res = _core._sensitivity(self, float(factor), str(by), top)
+    attrs = {k: res[k] for k in ("baseline_us", "factor", "by", "iterations", "gpu_us", "groups")}
+    cols = dict(res["rows"])
+    if _pd is None:
+        cols["attrs"] = attrs
+        return cols
+    return _table(cols, attrs)
+
+
+Trace.sensitivity = _sensitivity
+
+
 # ---- Replay: tables ----------------------------------------------------------------------
 
 

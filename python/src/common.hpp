@@ -94,6 +94,7 @@ void bind_subsystems(py::module_& m);
 void bind_optimize(py::module_& m);
 void bind_strategy(py::module_& m);
 void bind_job(py::module_& m);
+void bind_sensitivity(py::module_& m);
 
 } // namespace daydream::python
 

@@ -57,4 +57,5 @@ PYBIND11_MODULE(_daydream, m) {
   bind_optimize(m);
   bind_strategy(m);
   bind_job(m);
+  bind_sensitivity(m);
 }

@@ -35,6 +35,7 @@ struct sweep_row {
   bool applied = true;                     ///< whether some pass changed the graph
   std::string reason;                      ///< why passes changed nothing
   std::string error;                       ///< why the point could not be predicted
+  std::string bound;                       ///< what bounds the predicted step (explain_bound), when predicted
 };
 
 //! @cond DAYDREAM_INTERNAL
@@ -70,6 +71,7 @@ inline void encode(std::string& out, std::uint64_t index, const sweep_row& r) {
   put<std::uint8_t>(out, r.applied);
   put_string(out, r.reason);
   put_string(out, r.error);
+  put_string(out, r.bound);
 }
 
 inline sweep_row decode(const std::string& in, std::size_t& at, std::uint64_t& index) {
@@ -83,6 +85,7 @@ inline sweep_row decode(const std::string& in, std::size_t& at, std::uint64_t& i
   r.applied = take<std::uint8_t>(in, at) != 0;
   r.reason = take_string(in, at);
   r.error = take_string(in, at);
+  r.bound = take_string(in, at);
   return r;
 }
 
@@ -109,7 +112,14 @@ inline sweep_row predict_point(const analysis& a, const std::string& spec,
   r.workers = s.workers();
   r.applied = s.applied();
   r.reason = s.reason();
+  r.bound = explain_bound(s.g, breakdown_of(a, s));
   return r;
+}
+
+/// The head of a row's bound ("GPU-bound", "CPU-bound", ...), as the table shows it.
+inline std::string bound_head(const sweep_row& r) {
+  auto colon = r.bound.find(':');
+  return colon == std::string::npos ? r.bound : r.bound.substr(0, colon);
 }
 
 /// The whole sweep: the grid and one row per point (points with the same spec share it).
@@ -238,6 +248,8 @@ inline std::string sweep_json(const analysis& a, const sweep_result& res) {
     w.key("peak_memory_bytes");
     if (ok && r.peak_memory) w.value(*r.peak_memory); else w.null();
     w.field("applied", ok && r.applied);
+    w.key("bound");
+    if (ok && !r.bound.empty()) w.value(r.bound); else w.null();
     w.key("note");
     if (auto n = sweep_note(res, k); !n.empty()) w.value(n); else w.null();
     w.key("error");
@@ -254,7 +266,7 @@ inline std::string sweep_csv(const analysis& a, const sweep_result& res) {
   std::string out = "scenario";
   for (auto& ax : res.grid.axes) out += "," + detail::csv_field("params." + ax.key);
   out += ",spec,predicted_us,baseline_us,iteration_speedup,speedup,workers,steps_per_s,samples_per_s,"
-         "peak_memory_bytes,applied,note\n";
+         "peak_memory_bytes,applied,note,bound\n";
   for (std::size_t k = 0; k < res.grid.points.size(); ++k) {
     auto& p = res.grid.points[k];
     auto& r = res.rows[k];
@@ -269,7 +281,8 @@ inline std::string sweep_csv(const analysis& a, const sweep_result& res) {
     out += ok && t.samples_per_s ? fmt::format(",{:.3f}", *t.samples_per_s) : std::string(",");
     out += ok && r.peak_memory ? fmt::format(",{}", *r.peak_memory) : std::string(",");
     out += ok && r.applied ? ",true" : ",false";
-    out += "," + detail::csv_field(sweep_note(res, k)) + "\n";
+    out += "," + detail::csv_field(sweep_note(res, k));
+    out += "," + detail::csv_field(ok ? bound_head(r) : std::string()) + "\n";
   }
   return out;
 }
@@ -298,7 +311,9 @@ inline void print_sweep(std::FILE* out, const analysis& a, const sweep_result& r
   }
   fmt::print(out, "  {:<{}}", "scenario", wc);
   for (std::size_t x = 0; x < res.grid.axes.size(); ++x) fmt::print(out, " {:>{}}", res.grid.axes[x].key, wa[x]);
-  fmt::print(out, " {:>14} {:>9} {:>13}  {}\n", "iteration", "speedup", "peak memory", "note");
+  std::size_t wb = 5;
+  for (auto& r : res.rows) wb = std::max(wb, bound_head(r).size());
+  fmt::print(out, " {:>14} {:>9} {:>13}  {:<{}}  {}\n", "iteration", "speedup", "peak memory", "bound", wb, "note");
   for (std::size_t k = 0; k < res.grid.points.size(); ++k) {
     auto& p = res.grid.points[k];
     auto& r = res.rows[k];
@@ -307,10 +322,10 @@ inline void print_sweep(std::FILE* out, const analysis& a, const sweep_result& r
     for (std::size_t x = 0; x < res.grid.axes.size(); ++x) fmt::print(out, " {:>{}}", res.grid.value(p, x), wa[x]);
     auto mem = ok && r.peak_memory ? bytes_str(*r.peak_memory) : std::string("n/a");
     if (ok)
-      fmt::print(out, " {:>14} {:>8.2f}x {:>13}  {}\n", ms(r.predicted), throughput_of(a, r.predicted, r.workers).vs_baseline,
-                 mem, sweep_note(res, k));
+      fmt::print(out, " {:>14} {:>8.2f}x {:>13}  {:<{}}  {}\n", ms(r.predicted),
+                 throughput_of(a, r.predicted, r.workers).vs_baseline, mem, bound_head(r), wb, sweep_note(res, k));
     else
-      fmt::print(out, " {:>14} {:>9} {:>13}  {}\n", "-", "-", "-", sweep_note(res, k));
+      fmt::print(out, " {:>14} {:>9} {:>13}  {:<{}}  {}\n", "-", "-", "-", "-", wb, sweep_note(res, k));
   }
   fmt::print(out, "  speedup: throughput against the baseline's (workers x steps/s)\n");
 }

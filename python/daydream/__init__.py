@@ -210,7 +210,7 @@ def _sweep(self, passes=None, vary=None):
     res = _core._sweep(self, chains, dict(vary))
     rows = res["rows"]
     keys = ["scenario", *res["axes"], "spec", "predicted_us", "iteration_speedup", "speedup", "workers",
-            "steps_per_s", "samples_per_s", "peak_memory_bytes", "applied", "note", "error"]
+            "steps_per_s", "samples_per_s", "peak_memory_bytes", "applied", "bound", "note", "error"]
     cols = {k: [r[k] for r in rows] for k in keys}
     if _pd is None:
         return {k: _np.asarray(v, dtype=object) for k, v in cols.items()}

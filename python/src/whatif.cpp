@@ -212,6 +212,7 @@ py::dict sweep_records(const py_trace& pt, const py::object& chains_o, const py:
     d["samples_per_s"] = ok ? opt(t.samples_per_s) : py::none();
     d["peak_memory_bytes"] = ok && s.peak_memory ? py::object(py::int_(*s.peak_memory)) : py::none();
     d["applied"] = ok && s.applied();
+    d["bound"] = ok ? py::object(py::str(whatif::explain_bound(s.g, breakdown(s.g, s.r, pt.a.iteration)))) : py::none();
     auto note = sweep_note(p, s);
     d["note"] = note.empty() ? py::object(py::none()) : py::object(py::str(note));
     d["error"] = s.error.empty() ? py::object(py::none()) : py::object(py::str(s.error));

@@ -494,7 +494,7 @@ TEST_CASE("a sweep: every chain at every point, each predicted as the single run
   }
   REQUIRE(lines.size() == 9);
   CHECK(lines[0] == "scenario,params.factor,params.workers,spec,predicted_us,baseline_us,iteration_speedup,speedup,"
-                    "workers,steps_per_s,samples_per_s,peak_memory_bytes,applied,note");
+                    "workers,steps_per_s,samples_per_s,peak_memory_bytes,applied,note,bound");
   // A spec with a comma is one quoted field.
   CHECK(lines[1].rfind("slow_kernels,1,2,\"slow_kernels:factor=1,workers=2\",", 0) == 0);
   CHECK(lines[5].find(",false,\"changed nothing: the trace has nothing for it; takes no factor, workers\"") !=

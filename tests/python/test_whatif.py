@@ -69,7 +69,7 @@ def test_sweep_equals_the_program(resnet_trace, resnet, cli):
         assert row["workers"] == r["workers"]
         assert {k: row["params." + k] for k in r["params"]} == r["params"]
         for k in ("predicted_us", "iteration_speedup", "speedup", "steps_per_s", "samples_per_s",
-                  "peak_memory_bytes", "applied", "note", "error"):
+                  "peak_memory_bytes", "applied", "bound", "note", "error"):
             assert _none(row[k]) == r[k], k
 
 

@@ -14,8 +14,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
+#include <queue>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -121,12 +123,38 @@ private:
 
   // The indices of `f`'s sends in time order (file order among equal times).
   static std::vector<std::size_t> sends_by_time(const dlc_file& f) {
+    // Records of one time in the order of their id_deps (a record may name a later line of
+    // the same time): the node's program order must not run against a dependency.
+    const auto rank = dependency_order(f);
     std::vector<std::size_t> idx;
     for (std::size_t i = 0; i < f.records.size(); ++i)
       if (is_send(f.records[i].op)) idx.push_back(i);
-    std::stable_sort(idx.begin(), idx.end(),
-                     [&](std::size_t a, std::size_t b) { return f.records[a].time_us < f.records[b].time_us; });
+    std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+      return std::pair{f.records[a].time_us, rank[a]} < std::pair{f.records[b].time_us, rank[b]};
+    });
     return idx;
+  }
+
+  // Each record's place in a topological order of the id_deps (acyclic: the reader drops
+  // cycles), the lowest line first among those ready: the file's order when every
+  // dependency names an earlier line.
+  static std::vector<std::size_t> dependency_order(const dlc_file& f) {
+    const auto n = f.records.size();
+    std::vector<std::size_t> indeg(n, 0), rank(n, n);
+    std::vector<std::vector<std::size_t>> users(n);
+    for (std::size_t i = 0; i < n; ++i)
+      for (auto j : f.records[i].deps) { ++indeg[i]; users[j].push_back(i); }
+    std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
+    for (std::size_t i = 0; i < n; ++i)
+      if (!indeg[i]) ready.push(i);
+    for (std::size_t next = 0; !ready.empty(); ++next) {
+      auto i = ready.top();
+      ready.pop();
+      rank[i] = next;
+      for (auto u : users[i])
+        if (!--indeg[u]) ready.push(u);
+    }
+    return rank;
   }
 
   time_ns ns(std::int64_t us) const { return (us - d_.origin_us) * 1000; }

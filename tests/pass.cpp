@@ -108,18 +108,6 @@ struct single_gpu_only {
   }
 };
 
-graph small() {
-  graph g;
-  auto thr = g.add_resource({"thread", resource_kind::cpu_thread});
-  auto ch = g.add_resource({"channel", resource_kind::link});
-  auto x = g.add(cpu_task{}, {.name = "backward", .duration = 10, .resource = thr});
-  auto k = g.add(gpu_kernel{}, {.name = "volta_sgemm", .duration = 40, .resource = ch, .trace_start = 10});
-  auto c = g.add(comm_task{}, {.name = "push", .duration = 20, .resource = ch, .trace_start = 20});
-  g.add_dependency(x, k, dep_kind::launch);
-  g.add_dependency(x, c, dep_kind::comm);
-  return g;
-}
-
 } // namespace
 
 template <> struct daydream::pass_traits<their_pass> {
@@ -151,7 +139,7 @@ TEST_CASE("passes compose with | and run left to right") {
 }
 
 TEST_CASE("apply runs a pass and the replay picks up its policy") {
-  graph g = small();
+  graph g = testing::shared_channel();
   auto what_if = scale_gemms{} | comm_first{};
   apply(g, what_if);
   CHECK(g.duration(1) == 20);
@@ -168,7 +156,7 @@ TEST_CASE("apply runs a pass and the replay picks up its policy") {
 }
 
 TEST_CASE("apply hands back what the pass returns") {
-  graph g = small();
+  graph g = testing::shared_channel();
   auto report = apply(g, reporting{});
   static_assert(std::is_same_v<decltype(report), pass_report>);
   REQUIRE(report.items.size() == 1);

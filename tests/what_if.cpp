@@ -11,6 +11,7 @@
 #include <daydream/update.hpp>
 #include <daydream/what_if.hpp>
 #include <support/compare.hpp>
+#include <support/fixtures.hpp>
 #include <support/print.hpp>
 
 #include <doctest/doctest.h>
@@ -21,20 +22,6 @@
 using namespace daydream;
 
 namespace {
-
-// One thread and a channel that a kernel and a push share: trace order runs the kernel
-// first, a priority for the push runs the push first.
-graph shared_channel() {
-  graph g;
-  auto thr = g.add_resource({"thread", resource_kind::cpu_thread});
-  auto ch = g.add_resource({"channel", resource_kind::link});
-  auto x = g.add(cpu_task{}, {.name = "backward", .duration = 10, .resource = thr});
-  auto k = g.add(gpu_kernel{}, {.name = "volta_sgemm", .duration = 40, .resource = ch, .trace_start = 10});
-  auto c = g.add(comm_task{}, {.name = "push", .duration = 20, .resource = ch, .trace_start = 20});
-  g.add_dependency(x, k, dep_kind::launch);
-  g.add_dependency(x, c, dep_kind::comm);
-  return g;
-}
 
 struct halve_gemms {
   static constexpr std::string_view name = "halve-gemms";
@@ -67,7 +54,7 @@ struct gives_up {
 } // namespace
 
 TEST_CASE("what_if applies a pass and hands back its report and the replay") {
-  graph g = shared_channel();
+  graph g = testing::shared_channel();
   auto [reports, r] = what_if(g, halve_gemms{});
   REQUIRE(reports.size() == 1);
   CHECK(reports[0].pass == "halve-gemms"); // named after the pass when it names itself nothing
@@ -78,7 +65,7 @@ TEST_CASE("what_if applies a pass and hands back its report and the replay") {
 }
 
 TEST_CASE("what_if replays with the pass's own policy") {
-  graph g = shared_channel();
+  graph g = testing::shared_channel();
   auto res = what_if(g, pushes_first{});
   REQUIRE(res.reports.size() == 1);
   CHECK(res.reports[0].pass == "pushes-first"); // a pass that returns nothing
@@ -90,7 +77,7 @@ TEST_CASE("what_if replays with the pass's own policy") {
 }
 
 TEST_CASE("what_if runs a pipeline as one transaction and reports each pass") {
-  graph g = shared_channel();
+  graph g = testing::shared_channel();
   auto [reports, r] = what_if(g, halve_gemms{} | pushes_first{} | halve_gemms{});
   REQUIRE(reports.size() == 3);
   CHECK(reports[0].pass == "halve-gemms");
@@ -102,7 +89,7 @@ TEST_CASE("what_if runs a pipeline as one transaction and reports each pass") {
 }
 
 TEST_CASE("what_if leaves the graph as it was when a pass is refused") {
-  const graph original = shared_channel();
+  const graph original = testing::shared_channel();
   graph g = original;
   CHECK_THROWS_WITH_AS(what_if(g, halve_gemms{} | gives_up{}),
                        doctest::Contains("pass 'pipeline' was refused and the graph left unchanged: not today"), error);

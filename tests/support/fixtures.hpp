@@ -1,4 +1,4 @@
-// Defines testing::training_step and testing::standard_fixtures: representative graphs for pass tests.
+// Defines testing::training_step, testing::shared_channel and testing::standard_fixtures: representative graphs for pass tests.
 // SPDX-License-Identifier: MIT
 #ifndef DAYDREAM_TESTS_SUPPORT_FIXTURES_HPP
 #define DAYDREAM_TESTS_SUPPORT_FIXTURES_HPP
@@ -161,6 +161,21 @@ inline graph training_step(const training_options& o = {}) {
 /// Graphs every pass should handle: a training step (single GPU, data parallel, two
 /// iterations, without input copy), a lone CPU thread, a lone stream, and random DAGs
 /// of every kind and resource. Deterministic.
+/// One thread and a channel that a kernel and a push share: the thread's 10 ns call
+/// launches the 40 ns kernel (trace start 10) and the 20 ns push (trace start 20). Trace
+/// order runs the kernel first; a priority for the push runs the push first.
+inline graph shared_channel() {
+  graph g;
+  auto thr = g.add_resource({"thread", resource_kind::cpu_thread});
+  auto ch = g.add_resource({"channel", resource_kind::link});
+  auto x = g.add(cpu_task{}, {.name = "backward", .duration = 10, .resource = thr});
+  auto k = g.add(gpu_kernel{}, {.name = "volta_sgemm", .duration = 40, .resource = ch, .trace_start = 10});
+  auto c = g.add(comm_task{}, {.name = "push", .duration = 20, .resource = ch, .trace_start = 20});
+  g.add_dependency(x, k, dep_kind::launch);
+  g.add_dependency(x, c, dep_kind::comm);
+  return g;
+}
+
 inline std::vector<fixture<graph>> standard_fixtures() {
   std::vector<fixture<graph>> f;
   f.push_back({"training step, data parallel", training_step()});

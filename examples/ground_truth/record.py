@@ -93,6 +93,7 @@ class Pair:
     after: str
     pass_spec: str             # "" where no daydream pass models the change (plain diff)
     differs: str
+    set: int = 1               # the matrix it belongs to (--set): 1 fits one default budget
 
 
 def variant(base: dict, **changes) -> dict:
@@ -121,6 +122,15 @@ GPT2 = {"model": "gpt2", "n_layer": 12, "n_embd": 768, "n_head": 12, "seq": 512,
 # A small MLP whose step is CPU-bound: 4 Linear(1024, 1024) layers, batch 32, SGD.
 MLP = {"model": "mlp", "layers": 4, "width": 1024, "batch": 32, "precision": "fp32",
        "optimizer": "sgd", "momentum": 0.9, "cuda_graph": False, "stack": False}
+# The same layers as two towers that read one input and run at once on two CUDA streams
+# (the second tower on a side stream forked from and joined to the step's stream; autograd
+# runs each tower's backward on its forward's stream); their outputs are added. Captured as
+# a CUDA graph, the graph has two parallel branches.
+MLP_BRANCHES = variant(MLP, model="mlp_branches", towers=2)
+# ViT-B/16 (torchvision, no weights), batch 32 of random 3x224x224 images made on the GPU
+# each step, AdamW (PyTorch's default foreach): a GEMM-bound transformer for the AMP pass.
+VIT = {"model": "vit_b_16", "batch": 32, "precision": "fp32", "optimizer": "adamw",
+       "stack": False}
 
 RUNS = [
     Run("resnet50_fp32", RESNET50, 14),
@@ -140,6 +150,14 @@ RUNS = [
     Run("mlp_fp32", MLP, 6, warmup=20, steps_factor=10),
     Run("mlp_amp_fp16", variant(MLP, precision="fp16"), 6, warmup=20, steps_factor=10),
     Run("mlp_cuda_graphs", variant(MLP, cuda_graph=True), 6, warmup=20, steps_factor=10),
+    Run("gpt2_adamw_loop", variant(GPT2, foreach=False), 18),
+    Run("gpt2_fused_adamw", variant(GPT2, fused=True), 16),
+    Run("vit_fp32", VIT, 20),
+    Run("vit_amp_bf16", variant(VIT, precision="bf16"), 14),
+    Run("vit_amp_fp16", variant(VIT, precision="fp16"), 14),
+    Run("mlp_branches_fp32", MLP_BRANCHES, 8, warmup=20, steps_factor=10),
+    Run("mlp_branches_cuda_graphs", variant(MLP_BRANCHES, cuda_graph=True), 8, warmup=20,
+        steps_factor=10),
 ]
 
 # Most valuable first: the runs are recorded in the order the pairs name them, so when
@@ -194,6 +212,24 @@ PAIRS = [
          "compile+cuda_graphs:scope=model",
          "torch.compile(model, mode=\"reduce-overhead\"): Inductor kernels launched as CUDA "
          "graphs, from the eager bf16 baseline; the optimizer step stays eager"),
+    # The second set: the same passes on other models and the reverse of a plain diff.
+    Pair("gpt2_amp_bf16", "gpt2_fp32", "gpt2_bf16", "amp:dtype=bf16",
+         "torch.autocast(bfloat16) instead of FP32 (PyTorch's default float32 matmul "
+         "precision: no TF32 for matrix products); same model, batch, AdamW, GPU", set=2),
+    Pair("gpt2_fused_adamw", "gpt2_adamw_loop", "gpt2_fused_adamw", "fused_adam",
+         "torch.optim.AdamW(fused=True) instead of AdamW(foreach=False); same model, batch, "
+         "bf16 autocast, GPU", set=2),
+    Pair("vit_amp_bf16", "vit_fp32", "vit_amp_bf16", "amp:dtype=bf16",
+         "ViT-B/16: torch.autocast(bfloat16), no GradScaler, instead of FP32; same batch, "
+         "AdamW, GPU", set=2),
+    Pair("vit_amp_fp16", "vit_fp32", "vit_amp_fp16", "amp:dtype=fp16",
+         "ViT-B/16: torch.autocast(float16) + GradScaler instead of FP32; same batch, AdamW, "
+         "GPU", set=2),
+    Pair("mlp_branches_cuda_graphs", "mlp_branches_fp32", "mlp_branches_cuda_graphs",
+         "cuda_graphs",
+         "two MLP towers on two CUDA streams: the whole step captured once with "
+         "torch.cuda.graph (a graph with two parallel branches) and replayed; same model, "
+         "batch, FP32, GPU", set=2),
 ]
 
 RUN_BY_NAME = {r.name: r for r in RUNS}
@@ -225,6 +261,8 @@ def describe(settings: dict) -> str:
     words = [s["model"], f"batch {s['batch']}", s["precision"]]
     if s["model"] == "gpt2":
         words.insert(2, f"seq {s['seq']}")
+    if s.get("towers", 1) > 1:
+        words.append(f"{s['towers']} towers on {s['towers']} streams")
     if s.get("accum", 1) > 1:
         words.append(f"{s['accum']} micro-batches")
     if s.get("checkpointing"):
@@ -246,13 +284,26 @@ def describe(settings: dict) -> str:
     return ", ".join(words)
 
 
-def select(names: Optional[str]) -> list:
+SETS = sorted({p.set for p in PAIRS})
+
+
+def set_runs(number: int) -> list:
+    """The runs the pairs of matrix `number` need, in recording order (a run that an
+    earlier set also needs is recorded by that set, in one session, and is not repeated)."""
+    earlier = {n for p in PAIRS if p.set < number for n in (p.before, p.after)}
+    mine = {n for p in PAIRS if p.set == number for n in (p.before, p.after)} - earlier
+    return [r for r in recording_order() if r.name in mine]
+
+
+def select(names: Optional[str], set_number: int = 1) -> list:
     """The runs that `--only NAME[,NAME]` selects, in recording order: a pair's name
-    selects its before and after, a run's name the run. Raises ValueError naming the
-    unknown names."""
+    selects its before and after, a run's name the run; without names, the runs of the
+    matrix `set_number` (--set). Raises ValueError naming the unknown names."""
     order = recording_order()
     if not names:
-        return order
+        if set_number not in SETS:
+            raise ValueError(f"no set {set_number} (sets: {', '.join(map(str, SETS))})")
+        return set_runs(set_number)
     wanted, unknown = set(), []
     for name in (n.strip() for n in names.split(",")):
         if not name:
@@ -718,7 +769,69 @@ def build_mlp(torch, s: dict, device: str, batches: int) -> Parts:
     return Parts(model, next_batch, loss_of)
 
 
-MODELS = {"resnet50": build_resnet50, "gpt2": build_gpt2, "mlp": build_mlp}
+def build_mlp_branches(torch, s: dict, device: str, batches: int) -> Parts:
+    """`towers` copies of the MLP's layers on one input, the first on the step's stream and
+    each other on its own side stream (forked from the step's stream and joined back before
+    the sum), so that their kernels overlap, eagerly and in a captured graph alike."""
+    w, b = s["width"], s["batch"]
+
+    def tower():
+        layers = []
+        for i in range(s["layers"]):
+            layers.append(torch.nn.Linear(w, w))
+            if i + 1 < s["layers"]:
+                layers.append(torch.nn.ReLU())
+        return torch.nn.Sequential(*layers)
+
+    class Towers(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.towers = torch.nn.ModuleList(tower() for _ in range(s["towers"]))
+            self.streams = [torch.cuda.Stream() for _ in range(s["towers"] - 1)]
+
+        def forward(self, x):
+            main = torch.cuda.current_stream()
+            outs = [self.towers[0](x)]
+            for t, side in zip(self.towers[1:], self.streams):
+                side.wait_stream(main)
+                with torch.cuda.stream(side):
+                    outs.append(t(x))
+            for side in self.streams:
+                main.wait_stream(side)
+            return torch.stack(outs).sum(0)
+
+    with torch.device(device):
+        model = Towers()
+    criterion = torch.nn.MSELoss()
+
+    def next_batch():
+        return torch.randn(b, w, device=device), torch.randn(b, w, device=device)
+
+    def loss_of(m, batch):
+        x, y = batch
+        return criterion(m(x), y)
+    return Parts(model, next_batch, loss_of, info={"streams": s["towers"]})
+
+
+def build_vit(torch, s: dict, device: str, batches: int) -> Parts:
+    import torchvision
+    with torch.device(device):
+        model = getattr(torchvision.models, s["model"])(weights=None)
+    criterion = torch.nn.CrossEntropyLoss()
+    b = s["batch"]
+
+    def next_batch():
+        return (torch.randn(b, 3, 224, 224, device=device),
+                torch.randint(0, 1000, (b,), device=device))
+
+    def loss_of(m, batch):
+        x, y = batch
+        return criterion(m(x), y)
+    return Parts(model, next_batch, loss_of)
+
+
+MODELS = {"resnet50": build_resnet50, "gpt2": build_gpt2, "mlp": build_mlp,
+          "mlp_branches": build_mlp_branches, "vit_b_16": build_vit}
 
 
 def make_optimizer(torch, model, s: dict):
@@ -1149,6 +1262,10 @@ def parse_args(argv=None):
                          "--out: a folder in the system's temporary directory)")
     ap.add_argument("--only", metavar="NAME[,NAME]",
                     help="record only these pairs (a pair's before and after) or runs")
+    ap.add_argument("--set", type=int, default=1, metavar="N",
+                    help="without --only: record the runs of matrix N (1: the first pairs, "
+                         "which fit the default budget; 2: the same passes on other models, "
+                         "for a second session; default %(default)s)")
     ap.add_argument("--budget-s", type=float, default=DEFAULT_BUDGET_S,
                     help="seconds the whole command may take; runs that would end later are "
                          "skipped (default %(default).0f)")
@@ -1172,9 +1289,9 @@ def parse_args(argv=None):
     if args.run_one and (args.run_one not in RUN_BY_NAME or not args.raw_dir):
         ap.error("--run-one needs a run name and --raw-dir")
     try:
-        selected = select(args.only)
+        selected = select(args.only, args.set)
     except ValueError as e:
-        ap.error(f"--only: {e}")
+        ap.error(f"{'--only' if args.only else '--set'}: {e}")
     return args, selected
 
 

@@ -41,13 +41,19 @@ def run_script(*args):
 
 class Arguments(unittest.TestCase):
     def test_list_prints_every_run_and_pair(self):
-        code, out, err = run_script("--list")
-        self.assertEqual(code, 0, err)
+        out = ""
+        for n in record.SETS:
+            code, text, err = run_script("--list", "--set", str(n))
+            self.assertEqual(code, 0, err)
+            out += text
         for r in record.RUNS:
             self.assertIn(r.name, out)
         for p in record.PAIRS:
             self.assertIn(p.name, out)
             self.assertIn(p.pass_spec or "(plain diff)", out)
+        code, _, err = run_script("--list", "--set", "9")
+        self.assertEqual(code, 2)
+        self.assertIn("no set 9", err)
 
     def test_list_and_dry_run_do_not_import_torch(self):
         code = ("import sys; sys.path.insert(0, sys.argv[1]); import record, io, contextlib, tempfile\n"
@@ -72,7 +78,15 @@ class Arguments(unittest.TestCase):
         # A name that is both a pair and a run (the pair's after) selects the pair.
         names = [r.name for r in record.select("resnet50_amp_fp16")]
         self.assertEqual(names, ["resnet50_fp32", "resnet50_amp_fp16"])
-        self.assertEqual(record.select(None), record.recording_order())
+        self.assertEqual(record.select(None), record.set_runs(1))
+        # The sets together are the whole matrix, each run recorded by one set.
+        runs = [r.name for n in record.SETS for r in record.set_runs(n)]
+        self.assertEqual(sorted(runs), sorted(r.name for r in record.RUNS))
+        # A later set reuses an earlier set's run (gpt2_amp_bf16: gpt2_fp32 -> gpt2_bf16).
+        self.assertNotIn("gpt2_bf16", [r.name for r in record.select(None, 2)])
+        self.assertIn("vit_fp32", [r.name for r in record.select(None, 2)])
+        with self.assertRaises(ValueError):
+            record.select(None, 9)
         with self.assertRaises(ValueError):
             record.select(",")
 
@@ -146,18 +160,21 @@ class Matrix(unittest.TestCase):
         names = [r.name for r in order]
         first = record.PAIRS[0]
         self.assertEqual(names[:2], [first.before, first.after])
-        # The runs of own processes (torch.compile, the slowest) come last.
-        isolated = [i for i, r in enumerate(order) if r.isolate]
+        # The runs of own processes (torch.compile, the slowest) come last in their set.
+        first = record.set_runs(1)
+        isolated = [i for i, r in enumerate(first) if r.isolate]
         self.assertTrue(isolated)
-        self.assertEqual(isolated, list(range(len(order) - len(isolated), len(order))))
+        self.assertEqual(isolated, list(range(len(first) - len(isolated), len(first))))
         # Every pair's runs are recorded no later than the pairs after it need theirs.
         position = {n: i for i, n in enumerate(names)}
-        last = [max(position[p.before], position[p.after]) for p in record.PAIRS]
-        self.assertEqual(last, sorted(last))
+        for n in record.SETS:  # within a set (a later set can reuse an earlier set's runs)
+            last = [max(position[p.before], position[p.after]) for p in record.PAIRS if p.set == n]
+            self.assertEqual(last, sorted(last), n)
 
     def test_estimate_fits_the_default_budget(self):
-        total = sum(r.est_s for r in record.RUNS) + record.STARTUP_S
-        self.assertLessEqual(total, record.DEFAULT_BUDGET_S - record.TAIL_RESERVE_S)
+        for n in record.SETS:  # each set is one command under the default budget
+            total = sum(r.est_s for r in record.set_runs(n)) + record.STARTUP_S
+            self.assertLessEqual(total, record.DEFAULT_BUDGET_S - record.TAIL_RESERVE_S, n)
         self.assertLess(record.DEFAULT_BUDGET_S, 8 * 60)
 
     def test_settings_are_json_and_described(self):
@@ -402,7 +419,7 @@ class BudgetLogic(unittest.TestCase):
         self.assertIn("not needed", results["z"].skipped)
 
     def test_the_real_matrix_fits_when_runs_take_their_estimates(self):
-        order = record.recording_order()
+        order = record.select(None)
         durations = {r.name: r.est_s for r in order}
         results, given = record_fake(order, durations,
                                      budget_s=record.DEFAULT_BUDGET_S - record.STARTUP_S,
@@ -410,7 +427,7 @@ class BudgetLogic(unittest.TestCase):
         self.assertEqual(self.skipped(results), {})
 
     def test_the_real_matrix_sheds_the_compiled_runs_first(self):
-        order = record.recording_order()
+        order = record.select(None)
         durations = {r.name: r.est_s * 1.3 for r in order}
         results, _ = record_fake(order, durations,
                                  budget_s=record.DEFAULT_BUDGET_S - record.STARTUP_S,

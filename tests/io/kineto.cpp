@@ -1,5 +1,6 @@
 // Tests io::load_kineto / parse_kineto on small hand-written traces with hand-computed expectations.
 // SPDX-License-Identifier: MIT
+#include <daydream/analysis.hpp>
 #include <daydream/io/detail/decimal.hpp>
 #include <daydream/io/detail/tensor_bytes.hpp>
 #include <daydream/io/job.hpp>
@@ -643,6 +644,42 @@ TEST_CASE("GPU ops without a runtime call are kept in stream order, counted and 
   CHECK(r.start[find(g, "orphan")] == 50'000); // 20 us after "linked" ended, as in the trace
   CHECK(r.start[find(g, "head")] == 40'000);   // anchored to the main thread at its start
   CHECK(g.iteration(find(g, "orphan")) == 1);
+  check_accounting(t);
+}
+
+TEST_CASE("GPU ops without a runtime call take their iteration from their stream neighbours, not from when they ran") {
+  // A trimmed window: the GPU still runs o1 and o2, launched before the window (their
+  // launches are not in the trace), through both steps; the steps' own kernels k1 and k2
+  // queue behind them. By when they ran o1 and o2 would be steps 1 and 2's work, and the
+  // replay's step 2 would count o2's 100 us as its own.
+  auto t = dio::parse_kineto(trace({
+                                 X("user_annotation", "ProfilerStep#1", 1, 1, "0", "100"),
+                                 X("cuda_runtime", "cudaLaunchKernel", 1, 1, "10", "5", corr(1)),
+                                 X("user_annotation", "ProfilerStep#2", 1, 1, "100", "100"),
+                                 X("cuda_runtime", "cudaLaunchKernel", 1, 1, "110", "5", corr(2)),
+                                 X("cuda_runtime", "cudaLaunchKernel", 1, 1, "120", "5", corr(3)),
+                                 X("kernel", "o1", 0, 7, "0", "150", gpu(77)),
+                                 X("kernel", "o2", 0, 7, "150", "100", gpu(78)),
+                                 X("kernel", "k1", 0, 7, "250", "50", gpu(1)),
+                                 X("kernel", "o3", 0, 7, "300", "10", gpu(79)),
+                                 X("kernel", "k2", 0, 7, "310", "150", gpu(2)),
+                                 X("kernel", "k3", 0, 7, "460", "10", gpu(3)),
+                             }),
+                             "trimmed window");
+  auto& g = t.g;
+  CHECK(t.report.unlinked_gpu_ops == 3);
+  CHECK(g.iteration(find(g, "o1")) == -1); // queued before the stream's first launched op
+  CHECK(g.iteration(find(g, "o2")) == -1);
+  CHECK(g.iteration(find(g, "k1")) == 1);
+  CHECK(g.iteration(find(g, "o3")) == 1);  // ran after the steps, launched between k1 and k2
+  CHECK(g.iteration(find(g, "k2")) == 2);
+  // Step 2 is its own GPU work: k2 and k3 after k1 and o3, 310 -> 470 us.
+  CHECK(t.measured(2) == 160'000);
+  auto r = replay(g);
+  CHECK(iteration_time(g, r, 2) == t.measured(2));
+  auto steps = steady_steps(g, r, {2});
+  REQUIRE(steps.size() == 1);
+  CHECK(steps[0].step() == t.measured(2));
   check_accounting(t);
 }
 

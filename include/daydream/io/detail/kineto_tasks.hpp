@@ -238,19 +238,46 @@ inline task_map make_tasks(const decoded_trace& d, thread_table& tt, gpu_links& 
     return comm_name[n] == 1;
   };
   T.gpu_task.assign(d.gpu.size(), no_task);
+  std::vector<const slice*> srcs;
   for (auto& s : L.streams) {
-    for (auto o : s.ops) {
+    // A stream runs its ops in the order they were launched, so an op whose launch is not
+    // in the trace (unlinked) was launched between its stream neighbours' launches: its
+    // iteration is found from theirs, not from when it ran (a GPU that lags the CPU runs a
+    // step's kernels during the next one). One queued before the stream's first launched
+    // op was launched before the trace's window (work the first step waited for): it
+    // belongs to no iteration. Between launched ops, its iteration is when it ran, but no
+    // earlier than the op before it and no later than the op after it.
+    srcs.clear();
+    for (auto o : s.ops) srcs.push_back(T.launch_slice(d, tt, L, P.launch_at, o));
+    std::vector<std::int32_t> next_it(srcs.size() + 1, -1); // iteration of the next linked op (-1: none)
+    for (std::size_t k = srcs.size(); k-- > 0;) next_it[k] = srcs[k] ? srcs[k]->iteration : next_it[k + 1];
+    bool seen_linked = false;
+    std::int32_t prev_it = -1;
+    for (std::size_t k = 0; k < s.ops.size(); ++k) {
+      const auto o = s.ops[k];
       auto& e = d.gpu[o];
       name_id layer = no_name;
       phase ph = phase::other;
       std::int32_t it = its.at(e.ts);
-      auto src = T.launch_slice(d, tt, L, P.launch_at, o);
+      const slice* src = srcs[k];
       if (src) {
         layer = src->layer;
         ph = src->ph;
         it = src->iteration;
+        seen_linked = true;
+        prev_it = it;
       } else {
         ++T.unlinked;
+        if (its.source != iteration_source::whole_trace) {
+          if (!seen_linked && next_it[k + 1] >= 0) {
+            it = -1;
+          } else if (it >= 0) {
+            if (next_it[k + 1] >= 0) it = std::min(it, next_it[k + 1]);
+            if (prev_it >= 0) it = std::max(it, prev_it);
+          } else if (prev_it >= 0 && next_it[k + 1] >= 0) {
+            it = prev_it; // ran outside the steps, launched between two launches of theirs
+          }
+        }
       }
       task_fields f{.name = {}, .duration = e.dur, .resource = s.res, .gap = 0,
                     .trace_start = e.ts, .layer = {}, .phase = ph, .iteration = it};

@@ -34,31 +34,42 @@ traces bundled with the tests (origins and licenses in tests/data/SOURCES.md), a
 
 What the numbers say, and what they do not:
 - **Two GPUs recorded, and the same runs recorded twice.** `tests/data/ground_truth/` holds
-  the kit's matrix on an H100 80GB HBM3 and on an H200 (PyTorch 2.11.0, CUDA 13.0; 15
-  pairs each), and four of its runs recorded again in a later session on another H100
-  (`h100-80gb-hbm3-repeat`, with the `repeat_*` rows: the same configuration twice, a
-  plain diff). Those rows are the noise floor every other row sits on.
+  the kit's first matrix on an H100 80GB HBM3 and on an H200 (PyTorch 2.11.0, CUDA 13.0; 16
+  pairs each), its second matrix on the H200 (`--set 2`: fused AdamW on GPT-2, AMP on
+  ViT-B/16, a CUDA graph of two parallel branches), and runs recorded again in later
+  sessions on other machines: four on an H100 (`h100-80gb-hbm3-repeat`) and fifteen on an
+  H200 (`h200-repeat`). Their `*_session2` rows check each pass a second time, out of
+  sample, and their `repeat_*` rows (the same configuration twice, a plain diff) are the
+  noise floor every other row sits on.
 - **GPU time is reproducible; the host is not.** Recorded twice, the same run's GPU time
-  per step agrees within 1% (ResNet-50 FP32: 37.88 and 37.88 ms), but its traced step
-  differs by up to 75% (ResNet-50 AMP fp16: 55.5 and 97.2 ms), because the CPU time of
-  the same operators under the profiler varies that much between sessions and runs on
-  these machines; timed without the profiler the same run differs by up to 30%. On a
-  step the CPU bounds, a step-time error below that noise cannot be told from it: read
-  the **GPU time** column for the kernels' model (what a pass changes on the GPU,
-  predicted against AFTER's GPU time), and the step error for the whole.
+  per step agrees within about 1% (ResNet-50 FP32 on the H100: 37.88 and 37.90 ms; ViT-B/16
+  FP32 on the H200: 94.6 ms both times), but its traced step differs by up to 75%
+  (ResNet-50 AMP fp16 on the H100: 55.5 and 97.2 ms; ResNet-50 AMP bf16 on the H200: 102.3
+  and 69.1 ms), because the CPU time of the same operators under the profiler varies that
+  much between sessions and runs on these machines; timed without the profiler the same
+  run differs by up to 40% (ResNet-50 AMP bf16 on the H200: 65.4 and 39.5 ms). On a step
+  the CPU bounds, a step-time error below that noise cannot be told from it: read the
+  **GPU time** column for the kernels' model (what a pass changes on the GPU, predicted
+  against AFTER's GPU time), and the step error for the whole.
 - **The profiler is part of every traced step.** With `record_shapes`, `profile_memory`
   and `with_modules` the profiler adds CPU time to every operator: the traced steps are
   1.5x to 1.9x the steps timed without it (ResNet-50 FP32 on the H100: 76.9 ms traced,
   40.2 ms without), so runs that are GPU-bound without the profiler are CPU-bound in
   their traces. A prediction is of the traced step and is compared with the traced
   AFTER; the column "without profiler" gives both runs' real step times.
-- **AMP on these GPUs is slower** (ResNet-50 NCHW FP32 -> fp16 and bf16, the CPU-bound
-  MLP), measured with and without the profiler on both GPUs. The `amp` pass now counts
-  what these pairs showed: the FP32 convolutions already run on TF32 tensor cores (1/`tf32`,
-  2x, not 3x) and the optimizer's kernels keep their FP32 time (the weight-update GPU time
-  is the same in both runs). It still predicts the batch-norm and elementwise kernels
-  faster than they got (2x against about 1.3x measured): the GPU-time error of the
-  ResNet-50 rows is what is left of that.
+- **AMP** (`amp`): the pass takes the speedup of FP32 GEMMs and convolutions from the trace
+  GPU's datasheet (its dense 16-bit tensor-core peak over its FP32 peak: 14.8x on the H100
+  and H200; over its TF32 peak for what already runs on TF32: 2x), memory-bound kernels
+  1.25x, and leaves the first 2 us of every kernel alone (docs/passes.md). ViT-B/16's GPU
+  time is predicted within 2% (bf16 and fp16, both sessions; the 3x of Daydream's paper,
+  kept before, predicted twice the measured time: its FP32 GEMMs ran 14.3x faster in
+  bf16), ResNet-50's within -15% to +14%. GPT-2 (FP32 -> bf16) is predicted 36-40% fast:
+  its 50,257-token `lm_head` GEMM, whose width is not a multiple of 8, runs on slow
+  tensor-core kernels (7.9 ms in bf16 against 18.1 ms in FP32), and the graph has no
+  shapes to tell. The tiny MLP's kernels, mostly launch latency, are predicted 14-16% long. The
+  steps of these runs are CPU-bound under the profiler: AMP adds autocast's casts to the
+  CPU work, and ResNet-50 and the MLP get slower, as measured with and without the
+  profiler.
 - **The last of two steps** is measured by its own work: the longer of its CPU work and
   its GPU work, without the step before's kernels the GPU was still running when it
   began (docs/ingest.md). The GPT-2 FP32 and fused-Adam AFTER traces began their last
@@ -66,15 +77,22 @@ What the numbers say, and what they do not:
   (fused Adam), against 93.2 / 88.2 and 37.4 / 31.9 ms without the profiler (an earlier
   rule, counting from the marker to the end of the GPU work, gave 144.4 / 127.3 and
   73.5 / 54.2 ms).
-- **Fused Adam** (`fused_adam`): the kernels are predicted within 1.1%. The pass keeps
-  the optimizer's Python around its operators (0.75 / 0.70 ms per step, which the fused
-  runs record at 1.1-1.7 / 1.2-1.4 ms), and the step error, +14% / +36%, is the host:
-  in AFTER the same forward and backward operators took 39% less CPU time than in
-  BEFORE, so BEFORE's slower CPU bounds the prediction where AFTER is GPU-bound.
+- **Fused Adam** (`fused_adam`): the kernels are predicted within 1.3% (ResNet-50's Adam
+  on both GPUs and in the second session, GPT-2's AdamW: +0.3%). The pass keeps the
+  optimizer's Python around its operators (0.75 / 0.70 ms per step, which the fused runs
+  record at 1.1-1.7 / 1.2-1.4 ms), and the step error, +14% to +42%, is the host: in every
+  fused AFTER the same forward and backward operators took 30-39% less CPU time than in
+  BEFORE (GPT-2: 309 operators, 74.7 -> 52.4 ms per step), so BEFORE's slower CPU bounds
+  the prediction where AFTER is GPU-bound. The per-parameter optimizer's thousands of
+  small operators slow the profiled CPU work around them; no pass models that yet.
 - **DataLoader workers**: the V100 pair's `contention=0.25` was set on that pair (its
   error is in-sample); the H100 and H200 rows are out-of-sample checks of the same pass.
 - **CUDA graphs** (`cuda_graphs`): the MLP whose whole step `torch.cuda.graph` captures is
-  predicted within 9% (GPU time within 2%); GPT-2's `reduce-overhead` (`scope=model`) is
+  predicted within 9% (GPU time within 2%). Two MLP towers on two streams, captured as one
+  graph with two parallel branches, record each branch's kernels on its own stream (CUDA
+  13.0), and the recorded graph step replays within 0.25%; the prediction is 16-22% fast
+  because in the graph the branches' kernels take longer than eagerly (GEMMs 1.1x,
+  elementwise 1.6x: the two branches share the SMs). GPT-2's `reduce-overhead` (`scope=model`) is
   predicted 41-50% faster than measured, with its GPU time exact: the prediction is the
   GPU's work, and `compare` names the CPU work `torch.compile`'s CUDA-graph wrappers keep
   per call (`CompiledFunction`, `CompiledFunctionBackward`: about 11 ms per traced step),

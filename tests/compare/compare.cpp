@@ -62,7 +62,7 @@ TEST_CASE("compare: a prediction that is right is within 2%, and says so") {
   auto before = parse("before.json", {.kernel_us = {100, 100, 100, 100, 100}});
   auto after = parse("after.json", {.kernel_us = {50, 50, 50, 50, 50}});
   // GEMMs twice as fast, nothing else: the prediction the AFTER trace confirms.
-  const std::string spec = "amp:compute=2,memory=1,casts=false,scaler=false";
+  const std::string spec = "amp:compute=2,memory=1,overhead=0,casts=false,scaler=false";
   auto p = predict(before, passes::bundled().make_chain(spec), spec);
   auto c = compare(before, after, p);
   CHECK(c.spec == spec);

@@ -1,5 +1,6 @@
 // Tests of kernel_family and precision_of_kernel: real kernel names of each family and precision.
 // SPDX-License-Identifier: MIT
+#include <daydream/compare/profile.hpp>
 #include <daydream/semantics/kernel_family.hpp>
 
 #include <doctest/doctest.h>
@@ -53,9 +54,23 @@ TEST_CASE("the precision a kernel's name shows") {
   CHECK(precision_of_kernel("sm80_xmma_gemm_f32f32_tf32f32_f32_nn_n") == numeric_precision::tf32);
   CHECK(precision_of_kernel("cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4") == numeric_precision::tf32);
   CHECK(precision_of_kernel("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32") == numeric_precision::fp16);
+  // cuBLASLt's nvjet kernels, as an H200 recorded them under bf16 and fp16 autocast
+  CHECK(precision_of_kernel("nvjet_sm90_tst_192x192_64x3_2x1_v_bz_coopB_NNN") == numeric_precision::bf16);
+  CHECK(precision_of_kernel("nvjet_tst_64x16_64x16_4x1_v_bz_splitK_TNT") == numeric_precision::bf16);
+  CHECK(precision_of_kernel("nvjet_sm90_hsh_64x8_64x16_2x4_h_bz_bias_TNT") == numeric_precision::fp16);
+  CHECK(precision_of_kernel("nvjet_sm90_sss_128x64_64x4_1x2_h_bz_NNT") == numeric_precision::fp32);
   CHECK(precision_of_kernel("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>") ==
         numeric_precision::fp32);
   CHECK(precision_of_kernel("my_custom_kernel") == numeric_precision::unknown);
   CHECK(reduced_precision(numeric_precision::bf16));
   CHECK_FALSE(reduced_precision(numeric_precision::tf32));
+}
+
+TEST_CASE("operator names without Python's object addresses: two runs name one method alike") {
+  using daydream::without_addresses;
+  CHECK(without_addresses("<built-in method item of Tensor object at 0x7f5dca0adf90>") ==
+        "<built-in method item of Tensor object>");
+  CHECK(without_addresses("<bound method A.f of <m.A object at 0x7f00aa> at 0xdeadbeef>") == "<bound method A.f of <m.A object>>");
+  CHECK(without_addresses("aten::mm") == "aten::mm");
+  CHECK(without_addresses("look at 0x") == "look at 0x"); // no digits: not an address
 }

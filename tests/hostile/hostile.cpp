@@ -655,10 +655,11 @@ TEST_CASE("transactions: every bundled pass is rolled back when its transaction 
 TEST_CASE("transactions: bundled passes given bad values fail inside apply and change nothing") {
   const graph before = testing::training_step();
   graph g = before;
-  // amp with no speedup: dividing by zero scales kernels by infinity, which scale_duration refuses.
-  CHECK(refusal(g, passes::amp{.compute = 0}, "amp") ==
+  // amp with no speedup for memory-bound kernels: refused before it divides by zero.
+  CHECK(refusal(g, passes::amp{.memory = 0}, "amp") ==
         "daydream: pass 'amp' was refused and the graph left unchanged: "
-        "daydream: scale_duration: factor must be finite and not negative");
+        "daydream: pass 'amp': compute and tf32 must be speedups (0: from the GPU's peaks), memory a positive "
+        "speedup and overhead not negative");
   CHECK(testing::graph_difference(before, g) == "");
   passes::grad_accum none;
   none.k = 0;

@@ -65,7 +65,8 @@ TEST_CASE("the data-parallel passes take designated initializers: the cluster fi
 
 TEST_CASE("the single-GPU passes take designated initializers and literals") {
   auto a = dp::amp{.compute = 2.5, .dtype = "bf16", .scaler = false};
-  CHECK(a.memory == 2);
+  CHECK(a.memory == 1.25);
+  CHECK(a.overhead == 2'000);
   auto v = dp::vdnn{.bandwidth = 24e9, .layers = ".*conv.*"};
   CHECK(v.lookahead == 1);
   auto l = dp::dataloader{.workers = 4, .load_time = 800_ms};

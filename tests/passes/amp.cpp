@@ -9,6 +9,8 @@
 #include <daydream/passes/amp.hpp>
 #include <daydream/semantics/memory.hpp>
 #include <daydream/semantics/kernel_classifier.hpp>
+#include <daydream/semantics/device_catalogue.hpp>
+#include <daydream/recorded_device.hpp>
 #include "builder.hpp"
 #include <support/pass_laws.hpp>
 
@@ -23,8 +25,11 @@ using namespace daydream;
 using namespace daydream::passes;
 using namespace daydream::testing::pass_graphs;
 
-/// The kernel model alone: no casts, no GradScaler.
-const amp kernels_only{.casts = false, .scaler = false};
+/// The kernel model of the hand-built graphs (no GPU named: FP32 GEMMs 3x, TF32 2x),
+/// with memory-bound kernels 2x and no fixed part, so that nanosecond kernels shrink;
+/// no casts, no GradScaler.
+constexpr double half_bytes = 2;
+const amp kernels_only{.memory = half_bytes, .overhead = 0, .casts = false, .scaler = false};
 
 TEST_CASE("amp: a GPU-bound step gets compute kernels 3x and memory kernels 2x faster; the optimizer stays FP32") {
   mlp m;
@@ -59,7 +64,7 @@ TEST_CASE("amp: a convolution already on TF32 tensor cores gets 1/tf32, an FP32 
   CHECK(b.g.duration(tf.kernel) == 60);
   CHECK(b.g.duration(fp.kernel) == 40);
   CHECK(rep.value("compute-bound kernels already on TF32 tensor cores (/tf32)") == "1");
-  apply(b.g, amp{.tf32 = 1.5, .casts = false, .scaler = false});
+  apply(b.g, amp{.tf32 = 1.5, .memory = half_bytes, .overhead = 0, .casts = false, .scaler = false});
   CHECK(b.g.duration(tf.kernel) == 40);
 }
 
@@ -72,7 +77,7 @@ TEST_CASE("amp stores activations in half precision: the activation peak halves"
   CHECK(m.b.g.mem_delta(m.fc1_b.kernel) == -500);
   CHECK(replay(m.b.g).peak_memory == 700);
   CHECK(rep.value("forward/backward allocations") == "1.4 kB -> 700 B");
-  apply(m.b.g, amp{.activations = 1, .casts = false, .scaler = false});
+  apply(m.b.g, amp{.memory = half_bytes, .overhead = 0, .activations = 1, .casts = false, .scaler = false});
   CHECK(replay(m.b.g).peak_memory == 700);
 }
 
@@ -113,7 +118,7 @@ TEST_CASE("amp: a CPU-bound step gains nothing from shorter kernels, and autocas
   // FP32 input; fc2 and fc3 their weight and bias (their input is fc1's FP16 output).
   // The trace has no one-kernel elementwise operator to measure a cast by, so each
   // costs 2 x 10 us of CPU: 7 casts x 20 us + 3 launches x 100 ns a step.
-  auto rep = apply(g, amp{});
+  auto rep = apply(g, amp{.memory = half_bytes, .overhead = 0});
   auto casted = replay(g);
   CHECK(iteration_time(g, casted, 0) == 7 * 20'000 + 300);
   CHECK(iteration_time(g, casted, 0) > iteration_time(b.g, after, 0)); // AMP loses on a CPU-bound loop
@@ -132,7 +137,7 @@ TEST_CASE("amp: a run already in bf16 is left alone, and says so") {
   auto add = b.op("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>>", 40,
                   "fc1", phase::forward, 0, 0, "aten::add");
   const auto size = b.g.size();
-  auto rep = apply(b.g, amp{});
+  auto rep = apply(b.g, amp{.memory = half_bytes, .overhead = 0});
   CHECK_FALSE(rep.applied);
   CHECK(rep.reason.find("already reduced precision") == 0);
   CHECK(rep.reason.find("bf16") != std::string::npos);
@@ -157,19 +162,19 @@ TEST_CASE("amp with GradScaler (fp16): the optimizer step waits for the unscale 
   // [25080, 25090) and kernel [25090, 25120), opt2's [25090, 25100) and [25120, 25150)
   // (the optimizer's kernels keep their FP32 time).
   mlp m;
-  auto rep = apply(m.b.g, amp{.casts = false});
+  auto rep = apply(m.b.g, amp{.memory = half_bytes, .overhead = 0, .casts = false});
   CHECK(makespan(m.b.g) == 25'150);
   CHECK(replay(m.b.g).start[m.opt1.call] == 25'080);
   // bf16 needs no loss scaling: the kernel model alone.
   mlp n;
-  apply(n.b.g, amp{.dtype = "bf16", .casts = false});
+  apply(n.b.g, amp{.memory = half_bytes, .overhead = 0, .dtype = "bf16", .casts = false});
   CHECK(makespan(n.b.g) == 230);
 }
 
 TEST_CASE("amp reports the kernels it could not classify and leaves them alone") {
   builder b;
   auto k = b.op("my_custom_kernel", 90, "x", phase::forward);
-  auto rep = amp{}(b.g);
+  auto rep = amp{.memory = half_bytes, .overhead = 0}(b.g);
   CHECK(b.g.duration(k.kernel) == 90);
   CHECK(rep.value("unclassified kernels") == "my_custom_kernel (x1)");
   CHECK(rep.at("unclassified kernels").value.kind == report_kind::text);
@@ -183,7 +188,7 @@ TEST_CASE("amp with a replaced classifier and parameters") {
   mlp m;
   kernel_classifier everything_compute;
   everything_compute.add(kernel_class::compute_bound, ".");
-  apply(m.b.g, amp{.compute = 2, .casts = false, .scaler = false, .classifier = everything_compute});
+  apply(m.b.g, amp{.compute = 2, .memory = half_bytes, .overhead = 0, .casts = false, .scaler = false, .classifier = everything_compute});
   CHECK(m.b.g.duration(m.relu_f.kernel) == 20);
   CHECK(m.b.g.duration(m.fc1_f.kernel) == 60);
   auto p = from_params<amp>(pass_params::parse("amp", "compute=4,memory=1.5,activations=1,tf32=2.5"));
@@ -197,8 +202,102 @@ TEST_CASE("amp with a replaced classifier and parameters") {
   CHECK_FALSE(q.scaler);
   CHECK_THROWS_WITH_AS(from_params<amp>(pass_params::parse("amp", "dtype=fp32")), doctest::Contains("not modelled"),
                        daydream::usage_error);
-  CHECK_THROWS_AS(from_params<amp>(pass_params::parse("amp", "compute=0")), daydream::error);
+  CHECK(from_params<amp>(pass_params::parse("amp", "compute=0")).compute == 0); // 0: from the GPU's peaks
+  CHECK_THROWS_AS(from_params<amp>(pass_params::parse("amp", "compute=-1")), daydream::error);
+  CHECK_THROWS_AS(from_params<amp>(pass_params::parse("amp", "overhead=-1us")), daydream::error);
+  CHECK(from_params<amp>(pass_params::parse("amp", "overhead=3us")).overhead == 3'000);
+  CHECK(from_params<amp>(pass_params::parse("amp", "")).catalogue.size() > 0); // the bundled catalogue
   CHECK_THROWS_AS(from_params<amp>(pass_params::parse("amp", "compte=2")), daydream::error);
+}
+
+namespace {
+/// A catalogue of one GPU with round peaks: FP32 10 TFLOP/s, TF32 50, FP16 80, BF16 100.
+device_catalogue round_gpu() {
+  device d;
+  d.name = "Round GPU";
+  d.fp32_flops = 10e12;
+  d.tf32_flops = 50e12;
+  d.fp16_flops = 80e12;
+  d.bf16_flops = 100e12;
+  device_catalogue cat;
+  cat.add(d);
+  return cat;
+}
+task_id named(const graph& g, std::string_view name) {
+  for (auto t : tasks(g))
+    if (g.name(t) == name) return t;
+  return no_task;
+}
+} // namespace
+
+TEST_CASE("amp: on a catalogued GPU, kernels get its peaks' ratios, beyond a fixed part that does not shrink") {
+  builder b;
+  b.g.set_devices({recorded_device{.id = 0, .name = "Round GPU"}});
+  auto fp = b.op("volta_sgemm_128x64_tn", 22'000, "fc", phase::forward, 0, 0, "aten::mm");
+  auto tf = b.op("sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nchw", 22'000, "conv", phase::forward, 0, 0,
+                 "aten::cudnn_convolution");
+  auto ew = b.op("vectorized_elementwise_kernel<relu>", 4'500, "relu", phase::forward, 0, 0, "aten::relu");
+  auto tiny = b.op("volta_sgemm_32x32_tn", 1'500, "fc2", phase::forward, 0, 0, "aten::mm");
+  auto g = b.g;
+  SUBCASE("bf16: 100/10 = 10x for FP32, 100/50 = 2x for TF32, 1.25x memory-bound, beyond 2 us") {
+    auto rep = apply(b.g, amp{.catalogue = round_gpu(), .dtype = "bf16", .casts = false});
+    CHECK(b.g.duration(fp.kernel) == 2'000 + 20'000 / 10);
+    CHECK(b.g.duration(tf.kernel) == 2'000 + 20'000 / 2);
+    CHECK(b.g.duration(ew.kernel) == 2'000 + 2'000); // 2.5 us / 1.25
+    CHECK(b.g.duration(tiny.kernel) == 1'500);       // all of it is the fixed part
+    CHECK(rep.value("speedups (the Round GPU's datasheet peaks)") ==
+          "10x FP32, 2x TF32 compute-bound; 1.25x memory-bound; 2 us of each kernel unchanged");
+  }
+  SUBCASE("fp16: 80/10 = 8x and 80/50 = 1.6x; compute= given wins over the GPU") {
+    apply(b.g, amp{.catalogue = round_gpu(), .casts = false, .scaler = false});
+    CHECK(b.g.duration(fp.kernel) == 2'000 + 20'000 / 8);
+    CHECK(b.g.duration(tf.kernel) == 2'000 + 12'500);
+    apply(g, amp{.compute = 4, .overhead = 0, .catalogue = round_gpu(), .casts = false, .scaler = false});
+    CHECK(g.duration(fp.kernel) == 22'000 / 4);
+    CHECK(g.duration(tf.kernel) == 22'000 * 10 / 16); // 1.6x from the GPU
+  }
+  SUBCASE("a GPU the catalogue does not know: 3x and 2x, and the report says why") {
+    g.set_devices({recorded_device{.id = 0, .name = "Unknown Accelerator"}});
+    auto rep = apply(g, amp{.overhead = 0, .catalogue = round_gpu(), .casts = false, .scaler = false});
+    CHECK(g.duration(fp.kernel) == 7'333); // 22 us / 3, to the nearest ns
+    CHECK(g.duration(tf.kernel) == 11'000);
+    CHECK(rep.value("speedups ('Unknown Accelerator' is not in the device catalogue: defaults 3x and 2x)")
+              .starts_with("3x FP32, 2x TF32"));
+  }
+}
+
+TEST_CASE("amp: a trace that runs GradScaler is mixed precision already, whatever its GEMMs' names say") {
+  builder b;
+  b.op("my_gemm_kernel_without_a_type", 120, "fc1", phase::forward, 0, 0, "aten::mm");
+  b.cpu("aten::_amp_foreach_non_finite_check_and_unscale_", 5, "", phase::other);
+  const auto why = amp::not_applicable(b.g);
+  CHECK(why == "already mixed precision: the trace runs GradScaler (aten::_amp_foreach_non_finite_check_and_unscale_), "
+               "which only an autocast run with loss scaling has: nothing to gain from AMP");
+  auto rep = apply(b.g, amp{});
+  CHECK_FALSE(rep.applied);
+  CHECK(rep.reason == why);
+}
+
+TEST_CASE("amp: GradScaler's unscale runs after the ops a sync between the backward and the optimizer waits for") {
+  // The loss's .item() between backward and optimizer: a copy kernel and a host sync on
+  // it. The unscale kernel, launched just before the optimizer, runs after the copy (a
+  // stream runs its ops in launch order); before it ran right after the backward, ahead
+  // of the copy the sync waited for, which closed a cycle.
+  builder b;
+  b.op("volta_sgemm_128x64_tn", 120, "fc1", phase::forward, 0, 0, "aten::mm");
+  b.op("volta_sgemm_128x64_nt", 240, "fc1", phase::backward, 0, 0, "aten::mm");
+  auto copy = b.op("vectorized_elementwise_kernel<copy>", 20, "", phase::other, 0, 0, "aten::copy_");
+  auto sync = b.cpu("cudaStreamSynchronize", 5, "", phase::other);
+  b.g.add_dependency(copy.kernel, sync, dep_kind::sync);
+  b.op("multi_tensor_apply_kernel<adam>", 30, "", phase::weight_update, 0, 0, "aten::_foreach_add_");
+  auto rep = apply(b.g, amp{.memory = half_bytes, .overhead = 0, .casts = false});
+  REQUIRE(rep.applied);
+  CHECK(rep.value("GradScaler (fp16)").starts_with("1 optimizer steps"));
+  const auto unscale = named(b.g, "GradScaler: unscale and inf check (_amp_foreach_non_finite_check_and_unscale_)");
+  REQUIRE(unscale != no_task);
+  auto r = replay(b.g);
+  CHECK(r.start[unscale] >= r.end[copy.kernel]);
+  CHECK(r.end[sync] <= r.start[unscale]); // the loss's sync does not wait for the unscale
 }
 
 TEST_CASE("amp obeys the pass laws") {

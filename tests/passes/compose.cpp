@@ -23,7 +23,7 @@ using namespace daydream::testing::pass_graphs;
 
 TEST_CASE("passes compose: amp then fused_adam, and a pipeline keeps vdnn's policy") {
   mlp m;
-  apply(m.b.g, amp{.casts = false, .scaler = false} | fused_adam{});
+  apply(m.b.g, amp{.memory = 2, .overhead = 0, .casts = false, .scaler = false} | fused_adam{});
   // k4 ends at 170; the fused kernel takes 0.35 x (30 + 30) = 21 ns (amp leaves the
   // FP32 optimizer's kernels as they are).
   CHECK(makespan(m.b.g) == 191);
@@ -31,7 +31,7 @@ TEST_CASE("passes compose: amp then fused_adam, and a pipeline keeps vdnn's poli
   // tests/passes/amp.cpp): the two operator calls that launch it [25080, 25100) (the
   // step's calls cost 10 ns each), the kernel [25100, 25121).
   mlp s;
-  apply(s.b.g, amp{.casts = false} | fused_adam{});
+  apply(s.b.g, amp{.memory = 2, .overhead = 0, .casts = false} | fused_adam{});
   CHECK(makespan(s.b.g) == 25'121);
   static_assert(std::is_same_v<pass_policy_t<decltype(amp{} | vdnn{})>, priority_policy>);
   static_assert(std::is_same_v<pass_policy_t<decltype(vdnn{} | amp{})>, priority_policy>);

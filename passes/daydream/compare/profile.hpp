@@ -15,11 +15,13 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -84,6 +86,29 @@ struct step_profile {
   /// GPU tasks grouped by (name, launching operator): count and summed time per iteration.
   std::map<std::pair<std::string, std::string>, std::pair<double, double>> kernel_groups;
 };
+
+/// `name` without the object addresses Python writes into the names of bound methods
+/// ("<built-in method item of Tensor object at 0x7f5dca0adf90>" is
+/// "<built-in method item of Tensor object>"): two runs of one script name the same
+/// operator with different addresses.
+inline std::string without_addresses(std::string_view name) {
+  std::string out;
+  out.reserve(name.size());
+  constexpr std::string_view at = " at 0x";
+  std::size_t i = 0;
+  while (i < name.size()) {
+    if (name.substr(i, at.size()) == at) {
+      std::size_t j = i + at.size();
+      while (j < name.size() && std::isxdigit(static_cast<unsigned char>(name[j]))) ++j;
+      if (j > i + at.size()) {
+        i = j;
+        continue;
+      }
+    }
+    out += name[i++];
+  }
+  return out;
+}
 
 /// Breaks down iterations `its` of `g` with task times `r`; `step_times` are the step
 /// times of those iterations (the trace's measured ones, or the replay's). Tasks count
@@ -158,7 +183,7 @@ inline step_profile profile_step(const graph& g, const replay_result& r, const s
     kg.second += d;
   });
   auto str = [&](name_id id) {
-    return id == no_launch ? std::string("(no launch recorded)") : std::string(g.str(id));
+    return id == no_launch ? std::string("(no launch recorded)") : without_addresses(g.str(id));
   };
   for (auto& [k, o] : ops) {
     auto& to = p.ops[str(k)];

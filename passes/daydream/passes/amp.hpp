@@ -16,13 +16,17 @@
 #include <daydream/semantics/estimate.hpp>
 #include <daydream/semantics/format.hpp>
 #include <daydream/semantics/kernel_classifier.hpp>
+#include <daydream/semantics/device_catalogue.hpp>
 #include <daydream/semantics/kernel_family.hpp>
+#include <daydream/semantics/retarget.hpp>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <string>
@@ -42,13 +46,23 @@ namespace daydream::passes {
 ///    (half) of the compute-bound kernel time is in FP16, BF16 or FP8, the run is
 ///    already in reduced precision: the pass changes nothing and says so. Otherwise
 ///    kernels already in reduced precision are left as they are.
-/// 2. **Kernels.** Compute-bound kernels (GEMM, convolution) run on tensor cores and
-///    take 1/`compute` of their time; those the trace already runs on TF32 tensor cores
-///    (`tf32`, `s1688gemm` in their names: PyTorch's default for FP32 convolutions on
-///    Ampere and later) take 1/`tf32` (dense FP16/BF16 tensor-core throughput is twice
-///    TF32's on the A100, H100, H200 and B200 datasheets). Memory-bound kernels
-///    (elementwise, normalization, activation, reduction, softmax, device copies and
-///    memsets) move half the bytes and take 1/`memory`. The optimizer step is left as
+/// 2. **Kernels.** Compute-bound kernels (GEMM, convolution) run on tensor cores: those
+///    in FP32 on the CUDA cores get `compute` times faster, those the trace already runs
+///    on TF32 tensor cores (`tf32`, `s1688gemm` in their names: PyTorch's default for FP32
+///    convolutions on Ampere and later) `tf32` times. Both default to the trace GPU's
+///    datasheet (the device catalogue, data/devices.json, found by the trace's
+///    deviceProperties name): its dense FP16/BF16 tensor-core peak over its FP32 peak
+///    (14.8x on the H100 and H200, 16x on the A100, 8x on the V100 and MI300X) and over
+///    its TF32 peak (2x); on a GPU the catalogue does not know, 3x and 2x. Memory-bound
+///    kernels (elementwise, normalization, activation, reduction, softmax, device copies
+///    and memsets) get `memory` times faster: 1.25x, what the recorded pairs show (ViT-B/16
+///    elementwise 1.22x, ResNet-50 fp16 normalization 1.26x on an H100), not the 2x of
+///    halving every byte, because autocast runs in 16 bits only what follows a GEMM or
+///    convolution and keeps normalization, softmax, losses and an FP32 residual stream in
+///    FP32 (and bf16 batch norm leaves cuDNN: 0.75x on ResNet-50). Only the part of a
+///    kernel's time beyond `overhead` shrinks: a kernel's launch latency, pipeline fill
+///    and drain do not depend on its arithmetic (a 5 us FP32 GEMM of a batch of 32 runs
+///    in about 3 us in FP16 on an H200, not 0.4 us). The optimizer step is left as
 ///    it is: autocast keeps the weights, their gradients and the optimizer's state in
 ///    FP32 (the master weights), so the weight-update phase's kernels move the same
 ///    bytes. Communication and unknown kernels, host<->device copies and the CPU work of
@@ -84,14 +98,24 @@ namespace daydream::passes {
 /// weight-cast cache across several uses of one weight in a step (each use is cast),
 /// the loss scaling multiply and the scale update (two small operators a step).
 ///
+///     daydream::apply(g, daydream::passes::amp{.catalogue = daydream::io::bundled_device_catalogue()});
 ///     daydream::apply(g, daydream::passes::amp{});                  // fp16: 3x / 2x, casts, GradScaler
 ///     daydream::apply(g, daydream::passes::amp{.dtype = "bf16"});   // no GradScaler
 ///     daydream::apply(g, daydream::passes::amp{.compute = 2});      // an older GPU
 struct amp {
   static constexpr std::string_view name = "amp"; ///< the --pass name
-  double compute = 3;       ///< speedup of compute-bound kernels
-  double tf32 = 2;          ///< speedup of compute-bound kernels already on TF32 tensor cores
-  double memory = 2;        ///< speedup of memory-bound kernels
+  /// Speedup of FP32 compute-bound kernels; 0: the GPU's 16-bit tensor-core peak over its
+  /// FP32 peak from `catalogue` (3 when the catalogue does not know the trace's GPU).
+  double compute = 0;
+  /// Speedup of compute-bound kernels already on TF32 tensor cores; 0: the GPU's 16-bit
+  /// peak over its TF32 peak (2 when unknown).
+  double tf32 = 0;
+  /// Speedup of memory-bound kernels: 1.25, as measured (autocast runs only what follows
+  /// a GEMM or convolution in 16 bits; normalization, softmax, losses and an FP32 residual
+  /// stream stay FP32), not the 2 of halving every byte.
+  double memory = 1.25;
+  time_ns overhead = 2'000; ///< the part of a kernel's time that does not shrink (launch latency, fill, drain)
+  device_catalogue catalogue; ///< the GPUs whose peaks give `compute` and `tf32` (the command line's: the bundled one)
   double activations = 0.5; ///< scale of the memory the forward and backward allocate
   std::string dtype = "fp16"; ///< the reduced precision: "fp16" or "bf16"
   bool casts = true;        ///< model the cast operators autocast adds
@@ -135,6 +159,7 @@ struct amp {
     const auto p = precision_of(g, classes, fam);
     if (p.compute_time > 0 && double(p.reduced_time) >= a.already * double(p.compute_time))
       return a.already_reduced(p);
+    if (auto s = grad_scaler_found(g); !s.empty()) return already_scaled(s);
     return {};
   }
 
@@ -148,6 +173,10 @@ struct amp {
   /// Invalidates nothing.
   pass_report operator()(graph& g) const {
     check_dtype();
+    if (!(compute >= 0) || !(tf32 >= 0) || !(memory > 0) || !std::isfinite(compute) || !std::isfinite(tf32) ||
+        !std::isfinite(memory) || overhead < 0)
+      throw error("daydream: pass 'amp': compute and tf32 must be speedups (0: from the GPU's peaks), memory a "
+                  "positive speedup and overhead not negative");
     pass_report rep;
     rep.pass = std::string(name);
     classified classes(g, classifier);
@@ -161,6 +190,15 @@ struct amp {
       rep.not_applied(already_reduced(found));
       return rep;
     }
+    if (auto scaler_op = grad_scaler_found(g); !scaler_op.empty()) {
+      rep.not_applied(already_scaled(scaler_op));
+      return rep;
+    }
+    const auto speed = speedups(g);
+    rep.add("speedups (" + speed.source + ")",
+            fmt_factor(speed.fp32) + " FP32, " + fmt_factor(speed.tf32) + " TF32 compute-bound; " +
+                fmt_factor(memory) + " memory-bound; " + format_time(overhead) + " of each kernel unchanged",
+            report_value::of_ratio(speed.fp32));
     std::array<std::size_t, kernel_class_count> count{};
     std::array<time_ns, kernel_class_count> before{}, after{};
     std::map<std::string, std::size_t> unknown;
@@ -179,8 +217,8 @@ struct amp {
       } else if (c == kernel_class::compute_bound) {
         const bool tf = fam.precision(t) == numeric_precision::tf32;
         on_tf32 += tf;
-        scale_duration(g, t, 1.0 / (tf ? tf32 : compute));
-      } else if (c == kernel_class::memory_bound) scale_duration(g, t, 1.0 / memory);
+        shrink(g, t, tf ? speed.tf32 : speed.fp32);
+      } else if (c == kernel_class::memory_bound) shrink(g, t, memory);
       else if (c == kernel_class::unknown) ++unknown[std::string(g.name(t))];
       after[i] += g.duration(t);
     };
@@ -247,6 +285,41 @@ struct amp {
     return rep;
   }
 
+  /// The speedups a run of `g` gets: `compute` and `tf32` when set, else from the trace
+  /// GPU's peaks in `catalogue`, else 3 and 2; `source` says which.
+  struct speedup_source {
+    double fp32 = 3, tf32 = 2;
+    std::string source;
+  };
+  speedup_source speedups(const graph& g) const {
+    speedup_source out;
+    const device* d = g.devices().empty() ? nullptr : catalogue.find_kineto(g.devices().front().name);
+    std::optional<double> fp32_rate, tf32_rate, half_rate;
+    if (d) {
+      auto p = dtype == "bf16" ? numeric_precision::bf16 : numeric_precision::fp16;
+      half_rate = compute_rate(*d, p);
+      auto f = numeric_precision::fp32;
+      fp32_rate = compute_rate(*d, f);
+      tf32_rate = d->tf32_flops;
+    }
+    out.fp32 = compute > 0 ? compute : (half_rate && fp32_rate ? *half_rate / *fp32_rate : 3.0);
+    out.tf32 = tf32 > 0 ? tf32 : (half_rate && tf32_rate ? *half_rate / *tf32_rate : 2.0);
+    if (compute > 0 && tf32 > 0) {
+      out.source = "as given";
+    } else if (!d) {
+      out.source = g.devices().empty() ? "the trace names no GPU: defaults 3x and 2x"
+                                       : "'" + g.devices().front().name + "' is not in the device catalogue: defaults 3x and 2x";
+    } else {
+      std::string given = compute > 0 ? "FP32 as given" : tf32 > 0 ? "TF32 as given" : "";
+      std::string missing;
+      if (compute <= 0 && !(half_rate && fp32_rate)) missing += "no FP32 or 16-bit peak: 3x";
+      if (tf32 <= 0 && !(half_rate && tf32_rate)) missing += std::string(missing.empty() ? "" : "; ") + "no TF32 peak: 2x";
+      out.source = "the " + d->name + "'s datasheet peaks" + (given.empty() ? "" : "; " + given) +
+                   (missing.empty() ? "" : "; " + missing);
+    }
+    return out;
+  }
+
   /// Throws daydream::usage_error unless `dtype` is one the pass models (fp16, bf16); the
   /// call operator checks it too.
   void check_dtype() const {
@@ -256,6 +329,35 @@ struct amp {
   }
 
 private:
+  /// `t` gets `factor` times faster in the part of its time beyond `overhead`.
+  void shrink(graph& g, task_id t, double factor) const {
+    const time_ns d = g.duration(t);
+    const time_ns fixed = std::min(overhead, d);
+    set_duration(g, t, fixed + time_ns(std::llround(double(d - fixed) / factor)));
+  }
+
+  static std::string fmt_factor(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3gx", x);
+    return buf;
+  }
+
+  /// The name of a GradScaler operator the trace runs (its unscale and inf check, or its
+  /// scale update), or "" when it runs none.
+  static std::string grad_scaler_found(const graph& g) {
+    for (auto t : tasks<cpu_task>(g)) {
+      const auto n = g.name(t);
+      if (n.find("_amp_foreach_non_finite_check_and_unscale_") != std::string_view::npos ||
+          n.find("_amp_update_scale") != std::string_view::npos)
+        return std::string(n);
+    }
+    return {};
+  }
+  static std::string already_scaled(const std::string& op) {
+    return "already mixed precision: the trace runs GradScaler (" + op +
+           "), which only an autocast run with loss scaling has: nothing to gain from AMP";
+  }
+
   static std::string already_reduced(const precision_found& p) {
     return "already reduced precision: " + fmt_share(p.reduced_time, p.compute_time) +
            " of the GEMM/convolution time runs in " + p.which + " kernels (by their names): nothing to gain from AMP";
@@ -443,13 +545,23 @@ private:
       // The optimizer must not be what the backward waits for (a graph whose order says
       // otherwise is no training step): a sync there would close a cycle.
       if (reaches(g, s.opt, s.last_bwd)) continue;
+      // The unscale kernel is launched just before the optimizer: on the stream it runs
+      // after every op launched before that (a stream runs its ops in launch order), so
+      // after the ops a sync between the backward and the optimizer waits for too (the
+      // loss's .item(), gradient clipping, a GradScaler already in the trace).
+      task_id after = s.last_bwd;
+      for (auto u = next_on_resource(g, after); u != no_task; u = next_on_resource(g, u)) {
+        const auto call = launch_of(g, u);
+        if (call == no_task || !before(call, s.opt)) break;
+        after = u;
+      }
       const auto kp = g.payload(g.as<gpu_kernel>(s.last_bwd));
       // Phase other: scaler.step() runs it before the optimizer's own annotation.
       task_fields f{.name = "GradScaler: unscale and inf check (_amp_foreach_non_finite_check_and_unscale_)",
                     .duration = std::max<time_ns>(s.wu_gpu / 5, plan.step_kernel),
                     .trace_start = g.trace_start(s.opt), .layer = g.layer(s.opt), .phase = phase::other,
                     .iteration = it};
-      auto un = insert_launched(g, gpu_kernel{.device = kp.device, .stream = kp.stream}, f, just_after(s.last_bwd),
+      auto un = insert_launched(g, gpu_kernel{.device = kp.device, .stream = kp.stream}, f, just_after(after),
                                 just_before(s.opt),
                                 launch_call{.name = "aten::_amp_foreach_non_finite_check_and_unscale_",
                                             .duration = std::max<time_ns>(plan.cpu_cost, 1)});

@@ -149,7 +149,12 @@ inline numeric_precision classify_precision(std::string_view name) {
   static const auto rules = [] {
     constexpr auto flags = std::regex::ECMAScript | std::regex::icase | std::regex::optimize;
     using rx = std::regex;
-    return std::array<std::pair<numeric_precision, rx>, 6>{{
+    return std::array<std::pair<numeric_precision, rx>, 9>{{
+        // cuBLASLt's nvjet kernels name their types by letter, inputs first:
+        // nvjet_sm90_tst_... (bf16 in, FP32 compute, bf16 out), _hsh_ (fp16), _sss_ (FP32).
+        {numeric_precision::bf16, rx("nvjet_(sm[0-9]+_)?t[a-z]{2}_", flags)},
+        {numeric_precision::fp16, rx("nvjet_(sm[0-9]+_)?h[a-z]{2}_", flags)},
+        {numeric_precision::fp32, rx("nvjet_(sm[0-9]+_)?s[a-z]{2}_", flags)},
         {numeric_precision::fp8, rx("e4m3|e5m2|fp8|float8|_f8", flags)},
         {numeric_precision::bf16, rx("bf16|bfloat16|_bb[sb]_", flags)},
         {numeric_precision::fp16,
@@ -172,7 +177,8 @@ inline numeric_precision classify_precision(std::string_view name) {
 /// `bf16` and `f32` is bf16. Library conventions read: cuBLAS/cuDNN prefixes (`sgemm`,
 /// `h884gemm`, `hcudnn`, `s1688gemm`), CUTLASS and xmma type lists (`f16f16_f32`,
 /// `bf16bf16`, `tf32`, `e4m3`), PyTorch template arguments (`<float>`, `<c10::Half>`,
-/// `<c10::BFloat16>`, `__nv_bfloat16`), rocBLAS/Tensile (`_HHS_`, `_BBS_`, `_SS_`).
+/// `<c10::BFloat16>`, `__nv_bfloat16`), rocBLAS/Tensile (`_HHS_`, `_BBS_`, `_SS_`), cuBLASLt's
+/// nvjet kernels (`nvjet_sm90_tst_`: bf16, `_hsh_`: fp16, `_sss_`: FP32).
 /// Each distinct name is read once per process (name_memo).
 inline numeric_precision precision_of_kernel(std::string_view name) {
   static name_memo<numeric_precision> memo;

@@ -213,5 +213,5 @@ TEST_CASE("the bundled passes keep their command-line side in their specs, and e
   CHECK(a.compute == 2);
   CHECK(a.memory == 1.5);
   CHECK(reg.parameters("amp") == std::vector<std::string>{"activations", "casts", "compute", "dtype", "memory",
-                                                          "scaler", "tf32"});
+                                                          "overhead", "scaler", "tf32"});
 }

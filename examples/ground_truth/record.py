@@ -749,15 +749,20 @@ def build_gpt2(torch, s: dict, device: str, batches: int) -> Parts:
     return Parts(model, next_batch, loss_of, info=info)
 
 
-def build_mlp(torch, s: dict, device: str, batches: int) -> Parts:
+def mlp_layers(torch, s: dict):
+    """`s["layers"]` Linear(width, width) layers with a ReLU between two of them."""
+    w = s["width"]
+    layers = []
+    for i in range(s["layers"]):
+        layers.append(torch.nn.Linear(w, w))
+        if i + 1 < s["layers"]:
+            layers.append(torch.nn.ReLU())
+    return torch.nn.Sequential(*layers)
+
+
+def regression_parts(torch, model, s: dict, device: str, info: Optional[dict] = None) -> Parts:
+    """The MLPs' data and loss: random inputs and targets of the layers' width, MSE."""
     w, b = s["width"], s["batch"]
-    with torch.device(device):  # the layers' parameters are made on the GPU
-        layers = []
-        for i in range(s["layers"]):
-            layers.append(torch.nn.Linear(w, w))
-            if i + 1 < s["layers"]:
-                layers.append(torch.nn.ReLU())
-        model = torch.nn.Sequential(*layers)
     criterion = torch.nn.MSELoss()
 
     def next_batch():
@@ -766,27 +771,24 @@ def build_mlp(torch, s: dict, device: str, batches: int) -> Parts:
     def loss_of(m, batch):
         x, y = batch
         return criterion(m(x), y)
-    return Parts(model, next_batch, loss_of)
+    return Parts(model, next_batch, loss_of, info=dict(info or {}))
+
+
+def build_mlp(torch, s: dict, device: str, batches: int) -> Parts:
+    with torch.device(device):  # the layers' parameters are made on the GPU
+        model = mlp_layers(torch, s)
+    return regression_parts(torch, model, s, device)
 
 
 def build_mlp_branches(torch, s: dict, device: str, batches: int) -> Parts:
     """`towers` copies of the MLP's layers on one input, the first on the step's stream and
     each other on its own side stream (forked from the step's stream and joined back before
     the sum), so that their kernels overlap, eagerly and in a captured graph alike."""
-    w, b = s["width"], s["batch"]
-
-    def tower():
-        layers = []
-        for i in range(s["layers"]):
-            layers.append(torch.nn.Linear(w, w))
-            if i + 1 < s["layers"]:
-                layers.append(torch.nn.ReLU())
-        return torch.nn.Sequential(*layers)
 
     class Towers(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.towers = torch.nn.ModuleList(tower() for _ in range(s["towers"]))
+            self.towers = torch.nn.ModuleList(mlp_layers(torch, s) for _ in range(s["towers"]))
             self.streams = [torch.cuda.Stream() for _ in range(s["towers"] - 1)]
 
         def forward(self, x):
@@ -802,15 +804,7 @@ def build_mlp_branches(torch, s: dict, device: str, batches: int) -> Parts:
 
     with torch.device(device):
         model = Towers()
-    criterion = torch.nn.MSELoss()
-
-    def next_batch():
-        return torch.randn(b, w, device=device), torch.randn(b, w, device=device)
-
-    def loss_of(m, batch):
-        x, y = batch
-        return criterion(m(x), y)
-    return Parts(model, next_batch, loss_of, info={"streams": s["towers"]})
+    return regression_parts(torch, model, s, device, {"streams": s["towers"]})
 
 
 def build_vit(torch, s: dict, device: str, batches: int) -> Parts:

@@ -83,3 +83,11 @@ def test_dlc_errors(dd, resnet, tmp_path):
         dd.dlc_export(resnet, "amp", tmp_path / "out")
     with pytest.raises(ValueError):
         dd.dlc_export(resnet, "nosuchpass", tmp_path / "out")
+
+
+def test_dlc_without_pandas(dd, monkeypatch):
+    with_pandas = dd.dlc_analyze(_job())
+    monkeypatch.setattr(dd, "_pd", None)
+    plain = dd.dlc_analyze(_job())
+    assert isinstance(plain["iterations"], dict)
+    assert list(plain["iterations"]["phase3_us"]) == list(with_pandas["iterations"]["phase3_us"])

@@ -129,3 +129,16 @@ def test_tree_file_errors(dd, tmp_path):
     bad.write_text('{"nodes": {"model": {"partition": "diagonal"}}}')
     with pytest.raises(ValueError, match="diagonal"):
         dd.strategy(trace, show_tree=True, strategies=[bad])
+
+
+def test_tree_without_pandas_is_a_dict_of_arrays(dd, cli, monkeypatch):
+    import numpy as np
+
+    bert, megatron = _inputs(BERT, MEGATRON)
+    with_pandas = dd.strategy(bert, strategies=megatron, show_tree=True)["tree"]
+    monkeypatch.setattr(dd, "_pd", None)
+    plain = dd.strategy(bert, strategies=megatron, show_tree=True)["tree"]
+    assert isinstance(plain, dict) and isinstance(plain["layer"], np.ndarray)
+    assert list(plain["name"]) == list(with_pandas["name"])
+    assert list(plain["plan_stage"]) == _values(with_pandas["plan_stage"])
+    assert list(plain["splits"]) == _values(with_pandas["splits"])

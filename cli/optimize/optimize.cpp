@@ -5,6 +5,7 @@
 //                                               \--baselines (ddp, horovod, byteps, fuse_all)
 #include "optimize.hpp"
 
+#include "input.hpp"
 #include "mpi.hpp"
 
 #include <daydream/daydream.hpp>
@@ -78,70 +79,6 @@ inline daydream::cluster cluster_of(const options& o, std::int32_t default_worke
   return c;
 }
 
-/// The iteration of `steps` whose steady-state step is the median (the one whose step
-/// `daydream whatif` gives as the baseline).
-inline std::int32_t median_iteration(const std::vector<daydream::steady_step>& steps) {
-  std::vector<std::pair<time_ns, std::int32_t>> v;
-  for (auto& st : steps) v.push_back({st.step(), st.iteration});
-  std::sort(v.begin(), v.end());
-  return v[(v.size() - 1) / 2].second;
-}
-
-/// The loaded input: one graph to optimize (one rank's), what it is, and the job's size.
-struct input {
-  graph g;
-  std::string what;              ///< the trace (and rank) it came from
-  std::vector<std::int32_t> iterations; ///< its steady-state iterations
-  std::int32_t world = 1;        ///< ranks of the job (1: a single trace)
-  std::int32_t rank = 0;         ///< the rank whose graph is optimized
-  std::int64_t memory_initial = 0;
-  bool memory_modelled = false;
-  std::vector<std::string> notes;
-};
-
-inline input load(const options& o) {
-  input in;
-  if (o.traces.size() == 1 && !std::filesystem::is_directory(o.traces.front())) {
-    auto t = daydream::io::load_kineto(o.traces.front());
-    in.what = o.traces.front();
-    in.iterations = t.iterations.empty() ? std::vector<std::int32_t>{} : t.steady_state_iterations();
-    if (auto initial = t.initial_allocated_bytes()) { in.memory_initial = *initial; in.memory_modelled = true; }
-    in.g = std::move(t.g);
-  } else {
-    std::vector<std::filesystem::path> paths(o.traces.begin(), o.traces.end());
-    auto j = daydream::io::load_job(paths);
-    in.world = j.world_size;
-    for (auto& n : j.notes) in.notes.push_back(n);
-    // The slowest rank decides a synchronous iteration: optimize it, apply the decisions
-    // to every rank (the ranks of data-parallel training are identical: symmetry).
-    std::size_t pick = 0;
-    time_ns worst = -1;
-    for (std::size_t k = 0; k < j.ranks.size(); ++k) {
-      std::vector<time_ns> m;
-      for (auto i : j.ranks[k].steady)
-        if (auto it = j.ranks[k].measured.find(i); it != j.ranks[k].measured.end()) m.push_back(it->second);
-      std::sort(m.begin(), m.end());
-      const time_ns med = m.empty() ? 0 : m[(m.size() - 1) / 2];
-      if (med > worst) { worst = med; pick = k; }
-    }
-    auto& rt = j.ranks[pick];
-    in.rank = rt.rank;
-    in.what = rt.file + " (rank " + std::to_string(rt.rank) + " of " + std::to_string(j.world_size) +
-              ", the slowest; its plan applies to every rank)";
-    in.iterations = rt.steady;
-    in.g = std::move(rt.g);
-  }
-  if (!in.memory_modelled) {
-    daydream::passes::estimate_activation_memory(in.g);
-    in.memory_modelled = daydream::passes::has_memory_accounting(in.g);
-  }
-  if (in.iterations.empty()) {
-    in.iterations = {0};
-    in.g.for_each_task([&](daydream::task_id t) { in.g.set_iteration(t, 0); });
-  }
-  return in;
-}
-
 /// DDP's bucket_cap_mb (and first bucket bytes) that reproduce the plan's buckets, when
 /// some pair does: {cap, first}; {0, 0} if none.
 inline std::pair<std::uint64_t, std::uint64_t> equivalent_ddp_cap(const opt::problem& p, const opt::plan& x) {
@@ -192,7 +129,7 @@ int run(const options& o, std::FILE* out, const opt::evaluator& ev) {
       : daydream::pass_params::parse("optimize", "m=" + o.model_bytes).get_bytes("m", 0);
   cluster_of(o, 2); // the cluster keys are valid
 
-  auto in = load(o);
+  auto in = load(o.traces);
   auto rec = daydream::passes::find_recorded_collectives(in.g);
   const std::int32_t default_workers = in.world > 1 ? in.world : std::int32_t(rec.group);
   if (o.workers.empty() && o.machines.empty() && default_workers <= 1)

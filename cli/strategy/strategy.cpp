@@ -5,6 +5,7 @@
 #include "strategy.hpp"
 
 #include "../mpi.hpp"
+#include "profile.hpp"
 
 #include <daydream/config.hpp>
 #include <daydream/io/chrome_trace.hpp>
@@ -149,23 +150,6 @@ private:
   int pid_ = 0;
 };
 
-/// Whether a --strategy names a tree file rather than a spec: it ends in .json or is a file.
-inline bool is_tree_file(const std::string& s) {
-  std::error_code ec;
-  return s.ends_with(".json") || std::filesystem::is_regular_file(s, ec);
-}
-
-/// The model's strategy tree under the trace's module hierarchy.
-inline ds::strategy_tree model_tree(const ds::model_profile& m, const daydream::io::kineto_trace& t) {
-  std::vector<std::string> names;
-  std::vector<std::int32_t> parents;
-  for (auto& n : t.modules) {
-    names.push_back(n.name);
-    parents.push_back(n.parent);
-  }
-  return ds::strategy_tree::build(m, names, parents);
-}
-
 /// Prints `t` (with the plan of each layer when `plans` is not empty) as an indented list.
 inline void print_tree(std::FILE* out, const ds::strategy_tree& t, const ds::model_profile& m,
                        const std::vector<ds::resolved_layer>& plans) {
@@ -248,22 +232,10 @@ int run(const options& o, std::FILE* out) {
       throw daydream::usage_error(fmt::format("daydream strategy: --devices {} is more than the cluster '{}' has ({})",
                                               o.devices, cluster.name, cluster.devices()));
   }
-  double model_bytes = 0;
-  if (!o.model_bytes.empty()) {
-    auto p = daydream::pass_params::parse("strategy", "model_bytes=" + o.model_bytes);
-    model_bytes = p.get_bytes("model_bytes", 0);
-  }
+  const double model_bytes = model_bytes_of(o.model_bytes);
 
   auto trace = daydream::io::load_kineto(o.trace);
-  if (o.iteration >= 0 && std::none_of(trace.iterations.begin(), trace.iterations.end(),
-                                       [&](const auto& it) { return it.number == o.iteration; }))
-    throw daydream::usage_error(fmt::format("daydream strategy: {}: no iteration {} (the trace has {})", o.trace,
-                                            o.iteration, trace.iterations.size()));
-  ds::profile_options po;
-  po.iteration = o.iteration >= 0 ? o.iteration : std::max(0, trace.default_iteration());
-  po.model_bytes = model_bytes;
-  po.batch = o.batch;
-  if (trace.info.memory_peak >= 0) po.recorded_peak = double(trace.info.memory_peak);
+  const auto po = profile_options_of(trace, "daydream strategy", o.trace, o.iteration, model_bytes, o.batch);
   auto model = ds::profile_model(trace.g, po);
   // The strategies in command-line order: specs as uniform plans, tree files configured.
   ds::strategy_tree shown_tree = model_tree(model, trace);
@@ -275,8 +247,7 @@ int run(const options& o, std::FILE* out) {
     }
     auto t = model_tree(model, trace);
     ds::load_tree_file(t, s);
-    plans.push_back(t.plan(model, t.root_spec.to_string() + "+tree(" +
-                                      std::filesystem::path(s).filename().string() + ")"));
+    plans.push_back(t.plan(model, tree_plan_name(t, s)));
     shown_tree = t;
   }
   if (o.show_tree) {

@@ -6,6 +6,7 @@
 //        straggler, critical path; scenarios: no_straggler, network:scale=S, collective:algorithm=A,
 //        any single-GPU pass on all or --on-rank ranks; --representative: one worker + the collective model.
 #include "internal.hpp"
+#include "job_output.hpp"
 #include "output.hpp"
 #include "report.hpp"
 #include "scenario.hpp"
@@ -31,6 +32,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace whatif_cmd {
@@ -230,56 +232,6 @@ inline void print_job_table(std::FILE* out, const job_analysis& a) {
   }
 }
 
-/// The job's HTML report: per-rank chart of compute / transfer / wait / other, and the scenarios.
-inline std::string job_html(const job_analysis& a) {
-  std::string h;
-  auto out = std::back_inserter(h);
-  fmt::format_to(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>daydream job what-if</title>"
-                      "<style>body{{font-family:sans-serif;margin:2em;color:#222;max-width:80em}}table{{border-collapse:collapse}}"
-                      "td,th{{padding:4px 10px;border-bottom:1px solid #ddd;text-align:right}}td.l,th.l{{text-align:left}}"
-                      ".bar{{display:flex;height:18px;width:32em}}.bar span{{display:block;height:100%}}"
-                      ".key span{{display:inline-block;width:.9em;height:.9em;margin:0 .3em 0 1em}}"
-                      ".warn{{background:#fff3cd;border:1px solid #e0b400;padding:.6em 1em;margin:.5em 0}}</style></head><body>\n"
-                      "<h1>daydream what-if: job of {} ranks</h1>\n",
-                 a.j.world_size);
-  for (auto& w : a.warnings) fmt::format_to(out, "<div class=\"warn\"><b>Warning:</b> {}</div>\n", html_escape(w));
-  fmt::format_to(out, "<p>Straggler: {}</p>\n", html_escape(a.base.straggler.reason));
-  fmt::format_to(out, "<h2>Per rank (iteration {})</h2>\n<p class=\"key\"><span style=\"background:#4878d0\"></span>compute"
-                      "<span style=\"background:#ee854a\"></span>transfer<span style=\"background:#d65f5f\"></span>"
-                      "waiting for others<span style=\"background:#ccc\"></span>other</p>\n<table><tr><th>rank</th>"
-                      "<th>measured</th><th>predicted</th><th class=\"l\">compute / transfer / wait / other</th></tr>\n",
-                 a.base.iteration);
-  time_ns longest = 1;
-  for (auto& rr : a.base.ranks) longest = std::max(longest, rr.predicted);
-  for (auto& rr : a.base.ranks) {
-    auto pct = [&](time_ns t) { return 100.0 * double(t) / double(longest); };
-    fmt::format_to(out,
-                   "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"l\"><div class=\"bar\">"
-                   "<span style=\"width:{:.2f}%;background:#4878d0\" title=\"compute {}\"></span>"
-                   "<span style=\"width:{:.2f}%;background:#ee854a\" title=\"transfer {}\"></span>"
-                   "<span style=\"width:{:.2f}%;background:#d65f5f\" title=\"wait {}\"></span>"
-                   "<span style=\"width:{:.2f}%;background:#ccc\" title=\"other {}\"></span></div></td></tr>\n",
-                   rr.rank, rr.measured > 0 ? ms(rr.measured) : std::string("n/a"), ms(rr.predicted), pct(rr.compute),
-                   ms(rr.compute), pct(rr.transfer), ms(rr.transfer), pct(rr.wait), ms(rr.wait), pct(rr.other), ms(rr.other));
-  }
-  fmt::format_to(out, "</table>\n<h2>Scenarios</h2>\n<table><tr><th class=\"l\">scenario</th><th>job iteration</th>"
-                      "<th>speedup</th><th class=\"l\">notes</th></tr>\n<tr><td class=\"l\">baseline</td><td>{}</td><td>1.00x</td><td></td></tr>\n",
-                 ms(a.base.predicted));
-  for (auto& s : a.scenarios) {
-    std::string notes;
-    for (auto& n : s.notes) notes += (notes.empty() ? "" : "; ") + n;
-    if (!s.error.empty()) notes = "refused: " + s.error;
-    else if (!s.applied) notes += "; not applied: " + s.reason;
-    fmt::format_to(out, "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>\n",
-                   html_escape(s.name), s.error.empty() ? ms(s.res.predicted) : std::string("-"),
-                   s.error.empty() ? fmt::format("{:.2f}x", double(a.base.predicted) / double(std::max<time_ns>(1, s.res.predicted)))
-                                   : std::string("-"),
-                   html_escape(notes));
-  }
-  fmt::format_to(out, "</table>\n</body></html>\n");
-  return h;
-}
-
 /// Whether the trace arguments make a job: several files, or a directory.
 bool is_job(const std::vector<std::string>& traces) {
   return traces.size() > 1 || (traces.size() == 1 && std::filesystem::is_directory(traces.front()));
@@ -340,17 +292,8 @@ int run_job(const job_cli& cli, const std::vector<std::string>& specs_in, bool j
   a.jg = daydream::build_job_graph(a.j, a.m, a.alignment, a.model);
   a.base = daydream::analyse_job(a.j, a.jg, its, ro);
   if (a.base.predicted <= 0) throw daydream::error("daydream whatif: the job's replay has no task in the analysed iterations");
-  if (cli.representative) {
-    // The rank whose predicted iteration is the median.
-    std::vector<std::pair<time_ns, std::size_t>> v;
-    for (std::size_t k = 0; k < a.base.ranks.size(); ++k) v.emplace_back(a.base.ranks[k].predicted, k);
-    std::sort(v.begin(), v.end());
-    const auto k = v[(v.size() - 1) / 2].second;
-    auto g = daydream::representative_graph(a.j, a.m, a.alignment, a.model, k);
-    auto r = daydream::replay(g, daydream::trace_order_policy{}, ro);
-    a.representative_rank = a.j.ranks[k].rank;
-    a.representative = daydream::iteration_time(g, r, a.base.iteration);
-  }
+  if (cli.representative)
+    std::tie(a.representative_rank, a.representative) = representative_worker(a, ro);
   auto specs = specs_in;
   if (specs.empty()) specs = {"no_straggler", "network:scale=2", "collective:algorithm=tree"};
   for (auto& s : specs) {
@@ -360,18 +303,8 @@ int run_job(const job_cli& cli, const std::vector<std::string>& specs_in, bool j
   if (progress) fmt::print(err, "\r\x1b[K");
   if (json) std::fputs(job_json(a).c_str(), out);
   else print_job_table(out, a);
-  if (!timeline.empty()) {
-    daydream::io::chrome_trace ct;
-    ct.add_ranks("baseline", a.jg.g, a.base.r);
-    for (auto& s : a.scenarios)
-      if (s.error.empty()) ct.add_ranks(s.name, s.jg.g, s.res.r);
-    ct.save(timeline);
-  }
-  if (!report.empty()) {
-    std::ofstream f(report, std::ios::binary);
-    f << job_html(a);
-    if (!f) throw daydream::error("daydream whatif: cannot write report to '" + report + "'");
-  }
+  if (!timeline.empty()) write_job_timeline(timeline, a, a.scenarios);
+  if (!report.empty()) write_job_report(report, "daydream whatif", a, a.scenarios, a.warnings);
   if (json)
     for (auto& s : a.scenarios)
       if (!s.error.empty()) fmt::print(err, "daydream whatif: scenario '{}' refused: {}\n", s.name, s.error);

@@ -90,6 +90,22 @@ inline std::string iterations_line(const analysis& a) {
                      in_trace);
 }
 
+/// The note of one sweep point (`daydream whatif --vary` and Python's t.sweep): the error
+/// that refused it, else why its passes changed nothing, then the varied keys its chain
+/// takes no part of.
+inline std::string sweep_point_note(const std::string& error, bool applied, const std::string& reason,
+                                    const std::vector<std::string>& unused) {
+  if (!error.empty()) return "refused: " + error;
+  std::string note;
+  if (!applied) note = "changed nothing: " + reason;
+  if (!unused.empty()) {
+    std::string keys;
+    for (auto& u : unused) keys += (keys.empty() ? "" : ", ") + u;
+    note += (note.empty() ? "" : "; ") + fmt::format("takes no {}", keys);
+  }
+  return note;
+}
+
 /// (max - min) / median of the analysed iterations, in percent; 0 for one iteration.
 inline double spread(const std::vector<time_ns>& v) {
   auto [lo, hi] = extremes(v);

@@ -181,16 +181,7 @@ inline sweep_result run_sweep_points(const analysis& a, daydream::passes::sweep_
 /// The note of a row: the error, why nothing changed, or the axes the chain ignores.
 inline std::string sweep_note(const sweep_result& res, std::size_t k) {
   auto& r = res.rows[k];
-  if (!r.error.empty()) return "refused: " + r.error;
-  std::string note;
-  if (!r.applied) note = "changed nothing: " + r.reason;
-  auto& unused = res.grid.points[k].unused;
-  if (!unused.empty()) {
-    std::string keys;
-    for (auto& u : unused) keys += (keys.empty() ? "" : ", ") + u;
-    note += (note.empty() ? "" : "; ") + fmt::format("takes no {}", keys);
-  }
-  return note;
+  return sweep_point_note(r.error, r.applied, r.reason, res.grid.points[k].unused);
 }
 
 /// The sweep as one JSON object.

@@ -26,7 +26,7 @@ try:  # pandas is optional: without it, tables are dicts of numpy arrays
 except ImportError:  # pragma: no cover - depends on the installation
     _pd = None
 
-__all__ = ["load", "load_job", "compare", "optimize", "strategy", "ps", "passes", "GraphView", "Job", "Replay", "Trace",
+__all__ = ["load", "load_job", "compare", "optimize", "strategy", "ps", "dlc_analyze", "dlc_replay", "dlc_export", "passes", "GraphView", "Job", "Replay", "Trace",
            "have_pandas"]
 
 
@@ -143,7 +143,7 @@ def _job_whatif(self, scenarios=None, on_ranks=None):
     """Job scenarios (default: no_straggler, network:scale=2, collective:algorithm=tree; or
     any pass chain, applied to every rank or to `on_ranks`): one row per scenario with
     predicted_us, speedup, straggler and its own per-rank table (`ranks`)."""
-    specs = [] if scenarios is None else ([scenarios] if isinstance(scenarios, str) else list(scenarios))
+    specs = _job_specs(scenarios)
     rows = self._whatif(specs, [int(r) for r in (on_ranks or [])])
     for r in rows:
         if r["ranks"] is not None:
@@ -155,8 +155,31 @@ def _job_whatif(self, scenarios=None, on_ranks=None):
     return _table(cols)
 
 
+def _job_specs(scenarios):
+    return [] if scenarios is None else ([scenarios] if isinstance(scenarios, str) else list(scenarios))
+
+
+def _job_timeline(self, path, scenarios=None, on_ranks=None):
+    """Writes the job's replays as Chrome-trace JSON (Perfetto), as `daydream whatif RANK0
+    RANK1 ... --timeline PATH`: a process per rank for the baseline and for each scenario
+    (None: the default job scenarios, as the program; []: the baseline alone)."""
+    specs = _job_specs(scenarios)
+    self._timeline(_fspath(path), specs, [int(r) for r in (on_ranks or [])], scenarios is not None and not specs)
+    return path
+
+
+def _job_report(self, path, scenarios=None, on_ranks=None):
+    """Writes the job's HTML report of `daydream whatif RANK0 RANK1 ... --report PATH` (per
+    rank: compute, transfer, wait, other; the scenarios, None: the default job scenarios),
+    byte for byte."""
+    self._report(_fspath(path), _job_specs(scenarios), [int(r) for r in (on_ranks or [])])
+    return path
+
+
 Job.ranks = _job_ranks
 Job.whatif = _job_whatif
+Job.timeline = _job_timeline
+Job.report = _job_report
 
 
 def _tasks(self):
@@ -180,18 +203,22 @@ def _replay(self, passes=None, overlap_slowdown=None):
     return _core._replay(self, _scenario_arg(passes) if passes is not None else None, overlap_slowdown)
 
 
-def _whatif(self, scenarios=None):
+def _whatif(self, scenarios=None, dlc=None):
     """Predicts each scenario (a spec "amp+fused_adam", "ddp:workers=16,bandwidth=25Gbps", a
     Python pass, or a list making one chain) and returns one row per scenario with the
     numbers and explanations of `daydream whatif --json`. None: every applicable bundled
-    pass (the passes left out, and why, in .attrs["not_applicable"])."""
-    res = _core._whatif(self, _scenarios_arg(scenarios))
+    pass (the passes left out, and why, in .attrs["not_applicable"]). dlc=DIR: as `daydream
+    whatif --dlc DIR`, the SketchDLC files of each parameter-server scenario (p3, tictac,
+    tensor_partition) in DIR/<scenario>/ (.attrs["dlc"]: {scenario: [files]})."""
+    res = _core._whatif(self, _scenarios_arg(scenarios), "" if dlc is None else _fspath(dlc))
     rows = res["scenarios"]
     keys = ["name", "passes", "applied", "reason", "predicted_us", "speedup", "iteration_speedup",
             "per_iteration_us", "workers", "steps_per_s", "samples_per_s", "vs_one_gpu", "scaling_efficiency",
             "bound", "backlog", "peak_memory_bytes", "error", "reports"]
     cols = {k: [r[k] for r in rows] for k in keys}
     attrs = {"not_applicable": res["not_applicable"], "warnings": res["warnings"], "baseline_us": res["baseline_us"]}
+    if "dlc" in res:
+        attrs["dlc"] = res["dlc"]
     if _pd is None:
         cols = {k: _np.asarray(v, dtype=object) for k, v in cols.items()}
         cols["attrs"] = attrs
@@ -317,17 +344,21 @@ def _workers_list(workers):
 
 
 def ps(trace, workers="1-16", servers=1, bandwidth="10Gbps", window="28MB", flow_control=True, order="trace",
-       sharing="max_min", model_bytes=None, compute_scale=1.0, steps=1000, warmup=50, seed=1, stagger=False):
+       sharing="max_min", model_bytes=None, compute_scale=1.0, steps=1000, warmup=50, seed=1, stagger=False,
+       timeline=None, dlc=None, timeline_steps=5):
     """Asynchronous parameter-server training for each number of workers, as `daydream ps
     TRACE --workers ... --json` (docs/async_ps.md): `trace` is a path or a Trace (read again
     as recorded). Returns a dict: `throughput` (a table: workers, steps_per_s, mean_step_us,
     uplink_util, downlink_util, queueing_steps_per_s, cynthia_steps_per_s),
-    `saturation_workers`, `free_network_step_us`, `model_bytes`, `notes`, ... Simulated
-    without holding the GIL."""
+    `saturation_workers`, `free_network_step_us`, `model_bytes`, `notes`, ... timeline=PATH
+    and dlc=DIR write the largest worker count's first `timeline_steps` steps as a Chrome
+    trace (Perfetto) and as SketchDLC files, as --timeline and --dlc. Simulated without
+    holding the GIL."""
     path = trace.path if isinstance(trace, Trace) else _fspath(trace)
     res = _core._ps(path, _workers_list(workers), int(servers), str(bandwidth), str(window), bool(flow_control),
                     str(order), str(sharing), "" if model_bytes is None else str(model_bytes), float(compute_scale),
-                    int(steps), int(warmup), int(seed), bool(stagger))
+                    int(steps), int(warmup), int(seed), bool(stagger), "" if timeline is None else _fspath(timeline),
+                    "" if dlc is None else _fspath(dlc), int(timeline_steps))
     res["throughput"] = _table(res["throughput"])
     return res
 
@@ -336,17 +367,27 @@ def optimize(trace, workers=None, *, algorithm="ring", model_bytes=None, strateg
              memory_budget=None, iteration=None, **cluster):
     """The best data-parallel plan (gradient buckets, partitions, op fusion) for one trace on a
     cluster, as `daydream optimize TRACE --json` (docs/optimize.md). `trace` is a path or a
-    Trace (read again as recorded); the cluster is given as the distributed passes' keys:
+    Trace (read again as recorded), or a job: a Job, a directory or a list of every rank's
+    trace (`daydream optimize RANK0 RANK1 ...`): its slowest rank (by measured step) is
+    optimized and its plan applies to every rank, workers defaulting to the job's world
+    size (`trace`, `rank`, `world_size`, `notes` say which); the cluster is given as the distributed passes' keys:
     workers=, machines=, workers_per_machine=, bandwidth=, latency=, nvlink=, pcie=, ps=.
     strategies: tensor_fusion, tensor_partition, op_fusion (default: all). Returns a dict:
     baseline_us, trace_baseline_us, best (predicted_us, strategy, from, bucket_bytes, ...),
     baselines and log (tables), evaluated, rounds, budget_hit, cluster. Searched without
     holding the GIL."""
-    path = trace.path if isinstance(trace, Trace) else _fspath(trace)
+    if isinstance(trace, Trace):
+        paths = [trace.path]
+    elif isinstance(trace, Job):
+        paths = list(trace.files)
+    elif isinstance(trace, (str, bytes, _os.PathLike)):
+        paths = [_fspath(trace)]
+    else:
+        paths = [_fspath(p) for p in trace]
     keys = {k: str(v) for k, v in cluster.items() if v is not None}
     if workers is not None:
         keys["workers"] = str(workers)
-    res = _core._optimize(path, keys, str(algorithm), "" if model_bytes is None else str(model_bytes),
+    res = _core._optimize(paths, keys, str(algorithm), "" if model_bytes is None else str(model_bytes),
                           list(strategies or []), str(time_budget), "" if memory_budget is None else str(memory_budget),
                           -1 if iteration is None else int(iteration))
     res["baselines"] = _table(res["baselines"])
@@ -354,26 +395,107 @@ def optimize(trace, workers=None, *, algorithm="ring", model_bytes=None, strateg
     return res
 
 
-def strategy(trace, cluster, strategies=None, *, grid=False, devices=None, zero=None, recompute=None, schedule=None,
-             batch=None, global_batch=None, model_bytes=None, iteration=None, overlap=None, optimizer_bytes=None):
+def strategy(trace, cluster=None, strategies=None, *, grid=False, devices=None, zero=None, recompute=None,
+             schedule=None, batch=None, global_batch=None, model_bytes=None, iteration=None, overlap=None,
+             optimizer_bytes=None, show_tree=False):
     """Data x tensor x pipeline parallel strategies of the traced model on a cluster, as
     `daydream strategy TRACE --cluster C --strategy S ... --json` (docs/strategy.md):
     `cluster` a preset or NODESxDEVICES ("dgx-a100:nodes=4", "2x8"), `strategies` specs
-    ("dp=8,tp=2,pp=2,micro=8"), grid=True for every dp x tp x pp x micro of the devices.
-    Returns a dict: `strategies` (a table, fastest first: strategy, predicted_us,
-    samples_per_s, peak_memory_bytes, oom, comm_*_bytes, devices, bound), `best`,
-    `single_gpu_us`, `cluster`, `notes`. Strategy tree files are read by the program only."""
+    ("dp=8,tp=2,pp=2,micro=8") or strategy tree files (a path ending in .json, or an
+    existing file: named ROOT_SPEC+tree(FILE NAME)), grid=True for every dp x tp x pp x
+    micro of the devices. Returns a dict: `strategies` (a table, fastest first: strategy,
+    predicted_us, samples_per_s, peak_memory_bytes, oom, comm_*_bytes, devices, bound),
+    `best`, `single_gpu_us`, `cluster`, `notes`, and the model's strategy `tree` (a table of
+    its nodes, depth first, as --show-tree shows it: with the last tree file's settings and
+    each layer's resolved plan, plan_*). show_tree=True: only the tree (`cluster` optional),
+    as `daydream strategy TRACE --show-tree [--strategy TREE.json]`."""
     path = trace.path if isinstance(trace, Trace) else _fspath(trace)
-    specs = [strategies] if isinstance(strategies, str) else list(strategies or [])
-    kw = dict(cluster=str(cluster), strategies=specs, grid=bool(grid), devices=devices, zero=zero,
-              recompute=recompute, schedule=schedule, batch=None if batch is None else float(batch),
+    specs = [strategies] if isinstance(strategies, (str, _os.PathLike)) else list(strategies or [])
+    kw = dict(cluster="" if cluster is None else str(cluster), strategies=[_fspath(s) for s in specs], grid=bool(grid),
+              devices=devices, zero=zero, recompute=recompute, schedule=schedule,
+              batch=None if batch is None else float(batch),
               global_batch=None if global_batch is None else float(global_batch),
               model_bytes=None if model_bytes is None else str(model_bytes), iteration=iteration,
               overlap=None if overlap is None else float(overlap),
-              optimizer_bytes=None if optimizer_bytes is None else float(optimizer_bytes))
+              optimizer_bytes=None if optimizer_bytes is None else float(optimizer_bytes), show_tree=bool(show_tree))
     res = _core._strategy(path, kw)
-    res["strategies"] = _table(res["strategies"])
+    if "strategies" in res:
+        res["strategies"] = _table(res["strategies"])
+    res["tree"] = _tree_table(res["tree"])
     return res
+
+
+def _tree_table(c):
+    """The strategy tree's columns as a table: with pandas, the columns that are unset on some
+    nodes (None) as nullable integers and booleans."""
+    if _pd is None:
+        return {k: _np.asarray(v, dtype=object) if k not in ("node", "name", "path", "parent", "depth", "layer")
+                else _np.asarray(v) for k, v in c.items()}
+    df = _table(c)
+    for k in ("param_bytes", "stage", "plan_stage"):
+        df[k] = df[k].astype("Int64")
+    for k in ("splits", "recompute", "plan_split", "plan_fwd_all_reduce", "plan_fwd_all_gather", "plan_bwd_all_reduce",
+              "plan_bwd_all_gather", "plan_recompute"):
+        df[k] = df[k].astype("boolean")
+    return df
+
+
+def _paths(files):
+    """A list of paths from one path, a directory (its files, sorted) or a sequence of paths."""
+    if isinstance(files, (str, bytes, _os.PathLike)):
+        f = _fspath(files)
+        if _os.path.isdir(f):
+            return sorted(_os.path.join(f, n) for n in _os.listdir(f) if _os.path.isfile(_os.path.join(f, n)))
+        return [f]
+    return [_fspath(p) for p in files]
+
+
+def _records(rows):
+    """A list of JSON objects as a table (one column per key of the first)."""
+    keys = list(rows[0]) if rows else []
+    return _table({k: [r.get(k) for r in rows] for k in keys})
+
+
+def dlc_analyze(files, report=None):
+    """Analyses a SketchDLC job (one file per worker and server: paths, or a directory), as
+    `daydream dlc analyze FILES --json` (docs/dlc.md): the numbers of its JSON, with
+    `nodes`, `iterations` (phases 1-3 and the overlap ratio per rank and iteration),
+    `message_sizes` and `volume` as tables; report=PATH also writes its HTML page. Read
+    without holding the GIL."""
+    import json
+    res = json.loads(_core._dlc_analyze(_paths(files), "" if report is None else _fspath(report)))
+    for k in ("nodes", "iterations", "message_sizes", "volume"):
+        if k in res:
+            res[k] = _records(res[k])
+    return res
+
+
+def dlc_replay(files, *, bandwidth_scale=1.0, bandwidth=None, ps_bandwidth=None, recorded_bandwidth=None,
+               workers=None, servers=None, out=None, report=None):
+    """Replays a SketchDLC job as a task graph, as recorded and under a what-if (another
+    bandwidth, `bandwidth_scale`, `workers` or `servers`), as `daydream dlc replay FILES
+    ... --json`: records, tasks, transfers, replay_deviations, recorded and what_if
+    (makespan_us, iteration_us, phase3_us, overlap_ratio), per-byte transfer times; out=DIR
+    writes the what-if's DLC files (`written`), report=PATH its HTML analysis."""
+    import json
+    kw = dict(bandwidth_scale=float(bandwidth_scale), bandwidth=None if bandwidth is None else str(bandwidth),
+              ps_bandwidth=None if ps_bandwidth is None else str(ps_bandwidth),
+              recorded_bandwidth=None if recorded_bandwidth is None else str(recorded_bandwidth),
+              workers=None if workers is None else int(workers), servers=None if servers is None else int(servers),
+              out=None if out is None else _fspath(out), report=None if report is None else _fspath(report))
+    if (workers is not None and int(workers) <= 0) or (servers is not None and int(servers) <= 0):
+        raise ValueError("daydream.dlc_replay: workers and servers must be positive")
+    return json.loads(_core._dlc_replay(_paths(files), kw))
+
+
+def dlc_export(trace, passes, out):
+    """Writes the SketchDLC files (one per worker and server) of a parameter-server what-if of
+    a Kineto trace (`passes`: "p3:workers=4,ps=2", tictac, tensor_partition) into `out`, as
+    `daydream dlc export TRACE --pass SPEC --out DIR --json`: trace, pass, workers, servers,
+    messages, files. `trace` is a path or a Trace (read again as recorded)."""
+    import json
+    path = trace.path if isinstance(trace, Trace) else _fspath(trace)
+    return json.loads(_core._dlc_export(path, str(passes), _fspath(out)))
 
 
 def passes():

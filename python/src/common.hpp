@@ -95,6 +95,7 @@ void bind_optimize(py::module_& m);
 void bind_strategy(py::module_& m);
 void bind_job(py::module_& m);
 void bind_sensitivity(py::module_& m);
+void bind_dlc(py::module_& m);
 
 } // namespace daydream::python
 

@@ -4,6 +4,8 @@
 // SPDX-License-Identifier: MIT
 #include "common.hpp"
 
+#include <whatif/job_output.hpp> // the program's job report, timeline and representative worker
+
 #include <daydream/io/job.hpp>
 #include <daydream/job/graph.hpp>
 #include <daydream/job/replay.hpp>
@@ -127,14 +129,37 @@ py::dict rank_columns(const py_job& a, const job_result& res, bool with_files) {
   return d;
 }
 
-py::list job_scenarios(const py_job& a, const std::vector<std::string>& specs_in, const std::vector<std::int32_t>& on) {
+/// The job scenarios of `specs_in` (empty: the program's default three) on the ranks `on`
+/// (empty: every rank), predicted without the GIL.
+std::vector<whatif::job_scenario> run_job_scenarios(const py_job& a, const std::vector<std::string>& specs_in,
+                                                    const std::vector<std::int32_t>& on) {
   auto specs = specs_in;
   if (specs.empty()) specs = {"no_straggler", "network:scale=2", "collective:algorithm=tree"};
   std::vector<whatif::job_scenario> out;
-  {
-    py::gil_scoped_release nogil;
-    for (auto& s : specs) out.push_back(whatif::run_job_scenario(a, s, on, bundled_registry(), a.ro));
-  }
+  py::gil_scoped_release nogil;
+  for (auto& s : specs) out.push_back(whatif::run_job_scenario(a, s, on, bundled_registry(), a.ro));
+  return out;
+}
+
+/// `daydream whatif RANKS... --timeline PATH`: the baseline and each scenario (`specs`, as
+/// for _whatif; `baseline_only`: none), a process per rank and scenario.
+void job_timeline(const py_job& a, const std::string& path, const std::vector<std::string>& specs,
+                  const std::vector<std::int32_t>& on, bool baseline_only) {
+  auto scenarios = baseline_only ? std::vector<whatif::job_scenario>{} : run_job_scenarios(a, specs, on);
+  py::gil_scoped_release nogil;
+  whatif_cmd::write_job_timeline(path, a, scenarios);
+}
+
+/// `daydream whatif RANKS... --report PATH`: the job's HTML page, byte for byte.
+void job_report(const py_job& a, const std::string& path, const std::vector<std::string>& specs,
+                const std::vector<std::int32_t>& on) {
+  auto scenarios = run_job_scenarios(a, specs, on);
+  py::gil_scoped_release nogil;
+  whatif_cmd::write_job_report(path, "daydream", a, scenarios, a.warnings);
+}
+
+py::list job_scenarios(const py_job& a, const std::vector<std::string>& specs_in, const std::vector<std::int32_t>& on) {
+  auto out = run_job_scenarios(a, specs_in, on);
   py::list rows;
   for (auto& s : out) {
     const bool ok = s.error.empty();
@@ -192,6 +217,19 @@ void bind_job(py::module_& m) {
       })
       .def("_rank_columns", [](const py_job& a) { return rank_columns(a, a.base, true); })
       .def("_whatif", &job_scenarios, py::arg("specs"), py::arg("on_ranks"))
+      .def("_timeline", &job_timeline, py::arg("path"), py::arg("specs"), py::arg("on_ranks"), py::arg("baseline_only"))
+      .def("_report", &job_report, py::arg("path"), py::arg("specs"), py::arg("on_ranks"))
+      .def_property_readonly("representative", [](const py_job& a) {
+        std::pair<std::int32_t, time_ns> rep;
+        {
+          py::gil_scoped_release nogil;
+          rep = whatif_cmd::representative_worker(a, a.ro);
+        }
+        py::dict d;
+        d["rank"] = rep.first;
+        d["predicted_us"] = whatif_cmd::us(rep.second);
+        return d;
+      })
       .def("__repr__", [](const py_job& a) {
         return fmt::format("<daydream.Job {} ranks: baseline {}>", a.j.world_size, whatif_cmd::ms(a.base.predicted));
       });

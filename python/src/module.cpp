@@ -58,4 +58,5 @@ PYBIND11_MODULE(_daydream, m) {
   bind_strategy(m);
   bind_job(m);
   bind_sensitivity(m);
+  bind_dlc(m);
 }

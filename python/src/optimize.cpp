@@ -1,7 +1,10 @@
 // dd.optimize: the best bucketing / partition / fusion plan for data-parallel training of one
-// trace on a cluster (daydream::optimize), as `daydream optimize TRACE --json` computes it.
+// trace, or of a job's slowest rank (its plan applies to every rank), on a cluster
+// (daydream::optimize), as `daydream optimize TRACE... --json` computes it.
 // SPDX-License-Identifier: MIT
 #include "common.hpp"
+
+#include <optimize/input.hpp> // the program's input: one trace, or a job's slowest rank
 
 #include <daydream/optimize/search.hpp>
 #include <daydream/registry/cluster_params.hpp>
@@ -32,9 +35,10 @@ std::string describe_plan(const dopt::problem& p, const dopt::plan& x) {
   return s;
 }
 
-py::dict optimize_trace(const std::string& path, const py::dict& cluster_keys, const std::string& algorithm_name,
-                        const std::string& model_bytes_text, const std::vector<std::string>& strategy_names,
-                        const std::string& time_budget, const std::string& memory_budget, std::int32_t iteration_in) {
+py::dict optimize_trace(const std::vector<std::string>& paths, const py::dict& cluster_keys,
+                        const std::string& algorithm_name, const std::string& model_bytes_text,
+                        const std::vector<std::string>& strategy_names, const std::string& time_budget,
+                        const std::string& memory_budget, std::int32_t iteration_in) {
   auto strategies = dopt::bundled_strategies().select(strategy_names);
   dopt::search_options so;
   so.time_budget_s = pass_params::parse("optimize", "t=" + time_budget).get_time_ns("t", 30e9) / 1e9;
@@ -46,44 +50,35 @@ py::dict optimize_trace(const std::string& path, const py::dict& cluster_keys, c
   std::string spec;
   for (auto [k, v] : cluster_keys)
     spec += (spec.empty() ? "" : ",") + py::str(k).cast<std::string>() + "=" + py::str(v).cast<std::string>();
-
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    PyErr_SetObject(PyExc_FileNotFoundError, py::make_tuple(2, "daydream.optimize: no such file: " + path, path).ptr());
-    throw py::error_already_set();
+  pass_params::parse("optimize", spec + (spec.empty() ? "" : ",") + "workers=2"); // the keys are valid
+  if (paths.empty()) throw usage_error("daydream.optimize: give a trace, or every rank's trace of a job");
+  for (auto& path : paths) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+      PyErr_SetObject(PyExc_FileNotFoundError, py::make_tuple(2, "daydream.optimize: no such file: " + path, path).ptr());
+      throw py::error_already_set();
+    }
   }
+  const bool explicit_workers = cluster_keys.contains("workers") || cluster_keys.contains("machines");
   py::gil_scoped_release nogil;
-  auto t = io::load_kineto(path);
-  auto iterations = t.iterations.empty() ? std::vector<std::int32_t>{} : t.steady_state_iterations();
-  std::int64_t memory_initial = 0;
-  bool memory_modelled = false;
-  if (auto initial = t.initial_allocated_bytes()) { memory_initial = *initial; memory_modelled = true; }
-  graph g = std::move(t.g);
-  if (!memory_modelled) {
-    passes::estimate_activation_memory(g);
-    memory_modelled = passes::has_memory_accounting(g);
-  }
-  if (iterations.empty()) {
-    iterations = {0};
-    g.for_each_task([&](task_id id) { g.set_iteration(id, 0); });
-  }
+  auto in = optimize_cmd::load(paths);
+  graph& g = in.g;
+  const auto& path = in.what;
   const auto rec = passes::find_recorded_collectives(g);
-  const std::int32_t default_workers = t.info.world_size > 1 ? t.info.world_size : std::int32_t(rec.group);
-  if (!cluster_keys.contains("workers") && !cluster_keys.contains("machines") && default_workers > 1)
-    spec += (spec.empty() ? "" : ",") + std::string("workers=") + std::to_string(default_workers);
+  const std::int32_t default_workers = in.world > 1 ? in.world : std::int32_t(rec.group);
+  if (!explicit_workers && default_workers <= 1)
+    throw usage_error("daydream.optimize: " + path +
+                      " is a single-GPU trace: give the cluster to optimize for with workers=N (N >= 2)");
+  if (!explicit_workers) spec += (spec.empty() ? "" : ",") + std::string("workers=") + std::to_string(default_workers);
   auto params = pass_params::parse("optimize", spec);
   const auto c = cluster_from_params(params);
   params.finish();
   if (c.workers() <= 1)
-    throw usage_error("daydream.optimize: " + path + ": give the cluster to optimize for with workers=N (N >= 2)");
+    throw usage_error("daydream.optimize: one worker has nothing to synchronize: give workers=N (N >= 2)");
   const auto whole_replay = replay(g);
-  std::int32_t iteration = iteration_in;
-  if (iteration < 0) {
-    std::vector<std::pair<time_ns, std::int32_t>> v;
-    for (auto& st : steady_steps(g, whole_replay, iterations)) v.push_back({st.step(), st.iteration});
-    std::sort(v.begin(), v.end());
-    iteration = v[(v.size() - 1) / 2].second;
-  } else {
+  const std::int32_t iteration =
+      iteration_in >= 0 ? iteration_in : optimize_cmd::median_iteration(steady_steps(g, whole_replay, in.iterations));
+  if (std::find(in.iterations.begin(), in.iterations.end(), iteration) == in.iterations.end() && iteration_in >= 0) {
     bool any = false;
     g.for_each_task([&](task_id id) { any = any || g.iteration(id) == iteration; });
     if (!any) throw usage_error(fmt::format("daydream.optimize: {}: no iteration {}", path, iteration));
@@ -93,8 +88,8 @@ py::dict optimize_trace(const std::string& path, const py::dict& cluster_keys, c
                 ": the trace carries no gradient sizes (profile with record_shapes=True, or give model_bytes=)");
   auto p = dopt::make_problem(g, iteration, c, path, {}, model_bytes);
   p.algorithm = algorithm;
-  p.memory_initial = memory_initial;
-  p.memory_modelled = memory_modelled;
+  p.memory_initial = in.memory_initial;
+  p.memory_modelled = in.memory_modelled;
   auto res = dopt::search(p, strategies, so);
   auto baselines = dopt::run_baselines(p);
   const time_ns whole = steady_steps(g, whole_replay, {iteration}).front().step();
@@ -153,13 +148,17 @@ py::dict optimize_trace(const std::string& path, const py::dict& cluster_keys, c
   out["iteration"] = iteration;
   out["workers"] = c.workers();
   out["cluster"] = c.describe();
+  out["trace"] = in.what;
+  out["world_size"] = in.world;
+  out["rank"] = in.rank;
+  out["notes"] = in.notes;
   return out;
 }
 
 } // namespace
 
 void bind_optimize(py::module_& m) {
-  m.def("_optimize", &optimize_trace, py::arg("trace"), py::arg("cluster"), py::arg("algorithm") = "ring",
+  m.def("_optimize", &optimize_trace, py::arg("traces"), py::arg("cluster"), py::arg("algorithm") = "ring",
         py::arg("model_bytes") = "", py::arg("strategies") = std::vector<std::string>{},
         py::arg("time_budget") = "30s", py::arg("memory_budget") = "", py::arg("iteration") = -1);
 }

@@ -5,6 +5,8 @@
 #include "chain.hpp"
 #include "common.hpp"
 
+#include <ps/outputs.hpp> // daydream ps --timeline and --dlc
+
 #include <daydream/compare/compare.hpp>
 #include <daydream/ps/model.hpp>
 #include <daydream/ps/simulate.hpp>
@@ -122,11 +124,12 @@ py::dict compare_files(const std::string& before_file, const std::string& after_
 
 double max_of(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); }
 
-/// `daydream ps TRACE --workers ... --json` without its timeline and DLC outputs (cli/ps/ps.cpp, run).
+/// `daydream ps TRACE --workers ... --json [--timeline FILE] [--dlc DIR]` (cli/ps/ps.cpp, run).
 py::dict ps_sweep(const std::string& path, std::vector<std::uint32_t> workers, std::uint32_t servers,
                   const std::string& bandwidth, const std::string& window, bool flow_control, const std::string& order,
                   const std::string& sharing, const std::string& model_bytes, double compute_scale,
-                  std::uint32_t steps, std::uint32_t warmup, std::uint64_t seed, bool stagger) {
+                  std::uint32_t steps, std::uint32_t warmup, std::uint64_t seed, bool stagger,
+                  const std::string& timeline, const std::string& dlc, std::uint32_t timeline_steps) {
   if (workers.empty()) throw usage_error("daydream.ps: give at least one number of workers");
   for (auto w : workers)
     if (w == 0 || w > 4096) throw usage_error("daydream.ps: a number of workers is from 1 to 4096");
@@ -184,6 +187,8 @@ py::dict ps_sweep(const std::string& path, std::vector<std::uint32_t> workers, s
   free.warmup = std::min<std::uint32_t>(c.warmup, free.steps / 4);
   const double free_step_ns = ps::simulate_training(m.steps, m.tensors, free).mean_step_ns;
   auto s = ps::sweep(m, c, workers, {}, stagger ? free_step_ns : 0);
+  if (!timeline.empty() || !dlc.empty())
+    ps_cmd::write_outputs(timeline, dlc, timeline_steps, m, c, workers.back(), stagger ? free_step_ns : 0);
   py::gil_scoped_acquire gil;
   std::vector<std::uint32_t> w;
   std::vector<double> sps, up, down, mean_us, queueing, cynthia;
@@ -226,7 +231,8 @@ void bind_subsystems(py::module_& m) {
   m.def("_ps", &ps_sweep, py::arg("trace"), py::arg("workers"), py::arg("servers") = 1, py::arg("bandwidth") = "10Gbps",
         py::arg("window") = "28MB", py::arg("flow_control") = true, py::arg("order") = "trace",
         py::arg("sharing") = "max_min", py::arg("model_bytes") = "", py::arg("compute_scale") = 1.0,
-        py::arg("steps") = 1000, py::arg("warmup") = 50, py::arg("seed") = 1, py::arg("stagger") = false);
+        py::arg("steps") = 1000, py::arg("warmup") = 50, py::arg("seed") = 1, py::arg("stagger") = false,
+        py::arg("timeline") = "", py::arg("dlc") = "", py::arg("timeline_steps") = 5);
   m.def("_compare", &compare_files, py::arg("before"), py::arg("after"), py::arg("passes") = "",
         py::arg("layers") = 30);
 }

@@ -6,11 +6,14 @@
 #include "chain.hpp"
 #include "common.hpp"
 
+#include <dlc/scenario_dlc.hpp> // the DLC files of parameter-server scenarios (daydream whatif --dlc)
+
 #include <daydream/io/chrome_trace.hpp>
 #include <daydream/registry/sweep.hpp>
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 
 namespace daydream::python {
@@ -103,7 +106,28 @@ whatif_cmd::analysis run_scenarios(const py_trace& pt, const py::object& scenari
   return a;
 }
 
-py::dict whatif_records(const py_trace& pt, const py::object& scenarios) {
+/// `daydream whatif --dlc DIR`: the DLC files of each predicted scenario with
+/// parameter-server push and pull, in DIR/<scenario>/; {scenario: [files]}.
+py::dict write_dlc(const whatif_cmd::analysis& a, const std::string& dir) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> written;
+  {
+    py::gil_scoped_release nogil;
+    for (auto& s : a.scenarios)
+      if (s.error.empty())
+        if (auto w = dlc_cmd::write_scenario_dlc(std::filesystem::path(dir) / dlc_cmd::scenario_dir_name(s.name), s.name,
+                                                 s.g, s.r);
+            w.messages) {
+          std::vector<std::string> files;
+          for (auto& f : w.files) files.push_back(f.string());
+          written.emplace_back(s.name, std::move(files));
+        }
+  }
+  py::dict d;
+  for (auto& [name, files] : written) d[py::str(name)] = files;
+  return d;
+}
+
+py::dict whatif_records(const py_trace& pt, const py::object& scenarios, const std::string& dlc) {
   auto a = run_scenarios(pt, scenarios);
   py::list rows;
   for (auto& s : a.scenarios) rows.append(scenario_record(a, s));
@@ -114,19 +138,13 @@ py::dict whatif_records(const py_trace& pt, const py::object& scenarios) {
   d["not_applicable"] = na;
   d["warnings"] = a.warnings;
   d["baseline_us"] = us(a.base.predicted);
+  if (!dlc.empty()) d["dlc"] = write_dlc(a, dlc);
   return d;
 }
 
 std::string sweep_note(const passes::sweep_point& p, const whatif::scenario& s) {
-  if (!s.error.empty()) return "refused: " + s.error;
-  std::string note;
-  if (!s.applied()) note = "changed nothing: " + s.reason();
-  if (!p.unused.empty()) {
-    std::string keys;
-    for (auto& u : p.unused) keys += (keys.empty() ? "" : ", ") + u;
-    note += (note.empty() ? "" : "; ") + fmt::format("takes no {}", keys);
-  }
-  return note;
+  return whatif_cmd::sweep_point_note(s.error, s.applied(), s.error.empty() && !s.applied() ? s.reason() : std::string(),
+                                      p.unused);
 }
 
 /// The axes of `vary` ({"workers": [8, 64]}), read as `--vary workers=8,64` is.
@@ -245,7 +263,7 @@ void write_report(const py_trace& pt, const std::string& path, const py::object&
 } // namespace
 
 void bind_whatif(py::module_& m) {
-  m.def("_whatif", &whatif_records, py::arg("trace"), py::arg("scenarios") = py::none());
+  m.def("_whatif", &whatif_records, py::arg("trace"), py::arg("scenarios") = py::none(), py::arg("dlc") = "");
   m.def("_sweep", &sweep_records, py::arg("trace"), py::arg("passes"), py::arg("vary"));
   m.def("_timeline", &write_timeline, py::arg("trace"), py::arg("path"), py::arg("scenarios") = py::none());
   m.def("_report", &write_report, py::arg("trace"), py::arg("path"), py::arg("scenarios") = py::none());

@@ -1,5 +1,7 @@
 """A distributed job: dd.load of a directory (or several files) equals `daydream whatif DIR --json`."""
 
+import json
+
 import pytest
 
 
@@ -41,3 +43,39 @@ def test_job_errors(dd, resnet, tmp_path):
         dd.load(tmp_path)  # a directory without traces
     with pytest.raises(ValueError, match="for a job"):
         dd.load(resnet, comm="fine")
+
+
+def _folder():
+    from conftest import SOURCE
+
+    folder = SOURCE / "tests" / "data" / "param_dlrm_8rank_v100"
+    assert folder.is_dir(), folder
+    return folder
+
+
+def test_job_timeline_report_and_representative_equal_the_program(dd, cli, tmp_path):
+    folder = _folder()
+    js = cli("whatif", folder, "--json", "--representative", "--timeline", tmp_path / "cli.json", "--report",
+             tmp_path / "cli.html")
+    j = dd.load(folder)
+    assert j.timeline(tmp_path / "py.json") == tmp_path / "py.json"
+    j.report(tmp_path / "py.html")
+    assert (tmp_path / "py.html").read_bytes() == (tmp_path / "cli.html").read_bytes()
+    mine, theirs = json.loads((tmp_path / "py.json").read_text()), json.loads((tmp_path / "cli.json").read_text())
+    assert mine == theirs and len(mine["traceEvents"]) > 0
+    rep = js["job"]["representative"] if "representative" in js["job"] else js["representative"]
+    assert j.representative == rep and rep["rank"] in list(j.ranks()["rank"])
+    # Scenarios of one's own, on some ranks; the baseline alone.
+    js = cli("whatif", folder, "--pass", "amp", "--on-rank", "3", "--report", tmp_path / "cli2.html", "--timeline",
+             tmp_path / "cli2.json", "--json")
+    j.report(tmp_path / "py2.html", ["amp"], on_ranks=[3])
+    j.timeline(tmp_path / "py2.json", ["amp"], on_ranks=[3])
+    assert (tmp_path / "py2.html").read_bytes() == (tmp_path / "cli2.html").read_bytes()
+    assert json.loads((tmp_path / "py2.json").read_text()) == json.loads((tmp_path / "cli2.json").read_text())
+    j.timeline(tmp_path / "base.json", [])
+    base = json.loads((tmp_path / "base.json").read_text())
+    assert 0 < len(base["traceEvents"]) < len(mine["traceEvents"])
+    with pytest.raises(ValueError):
+        j.report(tmp_path / "x.html", ["nosuchpass"])
+    with pytest.raises(ValueError):
+        j.report(tmp_path / "no" / "such" / "dir" / "x.html")

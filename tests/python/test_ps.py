@@ -27,3 +27,14 @@ def test_ps_errors(dd, resnet, tmp_path):
         dd.ps(resnet, workers="x", model_bytes="100MB")
     with pytest.raises(FileNotFoundError):
         dd.ps(tmp_path / "none.json", model_bytes="100MB")
+
+
+def test_ps_timeline_and_dlc_equal_the_program(dd, resnet, cli, tmp_path):
+    cli("ps", resnet, "--workers", "1,3", "--servers", "2", "--model-bytes", "100MB", "--steps", "200", "--warmup",
+        "20", "--timeline", tmp_path / "cli.json", "--dlc", tmp_path / "cli", "--timeline-steps", "3", "--json")
+    dd.ps(resnet, workers="1,3", servers=2, model_bytes="100MB", steps=200, warmup=20, timeline=tmp_path / "py.json",
+          dlc=tmp_path / "py", timeline_steps=3)
+    assert (tmp_path / "py.json").read_bytes() == (tmp_path / "cli.json").read_bytes()
+    mine = {p.name: p.read_bytes() for p in (tmp_path / "py").iterdir()}
+    theirs = {p.name: p.read_bytes() for p in (tmp_path / "cli").iterdir()}
+    assert mine == theirs and len(mine) == 3 + 2  # a file per worker and server

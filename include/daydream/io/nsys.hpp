@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 namespace daydream::io {
@@ -29,6 +30,8 @@ inline constexpr bool has_nsys_reader = false;
 
 /// Loads an Nsight Systems SQLite export (defined in compiled/kineto.cpp; see below).
 kineto_trace load_nsys(const std::filesystem::path& file, const ingest_options& options = {});
+/// Reads an Nsight Systems SQLite export held in memory (defined in compiled/kineto.cpp).
+kineto_trace parse_nsys(std::string_view bytes, std::string_view source_name, const ingest_options& options = {});
 
 #else
 
@@ -63,6 +66,27 @@ DAYDREAM_COMPILED_INLINE kineto_trace load_nsys(const std::filesystem::path& fil
     detail::sqlite_db db(name, name);
     detail::decode_nsys(db, d);
   } // the database is closed before the graph is built
+  return detail::ingest(d, name, options);
+#else
+  (void)options;
+  throw error("daydream: " + name + ": an Nsight Systems SQLite export, but this build of daydream has no "
+              "SQLite: install libsqlite3-dev (scripts/install-deps.sh) and build again");
+#endif
+}
+
+
+/// Reads an Nsight Systems SQLite export held in memory (the bytes of the database file),
+/// as load_nsys reads a file; `source_name` names it in errors and in `info.path`.
+DAYDREAM_COMPILED_INLINE kineto_trace parse_nsys(std::string_view bytes, std::string_view source_name,
+                                                 const ingest_options& options = {}) {
+  const std::string name(source_name);
+  if (bytes.empty()) throw error("daydream: " + name + ": empty file");
+#ifdef DAYDREAM_HAVE_SQLITE
+  detail::decoded_trace d;
+  {
+    detail::sqlite_db db(detail::sqlite_db::in_memory_t{}, bytes, name);
+    detail::decode_nsys(db, d);
+  }
   return detail::ingest(d, name, options);
 #else
   (void)options;

@@ -8,6 +8,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <cstring>
 #include <set>
 #include <string>
 #include <string_view>
@@ -61,6 +62,31 @@ public:
       sqlite3_close(db_);
       db_ = nullptr;
       throw error("daydream: " + source_ + ": cannot open the SQLite database: " + why);
+    }
+  }
+  /// A database held in memory (`bytes`, a copy of a database file), read-only.
+  struct in_memory_t {};
+  sqlite_db(in_memory_t, std::string_view bytes, std::string source) : source_(std::move(source)) {
+    if (sqlite3_open_v2(":memory:", &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw error("daydream: " + source_ + ": cannot open an in-memory SQLite database");
+    }
+    auto* copy = static_cast<unsigned char*>(sqlite3_malloc64(bytes.size() ? bytes.size() : 1));
+    if (!copy) {
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw error("daydream: " + source_ + ": out of memory");
+    }
+    if (!bytes.empty()) std::memcpy(copy, bytes.data(), bytes.size());
+    const auto n = static_cast<sqlite3_int64>(bytes.size());
+    // FREEONCLOSE: SQLite owns the copy from here, also when this fails.
+    if (sqlite3_deserialize(db_, "main", copy, n, n, SQLITE_DESERIALIZE_READONLY | SQLITE_DESERIALIZE_FREEONCLOSE) !=
+        SQLITE_OK) {
+      std::string why = sqlite3_errmsg(db_);
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw error("daydream: " + source_ + ": cannot read the SQLite database: " + why);
     }
   }
   sqlite_db(const sqlite_db&) = delete;

@@ -69,11 +69,11 @@ struct reader {
     --n;
     return *p++;
   }
-  /// A small value: mostly 0..31, sometimes a time in microseconds, a large or a negative one.
+  /// A small value: mostly 0..63, sometimes a time in microseconds, a large or a negative one.
   std::int64_t value() {
     const std::uint8_t b = byte();
     switch (b >> 6) {
-    case 0: return b & 31;
+    case 0: return b & 63;
     case 1: return std::int64_t(b & 63) * 1000 + byte();
     case 2: return std::int64_t(byte()) * 10'000;
     default: return (b & 1) ? -std::int64_t(byte()) : std::int64_t(0x7fffffff) * (b & 15);

@@ -163,6 +163,9 @@ private:
     if (q.null(start) || q.null(end)) { ignore("row without start or end"); return false; }
     ts = q.integer(start);
     const std::int64_t e = q.integer(end);
+    // Nanoseconds since the session started: anything past 2^62 (146 years) is garbage.
+    constexpr std::int64_t limit = std::int64_t(1) << 62;
+    if (ts < -limit || ts > limit || e < -limit || e > limit) { ignore("row with a time out of range"); return false; }
     if (e < ts) { ignore("row ending before it starts"); return false; }
     dur = e - ts;
     return true;

@@ -387,6 +387,10 @@ TEST_CASE("nsys: a SQLite database that is not an export, or lacks a table or a 
             "correlationId INTEGER, demangledName INTEGER)");
   }
   says(load_error(dir.p / "nostream.sqlite"), {"CUPTI_ACTIVITY_KIND_KERNEL has no column streamId"});
+  {
+    nsys_db db(dir.p / "empty.sqlite");
+  }
+  says(load_error(dir.p / "empty.sqlite"), {"empty.sqlite", "tables are empty", how});
   // The SQLite header followed by garbage.
   std::string bad = std::string("SQLite format 3", 16) + std::string(2000, 'x');
   says(load_error(dir.file("bad.sqlite", bad)), {"bad.sqlite"});

@@ -90,6 +90,9 @@ public:
     read_copies();
     read_memsets();
     read_syncs();
+    if (index_ == 0)
+      fail("an Nsight Systems export without CUDA API calls, GPU work or NVTX ranges (its tables are empty); " +
+           std::string(nsys_export_hint));
     out_.events = index_;
     // Without PyTorch operators, NVTX ranges name the layers.
     out_.annotation_layers = true;

@@ -1,7 +1,7 @@
 // Defines the what-if command: its options and what it runs (daydream whatif, daydream-whatif).
 // SPDX-License-Identifier: MIT
 //
-//   trace.json(.gz) --load_kineto--> graph --replay--> baseline (vs measured), every steady-state iteration
+//   trace.json(.gz), profile.sqlite --load_trace--> graph --replay--> baseline (vs measured), every steady-state iteration
 //                                      |
 //                                      +--copy--> pass chain --replay--> scenario, ...
 #include "whatif.hpp"
@@ -15,6 +15,7 @@
 
 #include <daydream/daydream.hpp>
 #include <daydream/io/kineto.hpp>
+#include <daydream/io/load.hpp>
 #include <daydream/passes/all.hpp>
 #include <daydream/registry/bundled.hpp>
 #include <daydream/semantics/data_parallel.hpp>
@@ -44,7 +45,8 @@ inline std::string pass_help(const daydream::passes::registry<graph>& reg) {
 void add_options(CLI::App& app, options& o, const daydream::passes::registry<graph>& reg) {
   app.footer(pass_help(reg));
   app.add_option("trace", o.traces,
-                 "Kineto trace (.json or .json.gz); default: the bundled ResNet-50 trace. Several traces, or a "
+                 "Kineto trace (.json or .json.gz) or Nsight Systems SQLite export (nsys export --type sqlite), "
+                 "told apart by content; default: the bundled ResNet-50 trace. Several traces, or a "
                  "directory of them, are the ranks of one distributed job (job mode, docs/jobs.md)");
   app.add_option("--rank", o.job.ranks, "job mode: the rank of each trace, in order, for traces without distributedInfo");
   app.add_option("--on-rank", o.job.on_ranks, "job mode: apply single-GPU passes to these ranks only (repeatable)");
@@ -65,6 +67,9 @@ void add_options(CLI::App& app, options& o, const daydream::passes::registry<gra
                  "analyse only this iteration (ProfilerStep number); default: every steady-state one, "
                  "with the median shown");
   program::add_step_annotation(app, o.step_annotation);
+  app.add_option("--nvtx-step", o.nvtx_step,
+                 "an Nsight Systems export: a regular expression (ECMAScript, searched) naming the NVTX ranges that "
+                 "are the steps (iterations), numbered 1, 2, ... in trace order");
   app.add_option("--pass", o.specs, "scenario to predict (repeatable); default: every applicable bundled pass");
   app.add_flag("--json", o.json, "print one JSON object on stdout instead of the table");
   app.add_option("--timeline", o.timeline, "write baseline and scenarios as Chrome-trace JSON (open in Perfetto)");
@@ -86,6 +91,23 @@ void add_options(CLI::App& app, options& o, const daydream::passes::registry<gra
       ->check(CLI::Range(1.0, 100.0));
 }
 
+/// The ingest options of `o`: the steps from --step-annotation or --nvtx-step (one of
+/// them). A bad expression, or both options, is a usage error raised before any trace is read.
+daydream::io::ingest_options ingest_of(const options& o) {
+  if (o.nvtx_step.empty()) return program::step_annotation_ingest("daydream whatif", o.step_annotation);
+  if (!o.step_annotation.empty())
+    throw daydream::usage_error("daydream whatif: --nvtx-step and --step-annotation both name the steps; give one");
+  daydream::io::ingest_options io;
+  try {
+    std::regex check(o.nvtx_step, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    throw daydream::usage_error("daydream whatif: --nvtx-step '" + o.nvtx_step +
+                                "' is not a regular expression: " + e.what());
+  }
+  io.step_annotation = o.nvtx_step;
+  return io;
+}
+
 /// Loads the trace of `o` into `trace` and fills what every analysis of it needs: the
 /// iterations, their measured times, the memory model and the baseline replay.
 void prepare(const options& o, daydream::io::kineto_trace& trace, analysis& a, std::FILE* err) {
@@ -96,7 +118,11 @@ void prepare(const options& o, daydream::io::kineto_trace& trace, analysis& a, s
     fmt::print(err, "reading {} ({:.1f} MB)...", o.trace, ec ? 0.0 : double(size) / 1e6);
     std::fflush(err);
   }
-  trace = daydream::io::load_kineto(o.trace, program::step_annotation_ingest("daydream whatif", o.step_annotation));
+  const auto format = daydream::io::detect_trace_format(o.trace);
+  if (!o.nvtx_step.empty() && format != daydream::io::trace_format::nsys_sqlite)
+    throw daydream::usage_error("daydream whatif: --nvtx-step is for Nsight Systems exports (" + o.trace +
+                                " is not one); name a Kineto trace's step annotations with --step-annotation");
+  trace = daydream::io::load_trace(o.trace, ingest_of(o));
   if (o.progress) {
     auto s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     fmt::print(err, "\r\x1b[Kread {} in {:.2f} s: {} tasks\n", o.trace, s, trace.g.size());
@@ -134,7 +160,9 @@ void prepare(const options& o, daydream::io::kineto_trace& trace, analysis& a, s
   a.whole_trace = a.whole_trace || trace.info.iterations_from == daydream::io::iteration_source::whole_trace;
   if (a.whole_trace)
     a.warnings.push_back(o.trace + ": " + iterations_line(a) +
-                         "; record several steps with torch.profiler.schedule and prof.step() to analyse one");
+                         (format == daydream::io::trace_format::nsys_sqlite
+                              ? "; name the NVTX ranges that are the steps with --nvtx-step REGEX to analyse one"
+                              : "; record several steps with torch.profiler.schedule and prof.step() to analyse one"));
   for (auto i : a.iterations) {
     a.measured.push_back(trace.iterations.empty() ? trace.info.end - trace.info.begin : trace.measured(i));
     if (auto n = trace.measurement_note(i); !n.empty()) a.warnings.push_back("measured: " + n);
@@ -181,6 +209,8 @@ int run(const options& opts, std::FILE* out, std::FILE* err, const daydream::pas
     if (!opts.dlc.empty()) throw daydream::usage_error("daydream whatif: --dlc takes one trace, not a job");
     if (!opts.step_annotation.empty())
       throw daydream::usage_error("daydream whatif: --step-annotation takes one trace, not a job");
+    if (!opts.nvtx_step.empty())
+      throw daydream::usage_error("daydream whatif: --nvtx-step takes one trace, not a job");
     if (!opts.vary.empty() || !opts.csv.empty())
       throw daydream::usage_error("daydream whatif: a sweep (--vary, --csv) reads one trace; for a job, sweep one "
                                   "rank's trace or run the job once per point");
@@ -191,7 +221,7 @@ int run(const options& opts, std::FILE* out, std::FILE* err, const daydream::pas
   }
   options o = opts;
   if (o.traces.size() == 1) o.trace = o.traces.front();
-  (void)program::step_annotation_ingest("daydream whatif", o.step_annotation); // before the trace is read
+  (void)ingest_of(o); // before the trace is read
   if (!o.job.ranks.empty() || !o.job.on_ranks.empty() || o.job.representative || !o.job.cluster.empty() ||
       o.job.transfer != "trace" || !o.job.align.empty() || o.job.comm != "coarse")
     throw daydream::usage_error("daydream whatif: --rank, --on-rank, --representative, --transfer, --align, --comm and "

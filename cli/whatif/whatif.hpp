@@ -1,7 +1,7 @@
 // Declares the what-if command (daydream whatif, daydream-whatif): its options and its run.
 // SPDX-License-Identifier: MIT
 //
-//   trace.json(.gz) --load_kineto--> graph --replay--> baseline (vs measured), every steady-state iteration
+//   trace.json(.gz), profile.sqlite --load_trace--> graph --replay--> baseline (vs measured), every steady-state iteration
 //                                      |
 //                                      +--copy--> pass chain --replay--> scenario, ...
 //
@@ -39,7 +39,7 @@ struct job_cli {
 
 /// The options of the what-if command.
 struct options {
-  std::string trace;                 ///< the Kineto trace
+  std::string trace;                 ///< the trace: Kineto JSON or an Nsight Systems SQLite export
   /// The trace arguments as given: one trace (then `trace`), or every rank of a job
   /// (several files or a directory: the job mode, job.cpp).
   std::vector<std::string> traces;
@@ -48,6 +48,8 @@ struct options {
   /// --step-annotation: a regular expression naming the annotations that mark the steps
   /// (io::ingest_options::step_annotation); empty: ProfilerStep#N.
   std::string step_annotation;
+  /// --nvtx-step: the same for an Nsight Systems export, whose NVTX ranges it names.
+  std::string nvtx_step;
   std::vector<std::string> specs;    ///< scenarios; empty: every applicable bundled pass
   bool json = false;
   bool critical = false;

@@ -288,6 +288,10 @@ struct decoded_trace {
   std::vector<recorded_device> devices; ///< deviceProperties, every field
   std::int32_t rank = -1, world_size = -1;
   std::string backend;
+  /// Whether annotations name layers (as `nn.Module:` frames do): set for traces without
+  /// PyTorch operators, whose NVTX ranges are the only names of the program's parts
+  /// (Nsight Systems exports). A range that marks a step or a phase names no layer.
+  bool annotation_layers = false;
   /// Every string the tables above point to (unescaped): never into the JSON text nor
   /// the parser, which can both go once decoding is done.
   string_pool strings;

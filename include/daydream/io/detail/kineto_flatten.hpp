@@ -205,6 +205,10 @@ private:
     auto m = its_.is_marker(e) ? std::uint8_t(0)
                                : phase_mark(x.name, is_op, x.cat == ecat::python_function,
                                             x.cat == ecat::user_annotation);
+    // Annotations as layers (decoded_trace::annotation_layers): not a step's or a phase's.
+    if (d_.annotation_layers && x.cat == ecat::user_annotation && !m && !its_.is_marker(e) &&
+        !starts_with(x.name, "ProfilerStep#"))
+      a.module = e;
     if (m) a.mark = m;
   }
 

@@ -118,7 +118,7 @@ private:
   static constexpr name_id no_layer = std::numeric_limits<name_id>::max();
   std::string_view module_layer(std::uint32_t m) const {
     std::string_view n = d_.cpu[m].name;
-    n.remove_prefix(10); // "nn.Module:"
+    if (starts_with(n, "nn.Module:")) n.remove_prefix(10); // else an annotation (decoded_trace::annotation_layers)
     while (!n.empty() && n.front() == ' ') n.remove_prefix(1);
     return n;
   }

@@ -191,6 +191,25 @@ TEST_CASE("hostile ETs: clear errors naming the file and the node") {
     n.add_data_deps(42);
     fails(head + frame(n), "node 1 ('all_reduce') depends on node 42, which the file does not have");
   }
+  SUBCASE("a missing id left out on request") {
+    auto n = coll(1, 8);
+    n.add_data_deps(42);
+    auto t = daydream::io::parse_chakra(head + frame(n), "cut.et", {.drop_missing_dependencies = true});
+    CHECK(t.g.size() == 1);
+    REQUIRE(t.warnings.size() == 1);
+    CHECK(t.warnings[0] == "cut.et: 1 dependencies on nodes the file does not have were left out");
+  }
+  SUBCASE("a cycle, as Chakra's own test trace has one (a control dependency back)") {
+    auto a = coll(1, 8), b = coll(2, 8);
+    a.add_ctrl_deps(2);
+    b.add_data_deps(1);
+    fails(head + frame(a) + frame(b), "the dependencies form a cycle: node 1 ('all_reduce') -> node 2 ('all_reduce') -> node 1");
+    auto t = daydream::io::parse_chakra(head + frame(a) + frame(b), "cyc.et", {.drop_missing_dependencies = true});
+    CHECK(t.g.dependency_count() == 1);
+    CHECK(t.g.has_dependency(0, 1));
+    REQUIRE(t.warnings.size() == 1);
+    CHECK(t.warnings[0] == "cyc.et: 1 control dependencies that closed cycles were left out");
+  }
   SUBCASE("a negative comm_size") { fails(head + frame(coll(3, -5)), "node 3 ('all_reduce'): comm_size -5 is negative"); }
   SUBCASE("an overflowing comm_size (written unsigned)") {
     auto n = coll(4, 0);

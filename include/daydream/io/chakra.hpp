@@ -41,6 +41,13 @@ struct chakra_write_options {
   std::int32_t npus = 0;
   std::string prefix = "daydream"; ///< files are PREFIX.N.et
   std::string version = "0.0.4";   ///< GlobalMetadata.version (ASTRA-sim's examples use 0.0.4)
+  /// The recorded time of each iteration (kineto_trace::measured), written as the
+  /// `daydream.measured` attribute for the job mode's measured column; empty: none (a
+  /// what-if's graph, whose times are predictions).
+  std::map<std::int32_t, time_ns> measured;
+  /// The iterations to analyse (kineto_trace::steady_state_iterations), written as
+  /// `daydream.steady`; empty: every iteration of the graph.
+  std::vector<std::int32_t> steady;
 };
 
 /// One NPU's execution trace, in memory: the bytes of a `.et` file.
@@ -109,6 +116,14 @@ inline chakra_export write_chakra(const graph& g, const chakra_write_options& o 
     c::attr_string(*meta.mutable_attr(), "producer", "daydream");
     c::attr_int(*meta.mutable_attr(), "npu", npu);
     c::attr_int(*meta.mutable_attr(), "npus", std::int64_t(plan.size()));
+    if (!o.measured.empty()) {
+      auto& l = *c::add_attr(*meta.mutable_attr(), "daydream.measured").mutable_int64_list();
+      for (auto [i, t] : o.measured) { l.add_values(i); l.add_values(t); }
+    }
+    if (!o.steady.empty()) {
+      auto& l = *c::add_attr(*meta.mutable_attr(), "daydream.steady").mutable_int64_list();
+      for (auto i : o.steady) l.add_values(i);
+    }
     for (std::size_t r = 0; r < g.resource_count(); ++r) {
       auto& res = g.resource_at(resource_id(r));
       if (res.node != source) continue;
@@ -155,6 +170,15 @@ inline chakra_export write_chakra_files(const graph& g, const std::filesystem::p
   return out;
 }
 
+/// Options of read_chakra.
+struct chakra_read_options {
+  std::int32_t npu = -1; ///< the NPU; -1: the file's `npu` attribute, else the N of NAME.N.et, else 0
+  /// A dependency on a node the file does not have, or of a node on itself, is an error
+  /// (false), or is left out and counted in a warning (true): execution traces cut from a
+  /// longer run (Chakra's converters' windows) refer to nodes before the window.
+  bool drop_missing_dependencies = false;
+};
+
 /// One NPU's execution trace read back.
 struct chakra_trace {
   std::string file;            ///< where it came from (names it in messages)
@@ -163,6 +187,8 @@ struct chakra_trace {
   graph g;                     ///< its nodes as tasks (resources with node = npu)
   std::size_t nodes = 0;       ///< nodes read
   bool written_by_daydream = false; ///< its resources and exact times are daydream's
+  std::map<std::int32_t, time_ns> measured; ///< recorded iteration times the file gives (`daydream.measured`)
+  std::vector<std::int32_t> steady;  ///< iterations to analyse the file names (`daydream.steady`)
   std::vector<std::string> warnings; ///< an unknown schema version, collectives without sizes, ...
 };
 
@@ -180,7 +206,7 @@ inline std::int32_t chakra_npu_of_name(const std::filesystem::path& p) {
 }
 
 /// Parses the bytes of an execution trace (plain: decompress first) named `name` in
-/// messages, as NPU `npu` (-1: the file's `npu` attribute, else 0). Nodes become tasks in
+/// messages, as NPU `o.npu` (-1: the file's `npu` attribute, else 0). Nodes become tasks in
 /// file order: on the resources the file lists when daydream wrote it, else on four per
 /// NPU (a CPU thread for `is_cpu_op` nodes, a compute stream, a communication channel, a
 /// memory channel); COMM_COLL_NODE a comm_task of its comm_type, comm_size and pg_name
@@ -189,9 +215,11 @@ inline std::int32_t chakra_npu_of_name(const std::filesystem::path& p) {
 /// else duration_micros). Throws daydream::error naming the file (and the node) for a
 /// truncated length prefix or message, a first message that is not GlobalMetadata, a
 /// message that is not a Node, a duplicate id, a dependency on a missing node or on
-/// itself, a negative or overflowing comm_size, and values out of range. An unknown
+/// itself, and dependencies that form a cycle (unless `o.drop_missing_dependencies`: then
+/// left out and counted, a cycle of control dependencies broken where it goes back), a negative or overflowing comm_size, and values out of range. An unknown
 /// schema version is read as 1.0 with a warning.
-inline chakra_trace parse_chakra(std::string_view bytes, const std::string& name, std::int32_t npu = -1) {
+inline chakra_trace parse_chakra(std::string_view bytes, const std::string& name, const chakra_read_options& o = {}) {
+  const std::int32_t npu = o.npu;
   namespace c = detail::chakra;
   chakra_trace out;
   out.file = name;
@@ -215,6 +243,18 @@ inline chakra_trace parse_chakra(std::string_view bytes, const std::string& name
   auto listed = c::listed_resources(meta, out.npu, name);
   ctx.listed = !listed.empty() || c::string_attr(meta.attr(), "producer") == "daydream";
   out.written_by_daydream = ctx.listed;
+  constexpr std::int64_t i32max = std::numeric_limits<std::int32_t>::max();
+  if (auto* a = c::find_attr(meta.attr(), "daydream.measured"); a && a->value_case() == c::pb::AttributeProto::kInt64List)
+    for (int k = 0; k + 1 < a->int64_list().values_size(); k += 2) {
+      const auto i = a->int64_list().values(k), t = a->int64_list().values(k + 1);
+      if (i < 0 || i > i32max || t < 0) throw error(name + ": daydream.measured holds a bad iteration or time");
+      out.measured[std::int32_t(i)] = t;
+    }
+  if (auto* a = c::find_attr(meta.attr(), "daydream.steady"); a && a->value_case() == c::pb::AttributeProto::kInt64List)
+    for (auto i : a->int64_list().values()) {
+      if (i < 0 || i > i32max) throw error(name + ": daydream.steady holds a bad iteration");
+      out.steady.push_back(std::int32_t(i));
+    }
   for (auto& r : ctx.listed ? listed : c::default_resources(out.npu)) ctx.res.push_back(out.g.add_resource(r));
   std::vector<c::pb::Node> nodes(fr.size() - 1);
   std::unordered_map<std::uint64_t, task_id> ids;
@@ -226,9 +266,21 @@ inline chakra_trace parse_chakra(std::string_view bytes, const std::string& name
                   " is not a Chakra Node");
     if (ids.count(n.id())) throw error(name + ": " + c::node_label(n) + " appears twice (duplicate id)");
     task[k - 1] = c::add_node(out.g, n, ctx);
+    DAYDREAM_ASSERT(task[k - 1] == task_id(k - 1), "parse_chakra: a node's task id is its position in the file");
     ids[n.id()] = task[k - 1];
   }
-  for (std::size_t k = 0; k < nodes.size(); ++k) c::add_node_deps(out.g, nodes[k], task[k], ids, ctx);
+  ctx.drop_missing = o.drop_missing_dependencies;
+  std::vector<c::dep_ref> deps;
+  for (std::size_t k = 0; k < nodes.size(); ++k) c::add_node_deps(out.g, nodes[k], task[k], ids, ctx, deps);
+  c::add_deps_acyclic(out.g, nodes, deps, ctx);
+  if (ctx.missing)
+    out.warnings.push_back(name + ": " + std::to_string(ctx.missing) +
+                           " dependencies on nodes the file does not have were left out");
+  if (ctx.self)
+    out.warnings.push_back(name + ": " + std::to_string(ctx.self) + " dependencies of nodes on themselves were left out");
+  if (ctx.backward)
+    out.warnings.push_back(name + ": " + std::to_string(ctx.backward) +
+                           " control dependencies that closed cycles were left out");
   out.nodes = nodes.size();
   if (ctx.zero_comm)
     out.warnings.push_back(name + ": " + std::to_string(ctx.zero_comm) +
@@ -237,40 +289,36 @@ inline chakra_trace parse_chakra(std::string_view bytes, const std::string& name
 }
 
 /// Reads one execution trace file (plain or gzip, by content); see parse_chakra. The NPU
-/// is `npu`, else the file's `npu` attribute, else the N of NAME.N.et, else 0.
-inline chakra_trace read_chakra(const std::filesystem::path& p, std::int32_t npu = -1) {
+/// is `o.npu`, else the file's `npu` attribute, else the N of NAME.N.et, else 0.
+inline chakra_trace read_chakra(const std::filesystem::path& p, const chakra_read_options& o = {}) {
   auto bytes = detail::chakra::file_bytes(p);
-  if (npu < 0) {
-    // The file's own attribute wins over its name; parse_chakra reads it when npu < 0.
-    const auto from_name = chakra_npu_of_name(p);
-    auto t = parse_chakra(bytes, p.string(), -1);
-    if (t.npu == 0 && from_name > 0 && !t.written_by_daydream) return parse_chakra(bytes, p.string(), from_name);
-    return t;
+  auto t = parse_chakra(bytes, p.string(), o);
+  // The file's own attribute wins over its name.
+  const auto from_name = chakra_npu_of_name(p);
+  if (o.npu < 0 && t.npu == 0 && from_name > 0 && !t.written_by_daydream) {
+    auto named = o;
+    named.npu = from_name;
+    return parse_chakra(bytes, p.string(), named);
   }
-  return parse_chakra(bytes, p.string(), npu);
+  return t;
 }
 
 /// Whether `p` holds a Chakra execution trace, by content (plain or gzip): its first
 /// message parses as a GlobalMetadata with nothing unknown in it and a version or
-/// attributes, and the next (if any) as a Node. A Kineto JSON trace is not one.
+/// attributes. What follows is not looked at: a truncated or corrupt trace is still one,
+/// for read_chakra to say what is wrong with it. A Kineto JSON trace is not one.
 inline bool is_chakra_file(const std::filesystem::path& p) {
   namespace c = detail::chakra;
   try {
     if (!std::filesystem::is_regular_file(p)) return false;
-    const auto s = c::file_bytes(p, 1 << 20);
+    const auto s = c::file_bytes(p, 1 << 16);
     std::size_t pos = 0;
     auto n = c::read_varint(s, pos, p.string());
     if (!n || *n == 0 || *n > s.size() - pos) return false;
     c::pb::GlobalMetadata m;
     if (!m.ParseFromArray(s.data() + pos, int(*n))) return false;
     if (!m.GetReflection()->GetUnknownFields(m).empty()) return false;
-    if (m.version().empty() && m.attr_size() == 0) return false;
-    pos += std::size_t(*n);
-    if (pos >= s.size()) return true;
-    auto k = c::read_varint(s, pos, p.string());
-    if (!k || *k > s.size() - pos) return s.size() >= (1u << 20); // cut by the 1 MiB window
-    c::pb::Node node;
-    return node.ParseFromArray(s.data() + pos, int(*k)) && node.GetReflection()->GetUnknownFields(node).empty();
+    return !m.version().empty() || m.attr_size() > 0;
   } catch (const std::exception&) {
     return false;
   }
@@ -301,14 +349,18 @@ inline std::vector<std::filesystem::path> chakra_files(const std::vector<std::fi
 /// together. Each rank's iterations are the tasks' (one iteration 0 for a trace that
 /// has none), measured from the recorded start times when the trace has them (else 0:
 /// not measured). NPU numbers: the files' `npu` attribute or name, else their order.
-/// Throws daydream::error as read_chakra does, and for two files of one NPU.
-inline job load_chakra_job(const std::vector<std::filesystem::path>& paths, std::vector<std::string>* warnings = nullptr) {
+/// Throws daydream::error as read_chakra does (with `o`, whose npu is ignored), and for
+/// two files of one NPU.
+inline job load_chakra_job(const std::vector<std::filesystem::path>& paths, std::vector<std::string>* warnings = nullptr,
+                           const chakra_read_options& o = {}) {
   const auto files = chakra_files(paths);
   if (files.empty()) throw usage_error("daydream: load_chakra_job: no execution trace given");
   job j;
   std::map<std::int32_t, std::string> seen;
   for (std::size_t k = 0; k < files.size(); ++k) {
-    auto t = read_chakra(files[k]);
+    auto one = o;
+    one.npu = -1;
+    auto t = read_chakra(files[k], one);
     if (t.npu == 0 && k > 0 && chakra_npu_of_name(files[k]) < 0 && !t.written_by_daydream) t.npu = std::int32_t(k);
     if (auto it = seen.find(t.npu); it != seen.end())
       throw error("daydream: load_chakra_job: " + it->second + " and " + t.file + " are both NPU " +
@@ -336,8 +388,17 @@ inline job load_chakra_job(const std::vector<std::filesystem::path>& paths, std:
     if (span.empty()) span[0] = {0, 0};
     for (auto& [i, s] : span) {
       if (i < 0) continue;
-      r.measured[i] = timed ? s.second - s.first : 0;
+      // The recorded times the file gives; else, for a host trace with start times, the
+      // iteration's span; else none (0: not measured).
+      auto it = t.measured.find(i);
+      r.measured[i] = it != t.measured.end() ? it->second : timed && !t.written_by_daydream ? s.second - s.first : 0;
       r.steady.push_back(i);
+    }
+    if (!t.steady.empty()) {
+      std::vector<std::int32_t> keep;
+      for (auto i : t.steady)
+        if (r.measured.count(i)) keep.push_back(i);
+      if (!keep.empty()) r.steady = keep;
     }
     if (r.steady.empty()) { r.measured[0] = 0; r.steady = {0}; }
     r.g = std::move(t.g);

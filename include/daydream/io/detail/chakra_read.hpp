@@ -11,7 +11,10 @@
 #include <daydream/update.hpp>
 
 #include <cstdint>
+#include <algorithm>
+#include <functional>
 #include <limits>
+#include <queue>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -81,6 +84,10 @@ struct read_context {
   std::vector<resource_id> res;         ///< local index -> graph resource
   std::vector<std::string>* warnings = nullptr;
   std::size_t zero_comm = 0;            ///< collectives without a size
+  bool drop_missing = false;            ///< leave out dependencies on missing nodes (else an error)
+  std::size_t missing = 0;              ///< dependencies on missing nodes left out
+  std::size_t self = 0;                 ///< dependencies of nodes on themselves left out
+  std::size_t backward = 0;             ///< control dependencies that closed cycles, left out
 };
 
 /// The comm_size of a communication node: an integer, not negative, at most INT64_MAX
@@ -195,16 +202,25 @@ inline task_id add_node(graph& g, const pb::Node& n, read_context& c) {
 /// Adds the dependencies of node `n` (task `t`): its control dependencies, then its data
 /// dependencies, with the kinds daydream wrote (`daydream.dep_kinds`) or `control` and
 /// `data`. Throws naming the file and the node for a dependency on a node the file does
-/// not have or on itself.
-inline void add_node_deps(graph& g, const pb::Node& n, task_id t, const std::unordered_map<std::uint64_t, task_id>& ids,
-                          const read_context& c) {
+/// not have or on itself (unless `c.drop_missing`: then counted).
+/// A dependency read from a file: `to` waits for `from` (task ids, which are the nodes'
+/// positions in the file).
+struct dep_ref {
+  task_id from = no_task, to = no_task;
+  dep_kind kind = dep_kind::data;
+  bool ctrl = false; ///< a control dependency (ctrl_deps)
+};
+
+inline void add_node_deps(const graph& g, const pb::Node& n, task_id t,
+                          const std::unordered_map<std::uint64_t, task_id>& ids, read_context& c,
+                          std::vector<dep_ref>& out) {
   const pb::Int32List* kinds = nullptr;
   if (auto* a = find_attr(n.attr(), "daydream.dep_kinds"); a && a->value_case() == pb::AttributeProto::kInt32List &&
                                                             a->int32_list().values_size() ==
                                                                 n.ctrl_deps_size() + n.data_deps_size())
     kinds = &a->int32_list();
   int k = 0;
-  auto add = [&](std::uint64_t from, dep_kind fallback) {
+  auto add = [&](std::uint64_t from, dep_kind fallback, bool ctrl) {
     dep_kind kind = fallback;
     if (kinds) {
       const auto v = kinds->values(k);
@@ -214,18 +230,93 @@ inline void add_node_deps(graph& g, const pb::Node& n, task_id t, const std::uno
     }
     ++k;
     auto it = ids.find(from);
-    if (it == ids.end())
+    if (it == ids.end()) {
+      if (c.drop_missing) { ++c.missing; return; }
       throw error(c.file + ": " + node_label(n) + " depends on node " + std::to_string(from) +
-                  ", which the file does not have");
-    if (it->second == t) throw error(c.file + ": " + node_label(n) + " depends on itself");
+                  ", which the file does not have (a trace cut from a longer run? reading it with "
+                  "drop_missing_dependencies, `--drop-missing-deps`, leaves such dependencies out)");
+    }
+    if (it->second == t) {
+      if (c.drop_missing) { ++c.self; return; }
+      throw error(c.file + ": " + node_label(n) + " depends on itself (`--drop-missing-deps` leaves such "
+                  "dependencies out)");
+    }
     // A launch edge must join CPU work to GPU work; a file may say otherwise: keep the order.
     if (kind == dep_kind::launch &&
         !launch_fits(g.kind_resource(it->second), g.kind_resource(t)))
       kind = dep_kind::data;
-    g.add_dependency(it->second, t, kind);
+    out.push_back({it->second, t, kind, ctrl});
   };
-  for (auto d : n.ctrl_deps()) add(d, dep_kind::control);
-  for (auto d : n.data_deps()) add(d, dep_kind::data);
+  for (auto d : n.ctrl_deps()) add(d, dep_kind::control, true);
+  for (auto d : n.data_deps()) add(d, dep_kind::data, false);
+}
+
+/// The positions of the tasks 0..n-1 in a topological order of `deps` (those `use` keeps),
+/// the earliest in the file first among the ready ones; a task on or behind a cycle keeps
+/// no_task.
+template <class Use>
+std::vector<task_id> topological_rank(std::size_t n, const std::vector<dep_ref>& deps, Use&& use) {
+  std::vector<std::vector<task_id>> succ(n);
+  std::vector<std::size_t> waiting(n, 0);
+  for (auto& d : deps)
+    if (use(d)) { succ[d.from].push_back(d.to); ++waiting[d.to]; }
+  std::priority_queue<task_id, std::vector<task_id>, std::greater<>> ready;
+  for (task_id t = 0; t < n; ++t)
+    if (!waiting[t]) ready.push(t);
+  std::vector<task_id> rank(n, no_task);
+  task_id next = 0;
+  while (!ready.empty()) {
+    auto t = ready.top();
+    ready.pop();
+    rank[t] = next++;
+    for (auto s : succ[t])
+      if (--waiting[s] == 0) ready.push(s);
+  }
+  return rank;
+}
+
+/// A cycle among the tasks without a rank, as "node A ('a') -> node B ('b') -> node A".
+inline std::string describe_cycle(const std::vector<pb::Node>& nodes, const std::vector<dep_ref>& deps,
+                                  const std::vector<task_id>& rank) {
+  // Walk back from an unranked task along unranked predecessors until one repeats.
+  std::vector<task_id> pred(nodes.size(), no_task);
+  for (auto& d : deps)
+    if (rank[d.from] == no_task && rank[d.to] == no_task) pred[d.to] = d.from;
+  task_id t = 0;
+  while (rank[t] != no_task || pred[t] == no_task) ++t;
+  std::vector<int> seen(nodes.size(), 0);
+  while (!seen[t]) { seen[t] = 1; t = pred[t]; }
+  std::vector<task_id> cyc{t};
+  for (auto x = pred[t]; x != t; x = pred[x]) cyc.push_back(x);
+  // In dependency order, from its earliest node in the file.
+  std::reverse(cyc.begin(), cyc.end());
+  std::rotate(cyc.begin(), std::min_element(cyc.begin(), cyc.end()), cyc.end());
+  std::string s;
+  for (auto x : cyc) s += node_label(nodes[x]) + " -> ";
+  return s + "node " + std::to_string(nodes[cyc.front()].id());
+}
+
+/// Adds `deps` to `g` (task ids = positions of `nodes`). A cycle is an error naming its
+/// nodes; with `c.drop_missing`, control dependencies that close a cycle (that go back
+/// in the order the data dependencies and the file give) are left out and counted, and
+/// only a cycle of data dependencies is an error.
+inline void add_deps_acyclic(graph& g, const std::vector<pb::Node>& nodes, const std::vector<dep_ref>& deps,
+                             read_context& c) {
+  auto rank = topological_rank(nodes.size(), deps, [](const dep_ref&) { return true; });
+  const bool cyclic = std::find(rank.begin(), rank.end(), no_task) != rank.end();
+  if (cyclic && c.drop_missing) {
+    rank = topological_rank(nodes.size(), deps, [](const dep_ref& d) { return !d.ctrl; });
+    if (std::find(rank.begin(), rank.end(), no_task) != rank.end())
+      throw error(c.file + ": the data dependencies form a cycle: " +
+                  describe_cycle(nodes, deps, rank));
+  } else if (cyclic) {
+    throw error(c.file + ": the dependencies form a cycle: " + describe_cycle(nodes, deps, rank) +
+                " (`--drop-missing-deps` leaves out the control dependencies that close cycles)");
+  }
+  for (auto& d : deps) {
+    if (cyclic && d.ctrl && rank[d.from] > rank[d.to]) { ++c.backward; continue; }
+    g.add_dependency(d.from, d.to, d.kind);
+  }
 }
 
 /// Moves the collectives of `g` that run on a resource other than a GPU stream (a

@@ -85,7 +85,7 @@ int run(const options& o, std::FILE* out) {
     auto j = daydream::io::load_job(paths);
     chakra_files all;
     for (auto& r : j.ranks) {
-      auto w = write_graph_chakra(dir, r.g, 1, o.prefix, who, r.measured, r.steady);
+      auto w = write_graph_chakra(dir, r.g, 1, o.prefix, who, r.measured, r.steady, j.world_size);
       all.npus += w.npus;
       all.nodes += w.nodes;
       all.collectives += w.collectives;

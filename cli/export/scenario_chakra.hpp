@@ -44,15 +44,17 @@ struct chakra_files {
 
 /// Writes the Chakra ETs of `g` into `dir` (io::write_chakra_files): one per NPU, `npus`
 /// as chakra_write_options::npus; `measured` and `steady` the recorded iterations' times
-/// and the ones to analyse, for a trace written as recorded.
+/// and the ones to analyse, for a trace written as recorded; `world` the job's NPUs when `g`
+/// is one rank of it.
 inline chakra_files write_graph_chakra([[maybe_unused]] const std::filesystem::path& dir,
                                        [[maybe_unused]] const daydream::graph& g, [[maybe_unused]] std::int32_t npus,
                                        [[maybe_unused]] const std::string& prefix, [[maybe_unused]] const std::string& who,
                                        [[maybe_unused]] const std::map<std::int32_t, daydream::time_ns>& measured = {},
-                                       [[maybe_unused]] const std::vector<std::int32_t>& steady = {}) {
+                                       [[maybe_unused]] const std::vector<std::int32_t>& steady = {},
+                                       [[maybe_unused]] std::int32_t world = 0) {
 #if DAYDREAM_HAVE_CHAKRA
   chakra_files out;
-  auto w = daydream::io::write_chakra_files(g, dir, {.npus = npus, .prefix = prefix, .measured = measured, .steady = steady});
+  auto w = daydream::io::write_chakra_files(g, dir, {.npus = npus, .prefix = prefix, .world = world, .measured = measured, .steady = steady});
   out.npus = std::int32_t(w.files.size());
   for (auto& f : w.files) {
     out.nodes += f.nodes;

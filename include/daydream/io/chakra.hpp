@@ -41,6 +41,9 @@ struct chakra_write_options {
   std::int32_t npus = 0;
   std::string prefix = "daydream"; ///< files are PREFIX.N.et
   std::string version = "0.0.4";   ///< GlobalMetadata.version (ASTRA-sim's examples use 0.0.4)
+  /// NPUs of the whole job, written as the `npus` attribute (for one rank of a job
+  /// written alone); 0: the NPUs written.
+  std::int32_t world = 0;
   /// The recorded time of each iteration (kineto_trace::measured), written as the
   /// `daydream.measured` attribute for the job mode's measured column; empty: none (a
   /// what-if's graph, whose times are predictions).
@@ -115,7 +118,7 @@ inline chakra_export write_chakra(const graph& g, const chakra_write_options& o 
     meta.set_version(o.version);
     c::attr_string(*meta.mutable_attr(), "producer", "daydream");
     c::attr_int(*meta.mutable_attr(), "npu", npu);
-    c::attr_int(*meta.mutable_attr(), "npus", std::int64_t(plan.size()));
+    c::attr_int(*meta.mutable_attr(), "npus", o.world > 0 ? std::int64_t(o.world) : std::int64_t(plan.size()));
     if (!o.measured.empty()) {
       auto& l = *c::add_attr(*meta.mutable_attr(), "daydream.measured").mutable_int64_list();
       for (auto [i, t] : o.measured) { l.add_values(i); l.add_values(t); }
@@ -189,6 +192,7 @@ struct chakra_trace {
   bool written_by_daydream = false; ///< its resources and exact times are daydream's
   std::map<std::int32_t, time_ns> measured; ///< recorded iteration times the file gives (`daydream.measured`)
   std::vector<std::int32_t> steady;  ///< iterations to analyse the file names (`daydream.steady`)
+  std::int32_t npus = 0;             ///< NPUs of the job the file says (`npus`), 0 if it does not
   std::vector<std::string> warnings; ///< an unknown schema version, collectives without sizes, ...
 };
 
@@ -235,6 +239,7 @@ inline chakra_trace parse_chakra(std::string_view bytes, const std::string& name
     out.warnings.push_back(name + ": schema version '" + out.version +
                            "' is not one this reader knows (0.0.x, 1.0.x); read as 1.0: check the results");
   out.npu = npu >= 0 ? npu : std::int32_t(c::int_attr(meta.attr(), "npu", 0));
+  out.npus = std::int32_t(std::clamp<std::int64_t>(c::int_attr(meta.attr(), "npus", 0), 0, 1'000'001));
   if (out.npu < 0 || out.npu > 1'000'000) throw error(name + ": npu " + std::to_string(out.npu) + " is out of range");
   c::read_context ctx;
   ctx.file = name;
@@ -348,7 +353,8 @@ inline std::vector<std::filesystem::path> chakra_files(const std::vector<std::fi
 /// of each pg_name across NPUs), so `daydream whatif a.0.et a.1.et ...` replays them
 /// together. Each rank's iterations are the tasks' (one iteration 0 for a trace that
 /// has none), measured from the recorded start times when the trace has them (else 0:
-/// not measured). NPU numbers: the files' `npu` attribute or name, else their order.
+/// not measured). NPU numbers: the files' `npu` attribute or name, else their order; the
+/// job's size: the largest `npus` a file says, at least the largest NPU number plus one.
 /// Throws daydream::error as read_chakra does (with `o`, whose npu is ignored), and for
 /// two files of one NPU.
 inline job load_chakra_job(const std::vector<std::filesystem::path>& paths, std::vector<std::string>* warnings = nullptr,
@@ -357,6 +363,7 @@ inline job load_chakra_job(const std::vector<std::filesystem::path>& paths, std:
   if (files.empty()) throw usage_error("daydream: load_chakra_job: no execution trace given");
   job j;
   std::map<std::int32_t, std::string> seen;
+  std::int32_t world = 0;
   for (std::size_t k = 0; k < files.size(); ++k) {
     auto one = o;
     one.npu = -1;
@@ -366,6 +373,7 @@ inline job load_chakra_job(const std::vector<std::filesystem::path>& paths, std:
       throw error("daydream: load_chakra_job: " + it->second + " and " + t.file + " are both NPU " +
                   std::to_string(t.npu) + ": duplicate NPUs");
     seen[t.npu] = t.file;
+    world = std::max(world, t.npus);
     if (warnings) warnings->insert(warnings->end(), t.warnings.begin(), t.warnings.end());
     rank_trace r;
     r.rank = t.npu;
@@ -405,7 +413,7 @@ inline job load_chakra_job(const std::vector<std::filesystem::path>& paths, std:
     j.ranks.push_back(std::move(r));
   }
   std::sort(j.ranks.begin(), j.ranks.end(), [](auto& a, auto& b) { return a.rank < b.rank; });
-  j.world_size = j.ranks.back().rank + 1;
+  j.world_size = std::max(world, j.ranks.back().rank + 1);
   for (auto& r : j.ranks) r.world_size = j.world_size;
   if (j.partial())
     j.notes.push_back("partial job: " + std::to_string(j.ranks.size()) + " of " + std::to_string(j.world_size) +

@@ -158,7 +158,9 @@ inline task_id add_node(graph& g, const pb::Node& n, read_context& c) {
       p.op = comm_op(bounded_attr(n, "daydream.comm_op", 0, 0, std::int64_t(comm_op::other), c));
     if (kind == "comm_task" && type == pb::COMP_NODE) p.bytes = std::uint64_t(bounded_attr(n, "daydream.bytes", 0, 0, i64, c));
     p.group_size = std::uint32_t(bounded_attr(n, "daydream.group_size", 1, 0, i32, c));
-    p.group = string_attr(n.attr(), "pg_name");
+    // The process group: daydream's own (empty when the trace named none: written as pg_name
+    // "0", ASTRA-sim's world) in a file daydream wrote, else pg_name.
+    p.group = kind.empty() ? string_attr(n.attr(), "pg_name") : string_attr(n.attr(), "daydream.group");
     if (auto* gr = find_attr(n.attr(), "daydream.group_ranks"); gr && gr->value_case() == pb::AttributeProto::kInt64List)
       for (auto r : gr->int64_list().values()) p.group_ranks.push_back(std::int32_t(r));
     if (type == pb::COMM_SEND_NODE || type == pb::COMM_RECV_NODE) {

@@ -117,6 +117,7 @@ inline bool write_kind(const graph& g, task_id t, npu_context& ctx, pb::Node& n)
       attr_int(a, "daydream.group_size", p.group_size);
       attr_int(a, "daydream.device", p.device);
       attr_int(a, "daydream.stream", p.stream);
+      if (!p.group.empty()) attr_string(a, "daydream.group", p.group);
       if (!p.group_ranks.empty()) {
         auto& l = *add_attr(a, "daydream.group_ranks").mutable_int64_list();
         for (auto r : p.group_ranks) l.add_values(r);

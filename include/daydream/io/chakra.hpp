@@ -110,7 +110,8 @@ inline chakra_export write_chakra(const graph& g, const chakra_write_options& o 
     for (auto d : g.successors(t))
       if (npu_of[t] != npu_of[d.to]) ++out.dropped_dependencies;
   });
-  for (auto [npu, source] : plan) {
+  for (const auto& step : plan) {
+    const std::int32_t npu = step.first, source = step.second; // not a binding: lambdas capture it (clang 14)
     c::npu_context ctx;
     ctx.npu = npu;
     ctx.source = source;
@@ -225,6 +226,8 @@ inline std::int32_t chakra_npu_of_name(const std::filesystem::path& p) {
 inline chakra_trace parse_chakra(std::string_view bytes, const std::string& name, const chakra_read_options& o = {}) {
   const std::int32_t npu = o.npu;
   namespace c = detail::chakra;
+  // A file's bad strings (invalid UTF-8) are not worth protobuf's log lines on stderr.
+  google::protobuf::LogSilencer quiet;
   chakra_trace out;
   out.file = name;
   const auto fr = c::frames(bytes, name);
@@ -270,14 +273,25 @@ inline chakra_trace parse_chakra(std::string_view bytes, const std::string& name
       throw error(name + ": byte " + std::to_string(fr[k].offset) + ": message " + std::to_string(k) +
                   " is not a Chakra Node");
     if (ids.count(n.id())) throw error(name + ": " + c::node_label(n) + " appears twice (duplicate id)");
-    task[k - 1] = c::add_node(out.g, n, ctx);
+    try {
+      task[k - 1] = c::add_node(out.g, n, ctx);
+    } catch (const error& e) {
+      if (std::string_view(e.what()).starts_with(name)) throw;
+      // The graph refused it (a kind on a resource that does not fit it): name the node.
+      throw error(name + ": " + c::node_label(n) + ": " + e.what());
+    }
     DAYDREAM_ASSERT(task[k - 1] == task_id(k - 1), "parse_chakra: a node's task id is its position in the file");
     ids[n.id()] = task[k - 1];
   }
   ctx.drop_missing = o.drop_missing_dependencies;
   std::vector<c::dep_ref> deps;
   for (std::size_t k = 0; k < nodes.size(); ++k) c::add_node_deps(out.g, nodes[k], task[k], ids, ctx, deps);
-  c::add_deps_acyclic(out.g, nodes, deps, ctx);
+  try {
+    c::add_deps_acyclic(out.g, nodes, deps, ctx);
+  } catch (const error& e) {
+    if (std::string_view(e.what()).starts_with(name)) throw;
+    throw error(name + ": " + e.what());
+  }
   if (ctx.missing)
     out.warnings.push_back(name + ": " + std::to_string(ctx.missing) +
                            " dependencies on nodes the file does not have were left out");
@@ -314,6 +328,7 @@ inline chakra_trace read_chakra(const std::filesystem::path& p, const chakra_rea
 /// for read_chakra to say what is wrong with it. A Kineto JSON trace is not one.
 inline bool is_chakra_file(const std::filesystem::path& p) {
   namespace c = detail::chakra;
+  google::protobuf::LogSilencer quiet;
   try {
     if (!std::filesystem::is_regular_file(p)) return false;
     const auto s = c::file_bytes(p, 1 << 16);

@@ -7,6 +7,8 @@
 #include <daydream/io/chakra/et_def.pb.h>
 #include <daydream/io/detail/trace_reader.hpp>
 
+#include <google/protobuf/stubs/logging.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstddef>

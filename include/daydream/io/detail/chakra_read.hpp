@@ -127,9 +127,11 @@ inline task_id add_node(graph& g, const pb::Node& n, read_context& c) {
   if (!dur_ns && n.duration_micros() > std::uint64_t(max_time / 1000))
     throw error(c.file + ": " + node_label(n) + ": duration_micros " + std::to_string(n.duration_micros()) + " is out of range");
   f.duration = dur_ns ? bounded_attr(n, "daydream.duration_ns", 0, 0, max_time, c) : time_ns(n.duration_micros()) * 1000;
-  if (n.start_time_micros() > std::uint64_t(max_time / 1000))
+  // Start times only order ties (wall-clock nanoseconds are about 1.7e18): a wider range.
+  const std::int64_t max_start = i64 / 4;
+  if (n.start_time_micros() > std::uint64_t(max_start / 1000))
     throw error(c.file + ": " + node_label(n) + ": start_time_micros is out of range");
-  f.trace_start = bounded_attr(n, "daydream.start_ns", time_ns(n.start_time_micros()) * 1000, -max_time, max_time, c);
+  f.trace_start = bounded_attr(n, "daydream.start_ns", time_ns(n.start_time_micros()) * 1000, -max_start, max_start, c);
   f.gap = bounded_attr(n, "daydream.gap_ns", 0, 0, max_time, c);
   f.iteration = std::int32_t(bounded_attr(n, "daydream.iteration", 0, -i32 - 1, i32, c));
   f.phase = phase(bounded_attr(n, "daydream.phase", std::int64_t(phase::other), 0, std::int64_t(phase::other), c));

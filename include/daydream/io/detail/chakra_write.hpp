@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -162,7 +163,8 @@ bool write_node(const graph& g, task_id t, npu_context& ctx, time_ns origin, Sam
   n.set_id(t);
   n.set_name(std::string(g.name(t)));
   const bool comm = write_kind(g, t, ctx, n);
-  const time_ns start = std::max<time_ns>(0, g.trace_start(t) - origin);
+  // From the first task, within what readers take (a quarter of int64's range).
+  const time_ns start = std::clamp<time_ns>(g.trace_start(t) - origin, 0, std::numeric_limits<time_ns>::max() / 4);
   n.set_start_time_micros(std::uint64_t(start / 1000));
   n.set_duration_micros(std::uint64_t((g.duration(t) + 500) / 1000));
   auto& a = *n.mutable_attr();

@@ -264,3 +264,49 @@ TEST_CASE("a host ET's dependencies and durations give the replay's times") {
   CHECK(r.makespan == 10'000 + 20'000 + 5'000 + (r.end[1] > r.end[2] ? 30'000 - 0 : 30'000 - 5'000));
   CHECK(r.end[3] == r.end[1] + 30'000);
 }
+
+TEST_CASE("sends and receives whose ranks are known are written as pairs with matching tags") {
+  // Rank 0 sends twice to rank 1, which receives twice; a kernel on each rank before.
+  daydream::graph g;
+  auto s0 = g.add_resource({"rank 0: stream", daydream::resource_kind::gpu_stream, daydream::sharing::exclusive, 0, 0, 0});
+  auto s1 = g.add_resource({"rank 1: stream", daydream::resource_kind::gpu_stream, daydream::sharing::exclusive, 1, 1, 0});
+  auto k0 = g.add(daydream::gpu_kernel{}, {.name = "k0", .duration = 5'000, .resource = s0});
+  auto k1 = g.add(daydream::gpu_kernel{}, {.name = "k1", .duration = 7'000, .resource = s1});
+  for (int i = 0; i < 2; ++i) {
+    auto snd = g.add(daydream::comm_task{.op = daydream::comm_op::send, .bytes = 4096, .group_size = 2,
+                                         .group_ranks = {0, 1}},
+                     {.name = "send", .duration = 3'000, .resource = s0});
+    auto rcv = g.add(daydream::comm_task{.op = daydream::comm_op::recv, .bytes = 4096, .group_size = 2,
+                                         .group_ranks = {0, 1}},
+                     {.name = "recv", .duration = 3'000, .resource = s1});
+    g.add_dependency(k0.id, snd.id, daydream::dep_kind::stream_order);
+    g.add_dependency(k1.id, rcv.id, daydream::dep_kind::stream_order);
+    g.add_dependency(snd.id, rcv.id, daydream::dep_kind::comm); // between NPUs: not written
+  }
+  auto ex = daydream::io::write_chakra(g);
+  REQUIRE(ex.files.size() == 2);
+  CHECK_FALSE(ex.copies);
+  CHECK(ex.dropped_dependencies == 2);
+  namespace c = daydream::io::detail::chakra;
+  for (auto& f : ex.files) {
+    CHECK(f.collectives == 2);
+    auto fr = c::frames(f.bytes, f.name);
+    std::int64_t tag = 0;
+    for (std::size_t k = 1; k < fr.size(); ++k) {
+      pb::Node n;
+      REQUIRE(n.ParseFromArray(fr[k].bytes.data(), int(fr[k].bytes.size())));
+      if (n.type() == pb::COMP_NODE) continue;
+      CHECK(n.type() == (f.npu == 0 ? pb::COMM_SEND_NODE : pb::COMM_RECV_NODE));
+      CHECK(c::int_attr(n.attr(), "comm_src", -1) == 0);
+      CHECK(c::int_attr(n.attr(), "comm_dst", -1) == 1);
+      CHECK(c::int_attr(n.attr(), "comm_size", -1) == 4096);
+      CHECK(c::int_attr(n.attr(), "comm_tag", -1) == tag++);
+      CHECK(n.ctrl_deps_size() == 1); // the kernel before it, not the other NPU's send
+    }
+    CHECK(tag == 2);
+  }
+  // Read back, each NPU replays its own part: the kernel, then the two transfers.
+  auto r1 = daydream::io::parse_chakra(ex.files[1].bytes, ex.files[1].name);
+  CHECK(r1.npu == 1);
+  CHECK(daydream::replay(r1.g).makespan == 7'000 + 2 * 3'000);
+}

@@ -115,6 +115,7 @@ inline chakra_export write_chakra(const graph& g, const chakra_write_options& o 
     c::npu_context ctx;
     ctx.npu = npu;
     ctx.source = source;
+    ctx.copies = out.copies;
     c::pb::GlobalMetadata meta;
     meta.set_version(o.version);
     c::attr_string(*meta.mutable_attr(), "producer", "daydream");

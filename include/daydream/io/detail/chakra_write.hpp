@@ -76,6 +76,7 @@ inline std::vector<std::int32_t> npu_of_tasks(const graph& g, std::int32_t fallb
 struct npu_context {
   std::int32_t npu = 0;                      ///< the NPU written (a copy's own number)
   std::int32_t source = 0;                   ///< the node of the graph it is written from
+  bool copies = false;                       ///< one of several copies of a one-worker graph
   std::map<resource_id, std::int64_t> local; ///< graph resource -> index in the file
   std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> tags; ///< (src, dst) -> next tag
 };
@@ -124,7 +125,8 @@ inline bool write_kind(const graph& g, task_id t, npu_context& ctx, pb::Node& n)
         for (auto r : p.group_ranks) l.add_values(r);
       }
       const auto size = std::int64_t(std::min<std::uint64_t>(p.bytes, INT64_MAX));
-      auto peer = p2p_peer(p, ctx.source);
+      // A copy of one worker has no peer of its own: its sends stay computation.
+      auto peer = ctx.copies ? std::nullopt : p2p_peer(p, ctx.source);
       if (auto c = coll_type(p.op)) {
         n.set_type(pb::COMM_COLL_NODE);
         attr_int(a, "comm_type", *c);

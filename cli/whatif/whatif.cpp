@@ -46,7 +46,8 @@ void add_options(CLI::App& app, options& o, const daydream::passes::registry<gra
   app.footer(pass_help(reg));
   app.add_option("trace", o.traces,
                  "Kineto trace (.json or .json.gz); default: the bundled ResNet-50 trace. Several traces, or a "
-                 "directory of them, are the ranks of one distributed job (job mode, docs/jobs.md)");
+                 "directory of them, are the ranks of one distributed job (job mode, docs/jobs.md); Chakra "
+                 "execution traces (one .et per NPU, or a directory of them) are read as a job too (docs/formats.md)");
   app.add_option("--rank", o.job.ranks, "job mode: the rank of each trace, in order, for traces without distributedInfo");
   app.add_option("--on-rank", o.job.on_ranks, "job mode: apply single-GPU passes to these ranks only (repeatable)");
   app.add_flag("--representative", o.job.representative,

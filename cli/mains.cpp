@@ -10,10 +10,12 @@
 //   daydream ps TRACE [--workers 1-16]       asynchronous parameter-server throughput for W workers
 //   daydream compare BEFORE AFTER [--pass S]  a prediction of AFTER from BEFORE next to AFTER as measured
 //   daydream sensitivity TRACE [--by layer]   the step if each layer alone were X times faster
+//   daydream export --chakra DIR TRACE...     Chakra execution traces (ASTRA-sim's input), one per NPU
 #include "mains.hpp"
 
 #include "compare/compare_cmd.hpp"
 #include "dlc/dlc.hpp"
+#include "export/export_cmd.hpp"
 #include "optimize/optimize.hpp"
 #include "program.hpp"
 #include "ps/ps.hpp"
@@ -68,6 +70,11 @@ int daydream_main(int argc, char** argv, const char* default_trace) {
       "sensitivity", "for every layer (kernel family, kernel) the step predicted if it alone ran X times faster, "
                      "next to its share of GPU time: what is worth optimizing");
   sensitivity_cmd::add_options(*sensitivity_sub, sen);
+  export_cmd::options eo;
+  auto* export_sub = app.add_subcommand(
+      "export", "write a trace, a what-if of it (--pass) or a job's traces in another format: Chakra execution "
+                "traces, one per NPU, for ASTRA-sim (--chakra DIR)");
+  export_cmd::add_options(*export_sub, eo);
 
   return run_program(app, argc, argv, [&] {
     if (whatif_cmd->parsed()) {
@@ -80,6 +87,7 @@ int daydream_main(int argc, char** argv, const char* default_trace) {
     if (ps_sub->parsed()) return ps_cmd::run(po, stdout);
     if (compare_sub->parsed()) return compare_cmd::run(co, stdout);
     if (sensitivity_sub->parsed()) return sensitivity_cmd::run(sen, stdout);
+    if (export_sub->parsed()) return export_cmd::run(eo, stdout);
     return int(usage);
   });
 }

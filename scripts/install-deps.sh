@@ -8,7 +8,7 @@ packages=(
   cmake ninja-build g++ clang libclang-rt-14-dev python3
   libboost-dev librange-v3-dev libfmt-dev doctest-dev
   libsimdjson-dev libcli11-dev zlib1g-dev libbenchmark-dev
-  libopenmpi-dev openmpi-bin libglpk-dev libsqlite3-dev
+  libopenmpi-dev openmpi-bin libglpk-dev libsqlite3-dev protobuf-compiler libprotobuf-dev
   pybind11-dev python3-dev python3-pytest python3-numpy python3-pandas
 )
 missing=()

@@ -25,7 +25,8 @@ void prepare(const options& o, daydream::io::kineto_trace& trace, analysis& a, s
 /// that take one of the varied keys) at every point of the grid of `o.vary` (sweep.cpp).
 int run_sweep_mode(const options& o, std::FILE* out, std::FILE* err, const daydream::passes::registry<graph>& reg);
 
-/// Whether the trace arguments make a job: several files, or a directory.
+/// Whether the trace arguments make a job: several files, a directory, or a Chakra
+/// execution trace (chakra_source.hpp).
 bool is_job(const std::vector<std::string>& traces);
 
 /// Runs the what-if analysis of a job (job.cpp). `specs` as for one trace; empty: the job

@@ -5,6 +5,7 @@
 //        --build_job_graph--> one graph --replay--> per rank: predicted vs measured, compute / transfer / wait,
 //        straggler, critical path; scenarios: no_straggler, network:scale=S, collective:algorithm=A,
 //        any single-GPU pass on all or --on-rank ranks; --representative: one worker + the collective model.
+#include "chakra_source.hpp"
 #include "internal.hpp"
 #include "job_output.hpp"
 #include "output.hpp"
@@ -232,9 +233,10 @@ inline void print_job_table(std::FILE* out, const job_analysis& a) {
   }
 }
 
-/// Whether the trace arguments make a job: several files, or a directory.
+/// Whether the trace arguments make a job: several files, a directory, or a Chakra ET.
 bool is_job(const std::vector<std::string>& traces) {
-  return traces.size() > 1 || (traces.size() == 1 && std::filesystem::is_directory(traces.front()));
+  return traces.size() > 1 ||
+         (traces.size() == 1 && (std::filesystem::is_directory(traces.front()) || is_chakra_source(traces)));
 }
 
 /// Runs the what-if analysis of a job. `specs` as for one trace; empty: the job scenarios
@@ -257,7 +259,7 @@ int run_job(const job_cli& cli, const std::vector<std::string>& specs_in, bool j
   jo.ranks = cli.ranks;
   if (progress) { fmt::print(err, "reading {} trace path(s)...", paths.size()); std::fflush(err); }
   job_analysis a;
-  a.j = daydream::io::load_job(paths, jo);
+  a.j = load_job_source(paths, jo, cli.drop_missing_deps, a.warnings);
   if (progress) fmt::print(err, "\r\x1b[K");
   for (auto& n : a.j.notes) a.warnings.push_back(n);
   a.m = daydream::match_collectives_or_none(a.j);
@@ -291,7 +293,13 @@ int run_job(const job_cli& cli, const std::vector<std::string>& specs_in, bool j
   }
   a.jg = daydream::build_job_graph(a.j, a.m, a.alignment, a.model);
   a.base = daydream::analyse_job(a.j, a.jg, its, ro);
-  if (a.base.predicted <= 0) throw daydream::error("daydream whatif: the job's replay has no task in the analysed iterations");
+  if (a.base.predicted <= 0)
+    throw daydream::error(
+        "daydream whatif: the job's replay has no task in the analysed iterations" +
+        std::string(a.model.transfer == daydream::job_model_options::transfer_source::trace && is_chakra_source(cli.traces)
+                        ? " (the execution traces record no durations: give --transfer cluster to time their "
+                          "collectives on the cluster, --cluster to describe it)"
+                        : ""));
   if (cli.representative)
     std::tie(a.representative_rank, a.representative) = representative_worker(a, ro);
   auto specs = specs_in;

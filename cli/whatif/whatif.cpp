@@ -9,6 +9,7 @@
 #include "internal.hpp"
 
 #include "../dlc/scenario_dlc.hpp"
+#include "../export/scenario_chakra.hpp"
 #include "output.hpp"
 #include "report.hpp"
 #include "scenario.hpp"
@@ -47,7 +48,8 @@ void add_options(CLI::App& app, options& o, const daydream::passes::registry<gra
   app.add_option("trace", o.traces,
                  "Kineto trace (.json or .json.gz) or Nsight Systems SQLite export (nsys export --type sqlite), "
                  "told apart by content; default: the bundled ResNet-50 trace. Several traces, or a "
-                 "directory of them, are the ranks of one distributed job (job mode, docs/jobs.md)");
+                 "directory of them, are the ranks of one distributed job (job mode, docs/jobs.md); Chakra "
+                 "execution traces (one .et per NPU, or a directory of them) are read as a job too (docs/formats.md)");
   app.add_option("--rank", o.job.ranks, "job mode: the rank of each trace, in order, for traces without distributedInfo");
   app.add_option("--on-rank", o.job.on_ranks, "job mode: apply single-GPU passes to these ranks only (repeatable)");
   app.add_flag("--representative", o.job.representative,
@@ -63,6 +65,9 @@ void add_options(CLI::App& app, options& o, const daydream::passes::registry<gra
   app.add_option("--cluster", o.job.cluster,
                  "job mode: the cluster, as the distributed passes' keys (machines=2,workers_per_machine=4,bandwidth=100Gbps); "
                  "with --comm fine also nic_per_gpu=true (a NIC per GPU, not per machine)");
+  app.add_flag("--drop-missing-deps", o.job.drop_missing_deps,
+               "Chakra execution traces: leave out dependencies on nodes a file does not have (a trace cut from "
+               "a longer run) instead of refusing the file");
   app.add_option("--iteration", o.iteration,
                  "analyse only this iteration (ProfilerStep number); default: every steady-state one, "
                  "with the median shown");
@@ -77,6 +82,9 @@ void add_options(CLI::App& app, options& o, const daydream::passes::registry<gra
   app.add_option("--report", o.report, "write a self-contained HTML report");
   app.add_option("--dlc", o.dlc, "write the SketchDLC traces (one file per worker and server, docs/dlc.md) of "
                                  "every parameter-server scenario (p3, tictac, tensor_partition) into DIR/SCENARIO/");
+  app.add_option("--chakra", o.chakra, "write every scenario's predicted job as Chakra execution traces (one "
+                                       "PREFIX.N.et per NPU: ddp:workers=64 writes 64) into DIR/SCENARIO/ "
+                                       "(ASTRA-sim's input; docs/formats.md)");
   app.add_option("--batch", o.batch, "samples per worker and step, for samples/s of data-parallel scenarios")
       ->check(CLI::PositiveNumber);
   app.add_option("--vary", o.vary,
@@ -207,6 +215,9 @@ void prepare(const options& o, daydream::io::kineto_trace& trace, analysis& a, s
 int run(const options& opts, std::FILE* out, std::FILE* err, const daydream::passes::registry<graph>& reg) {
   if (is_job(opts.traces)) {
     if (!opts.dlc.empty()) throw daydream::usage_error("daydream whatif: --dlc takes one trace, not a job");
+    if (!opts.chakra.empty())
+      throw daydream::usage_error("daydream whatif: --chakra takes one trace, not a job (daydream export --chakra "
+                                  "writes a job's traces)");
     if (!opts.step_annotation.empty())
       throw daydream::usage_error("daydream whatif: --step-annotation takes one trace, not a job");
     if (!opts.nvtx_step.empty())
@@ -223,9 +234,13 @@ int run(const options& opts, std::FILE* out, std::FILE* err, const daydream::pas
   if (o.traces.size() == 1) o.trace = o.traces.front();
   (void)ingest_of(o); // before the trace is read
   if (!o.job.ranks.empty() || !o.job.on_ranks.empty() || o.job.representative || !o.job.cluster.empty() ||
-      o.job.transfer != "trace" || !o.job.align.empty() || o.job.comm != "coarse")
-    throw daydream::usage_error("daydream whatif: --rank, --on-rank, --representative, --transfer, --align, --comm and "
-                                "--cluster are for a job (several traces or a directory)");
+      o.job.transfer != "trace" || !o.job.align.empty() || o.job.comm != "coarse" || o.job.drop_missing_deps)
+    throw daydream::usage_error("daydream whatif: --rank, --on-rank, --representative, --transfer, --align, --comm, "
+                                "--cluster and --drop-missing-deps are for a job (several traces, a directory or "
+                                "Chakra execution traces)");
+  if (!o.chakra.empty() && !export_cmd::have_chakra) throw export_cmd::no_chakra("daydream whatif");
+  if (!o.chakra.empty() && !o.vary.empty())
+    throw daydream::usage_error("daydream whatif: --chakra writes the scenarios of one run, not of a sweep");
   if (!o.vary.empty()) return run_sweep_mode(o, out, err, reg);
   if (!o.csv.empty()) throw daydream::usage_error("daydream whatif: --csv is for a sweep (give --vary KEY=V1,V2,...)");
   // Every spec is checked before anything runs: a typo must not cost a trace load and
@@ -283,6 +298,14 @@ int run(const options& opts, std::FILE* out, std::FILE* err, const daydream::pas
             w.messages)
           fmt::print(err, "daydream whatif: scenario '{}': {} DLC files in {}\n", s.name, w.files.size(),
                      w.files.front().parent_path().string());
+  if (!o.chakra.empty())
+    for (auto& s : a.scenarios) {
+      if (!s.error.empty()) continue;
+      auto dir = std::filesystem::path(o.chakra) / dlc_cmd::scenario_dir_name(s.name);
+      auto w = export_cmd::write_graph_chakra(dir, s.g, 0, "daydream", "daydream whatif");
+      fmt::print(err, "daydream whatif: scenario '{}': {} Chakra ET file(s) ({} NPU(s){}) in {}\n", s.name,
+                 w.files.size(), w.npus, w.copies ? ", copies of its one worker" : "", dir.string());
+    }
   if (o.json)
     for (auto& s : a.scenarios)
       if (!s.error.empty()) fmt::print(err, "daydream whatif: scenario '{}' refused: {}\n", s.name, s.error);

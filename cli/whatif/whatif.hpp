@@ -35,6 +35,9 @@ struct job_cli {
   /// --align: `lp` (clock offsets from GLPK's LP, daydream/align/lp.hpp) or `none` (clocks
   /// as recorded); empty: `lp` when the program is built with GLPK, else `none`.
   std::string align;
+  /// --drop-missing-deps: Chakra ETs' dependencies on nodes a file does not have are left
+  /// out (counted in a warning) instead of an error.
+  bool drop_missing_deps = false;
 };
 
 /// The options of the what-if command.
@@ -55,6 +58,7 @@ struct options {
   bool critical = false;
   std::string timeline, report;
   std::string dlc;                   ///< directory for the DLC files of parameter-server scenarios (docs/dlc.md)
+  std::string chakra;                ///< directory for every scenario's Chakra ETs (docs/formats.md)
   std::int64_t batch = 0;            ///< samples per worker and step; 0: unknown
   daydream::replay_options replay;
   bool progress = false;             ///< progress messages on stderr

@@ -58,6 +58,23 @@ TEST_CASE("real traces: the model holds the iteration's gradients, and dp=tp=pp=
   }
 }
 
+TEST_CASE("real trace: an inference trace has no gradients, and model_bytes is spread over its layers") {
+  // BERT-small inference: no AccumulateGrad to spread model_bytes over; the layers share it,
+  // so a strategy's data-parallel traffic and parameter memory are not 0 (docs/strategy.md's
+  // tree-file example runs on this trace).
+  auto none = load("tracelens_h100_inference/gaunernst_bert-small-uncased__1016001.json.gz", 0);
+  CHECK(none.model.param_bytes() == 0);
+  auto l = load("tracelens_h100_inference/gaunernst_bert-small-uncased__1016001.json.gz", 116e6);
+  CHECK(l.model.param_bytes() == 116'000'000);
+  const auto n = l.model.layers.size();
+  REQUIRE(n > 0);
+  for (auto& layer : l.model.layers) CHECK(layer.param_bytes >= 116'000'000 / n);
+  CHECK(l.model.gradient_source == "model_bytes spread over the layers");
+  bool noted = false;
+  for (auto& note : l.model.notes) noted |= note.find("is spread evenly over its") != std::string::npos;
+  CHECK(noted);
+}
+
 TEST_CASE("real trace: every strategy of the 8-device grid keeps the laws") {
   auto l = load("dlrm_v100_rank0.json.gz", 0);
   const auto c = ds::cluster_spec::parse("proteus-v100");

@@ -164,7 +164,20 @@ inline model_profile profile_model(const graph& g, const profile_options& o = {}
     for (std::size_t i = 0; i < n; ++i) m.layers[i].param_bytes += unplaced / n + (i < unplaced % n ? 1 : 0);
     m.notes.push_back(std::to_string(unplaced) + " gradient bytes with no layer spread evenly over the layers");
   }
-  if (grads.grads.empty()) m.notes.push_back("no gradient sizes (give model_bytes): parameters count 0 bytes");
+  std::uint64_t placed = 0;
+  for (auto& l : m.layers) placed += l.param_bytes;
+  if (placed == 0 && o.model_bytes > 0) {
+    // No AccumulateGrad to spread model_bytes over (an inference trace, a forward pass):
+    // the layers share it evenly.
+    const auto total = static_cast<std::uint64_t>(o.model_bytes);
+    const auto n = m.layers.size();
+    for (std::size_t i = 0; i < n; ++i) m.layers[i].param_bytes = total / n + (i < total % n ? 1 : 0);
+    m.gradient_source = "model_bytes spread over the layers";
+    m.notes.push_back("the trace has no gradients (no AccumulateGrad operator: an inference trace?): model_bytes=" +
+                      std::to_string(total) + " is spread evenly over its " + std::to_string(n) + " layers");
+  } else if (grads.grads.empty()) {
+    m.notes.push_back("no gradient sizes (give model_bytes): parameters count 0 bytes");
+  }
 
   // The recorded input set of a layer holds its weights too: the stash is the rest.
   for (auto& l : m.layers) l.stash_bytes = l.stash_bytes > l.param_bytes ? l.stash_bytes - l.param_bytes : 0;

@@ -7,6 +7,7 @@
 #include <daydream/registry/bundled.hpp>
 #include <daydream/semantics/memory.hpp>
 #include <daydream/sensitivity/sensitivity.hpp>
+#include <daydream/whatif/scenario.hpp>
 #if DAYDREAM_BENCH_HAVE_IO
 #include <daydream/io/kineto.hpp>
 #endif
@@ -124,9 +125,9 @@ void activation_memory(benchmark::State& state, const std::string& trace, std::u
 
 // The sensitivity profile (passes/daydream/sensitivity): one replay per group, each group
 // 2x faster, the median steady-state step of the trace's steady-state iterations (the
-// last three of ResNet-50's five); the graph is changed in place and restored per row.
+// last three of ResNet-50's five); one duration_overlay over the shared graph, reset per row.
 void sensitivity_profile(benchmark::State& state, const std::string& trace, sensitivity::grouping by) {
-  graph g = workload(trace, 1);
+  const graph& g = workload(trace, 1);
   std::vector<std::int32_t> its;
 #if DAYDREAM_BENCH_HAVE_IO
   its = io::load_kineto(trace).steady_state_iterations();
@@ -140,6 +141,79 @@ void sensitivity_profile(benchmark::State& state, const std::string& trace, sens
   state.counters["tasks"] = double(g.size());
   state.counters["replays_per_s"] =
       benchmark::Counter(double(p.rows.size() + 1), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// ---- what-ifs per second: a duration-only scenario against a bare replay (ResNet-50) ----
+
+// The bundled ResNet-50 trace as loaded (81k tasks), its steady-state iterations and the
+// what-if asked of it: every GEMM/convolution kernel 2x faster (`speedup:class=gemm`).
+struct whatif_case {
+  graph g;
+  std::vector<std::int32_t> its;
+  std::vector<task_id> gemm;
+};
+const whatif_case& resnet_whatif() {
+  static const whatif_case c = [] {
+    whatif_case w;
+#if DAYDREAM_BENCH_HAVE_IO
+    auto t = io::load_kineto(resnet);
+    w.its = t.steady_state_iterations();
+    w.g = std::move(t.g);
+#else
+    w.g = db::make_training_graph(db::shape_for(80'000, 1));
+#endif
+    w.gemm = passes::speedup{.klass = "gemm"}.selected(w.g);
+    return w;
+  }();
+  return c;
+}
+const std::string gemm_2x = "speedup:class=gemm,factor=2";
+
+// replay_into of the unchanged graph, into a reused result: the floor of any what-if.
+void bare_replay(benchmark::State& state) {
+  const auto& c = resnet_whatif();
+  replay_result r;
+  for (auto _ : state) {
+    replay_into(c.g, r);
+    benchmark::DoNotOptimize(r.makespan);
+  }
+  state.counters["tasks"] = double(c.g.size());
+}
+
+// The duration-only scenario on an overlay: apply (the selected kernels' durations set on
+// a duration_overlay of the shared graph), replay into a reused result, and the median
+// steady-state step of the analysed iterations. No copy of the graph.
+void overlay_scenario(benchmark::State& state) {
+  const auto& c = resnet_whatif();
+  duration_overlay o(c.g);
+  replay_result r;
+  time_ns step = 0;
+  for (auto _ : state) {
+    o.reset();
+    for (auto t : c.gemm) o.scale_duration(t, 0.5);
+    replay_into(o, r);
+    step = whatif::median_step(c.g, r, c.its);
+    benchmark::DoNotOptimize(step);
+  }
+  state.counters["tasks"] = double(c.g.size());
+  state.counters["changed"] = double(c.gemm.size());
+  state.counters["step_ns"] = double(step);
+}
+
+// The same scenario as `daydream whatif --pass speedup:...` runs it: the pass through the
+// registry on a copy of the graph (run_scenario: copy, transactional apply, fresh replay,
+// steady-state steps).
+void copied_scenario(benchmark::State& state) {
+  const auto& c = resnet_whatif();
+  const auto chain = passes::bundled().make_chain(gemm_2x);
+  time_ns step = 0;
+  for (auto _ : state) {
+    auto s = whatif::run_scenario(c.g, chain, gemm_2x, c.its, {});
+    step = s.predicted;
+    benchmark::DoNotOptimize(step);
+  }
+  state.counters["tasks"] = double(c.g.size());
+  state.counters["step_ns"] = double(step);
 }
 
 struct workload_spec {
@@ -193,6 +267,11 @@ template <class... Passes> void register_passes() { (register_pass<Passes>(), ..
           ->Unit(benchmark::kMillisecond)
           ;
     }
+  // What-ifs per second on ResNet-50: the bare replay, a duration-only scenario on an
+  // overlay and the same scenario on a copied graph.
+  benchmark::RegisterBenchmark("whatif/replay_into/resnet50", bare_replay)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("whatif/overlay/resnet50", overlay_scenario)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("whatif/copied/resnet50", copied_scenario)->Unit(benchmark::kMillisecond);
   // `daydream sensitivity` on ResNet-50: every layer, every kernel family.
   benchmark::RegisterBenchmark("sensitivity/layer/resnet50", [](benchmark::State& s) {
     sensitivity_profile(s, resnet, sensitivity::grouping::layer);

@@ -12,4 +12,5 @@
 template void daydream::detail::replay_flat_into<daydream::detail::graph_core>(const daydream::detail::graph_core&,
                                                                               daydream::detail::key_ref,
                                                                               const daydream::replay_options&,
-                                                                              daydream::replay_result&);
+                                                                              daydream::replay_result&,
+                                                                              daydream::detail::replay_times);

@@ -54,7 +54,8 @@ std::optional<iteration_span> span_of(const Graph& g, const replay_result& r, st
 /// The length of the union of the intervals `v` (half-open, [first, second)) clipped to
 /// [lo, hi): the time during which at least one of them runs. Sorts `v`.
 inline time_ns union_length(std::vector<std::pair<time_ns, time_ns>>& v, time_ns lo, time_ns hi) {
-  std::sort(v.begin(), v.end());
+  if (!std::is_sorted(v.begin(), v.end())) std::sort(v.begin(), v.end()); // a resource's tasks mostly are
+
   time_ns total = 0, cur_b = 0, cur_e = 0;
   bool open = false;
   for (auto [b, e] : v) {
@@ -105,21 +106,42 @@ std::vector<steady_step> steady_steps(const Graph& g, const replay_result& r, co
   const auto spans = iteration_spans(g, r);
   for (auto& s : spans)
     if (auto it = at.find(s.iteration); it != at.end()) out[it->second].span = s.duration();
-  std::map<std::pair<std::size_t, resource_id>, std::vector<std::pair<time_ns, time_ns>>> iv;
-  g.for_each_task([&](task_id t) {
-    auto it = at.find(g.iteration(t));
-    if (it == at.end() || r.start[t] < 0 || r.end[t] <= r.start[t]) return;
-    const auto res = g.resource_of(t);
-    if (res != no_resource) iv[{it->second, res}].push_back({r.start[t], r.end[t]});
-  });
-  for (auto& [key, v] : iv) {
-    const auto work = union_length(v, std::numeric_limits<time_ns>::min(), std::numeric_limits<time_ns>::max());
-    auto& s = out[key.first];
-    if (work > s.work) {
-      s.work = work;
-      s.busiest = key.second;
-    }
+  // The intervals of each (analysed iteration, resource), flat: iv[k * nres + res]. An
+  // iteration's slot comes from a table over the iterations' range when it is small.
+  const std::size_t nres = g.resource_count();
+  std::vector<std::vector<std::pair<time_ns, time_ns>>> iv(its.size() * nres);
+  std::int32_t lo = 0, hi = -1;
+  if (!its.empty()) {
+    lo = *std::min_element(its.begin(), its.end());
+    hi = *std::max_element(its.begin(), its.end());
   }
+  const bool dense = hi >= lo && std::int64_t(hi) - lo < (std::int64_t(1) << 16);
+  std::vector<std::size_t> slot_of(dense ? std::size_t(std::int64_t(hi) - lo + 1) : 0, its.size());
+  for (auto& [i, k] : at)
+    if (dense) slot_of[std::size_t(std::int64_t(i) - lo)] = k;
+  g.for_each_task([&](task_id t) {
+    const auto i = g.iteration(t);
+    std::size_t k = its.size();
+    if (dense) {
+      if (i >= lo && i <= hi) k = slot_of[std::size_t(std::int64_t(i) - lo)];
+    } else if (auto it = at.find(i); it != at.end()) {
+      k = it->second;
+    }
+    if (k == its.size() || r.start[t] < 0 || r.end[t] <= r.start[t]) return;
+    const auto res = g.resource_of(t);
+    if (res != no_resource && res < nres) iv[k * nres + res].push_back({r.start[t], r.end[t]});
+  });
+  for (std::size_t k = 0; k < its.size(); ++k)
+    for (std::size_t res = 0; res < nres; ++res) {
+      auto& v = iv[k * nres + res];
+      if (v.empty()) continue;
+      const auto work = union_length(v, std::numeric_limits<time_ns>::min(), std::numeric_limits<time_ns>::max());
+      auto& s = out[k];
+      if (work > s.work) {
+        s.work = work;
+        s.busiest = resource_id(res);
+      }
+    }
   return out;
 }
 

@@ -19,6 +19,7 @@
 #include <daydream/kinds.hpp>
 #include <daydream/launch.hpp>
 #include <daydream/neighbourhood.hpp>
+#include <daydream/overlay.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/pass_laws.hpp>
 #include <daydream/remove.hpp>

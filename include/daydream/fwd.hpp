@@ -21,6 +21,11 @@ template <class... Kinds> class basic_graph;
 /// The graph over the four built-in kinds; what trace ingestion builds.
 using graph = basic_graph<cpu_task, gpu_kernel, memcpy_task, comm_task>;
 
+// Durations and gaps changed over a shared graph (overlay.hpp).
+template <class Graph> class basic_duration_overlay;
+/// An overlay over the graph of the four built-in kinds.
+using duration_overlay = basic_duration_overlay<graph>;
+
 // Selection policies (reschedule.hpp) and what a replay predicts (replay.hpp).
 struct trace_order_policy;
 struct priority_policy;

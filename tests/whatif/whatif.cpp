@@ -4,6 +4,7 @@
 #include <daydream/dependency.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/kinds.hpp>
+#include <daydream/overlay.hpp>
 #include <daydream/update.hpp>
 #include <daydream/registry/bundled.hpp>
 #include <daydream/whatif/bound.hpp>
@@ -104,4 +105,64 @@ TEST_CASE("what bounds a step, in words, and its critical path by kind of layer"
   CHECK(dw::explain_bound(t.b.g, b2).rfind("CPU launch-bound: thread 1 busy 100%; kernel launch calls hold", 0) == 0);
   iteration_breakdown empty;
   CHECK(dw::explain_bound(t.b.g, empty) == "nothing ran in the iteration");
+}
+
+TEST_CASE("a duration overlay replays the shared graph with its durations and gaps, as a copy would") {
+  two_kernels t;
+  const graph& g = t.b.g;
+  const std::vector<std::int32_t> its{0};
+  duration_overlay o(g);
+  CHECK(&o.base() == &g);
+  CHECK_FALSE(o.changed());
+  replay_result r;
+  replay_into(o, r);
+  CHECK(dw::median_step(g, r, its) == 200'000);
+  // K1 50 us: K1 [5, 55), K2 [55, 155) us; the graph keeps its 100 us.
+  o.set_duration(t.k1, 50'000);
+  CHECK(o.duration(t.k1) == 50'000);
+  CHECK(g.duration(t.k1) == 100'000);
+  replay_into(o, r);
+  CHECK(r.start[t.k2] == 55'000);
+  CHECK(r.end[t.k2] == 155'000);
+  CHECK(dw::median_step(g, r, its) == 150'000);
+  // K1 1 us (50 us x 0.02) and 20 us after the first launch: L2 [25, 30), K2 [30, 130), the step 125 us.
+  task_id l1 = no_task;
+  g.for_each_task([&](task_id u) {
+    if (l1 == no_task && g.is<cpu_task>(u)) l1 = u;
+  });
+  o.scale_duration(t.k1, 0.02);
+  o.set_gap(l1, 20'000);
+  CHECK(o.gap(l1) == 20'000);
+  replay_into(o, r);
+  CHECK(r.start[t.k2] == 30'000);
+  CHECK(dw::median_step(g, r, its) == 125'000);
+  // The graph it stands for replays the same, every field.
+  const auto copy = o.materialize();
+  CHECK(copy.duration(t.k1) == 1'000);
+  CHECK(copy.gap(l1) == 20'000);
+  const auto rc = replay(copy);
+  CHECK(rc.start == r.start);
+  CHECK(rc.end == r.end);
+  CHECK(rc.pred == r.pred);
+  CHECK(rc.makespan == r.makespan);
+  // reset(): the graph's own times again.
+  o.reset();
+  CHECK_FALSE(o.changed());
+  CHECK(o.duration(t.k1) == 100'000);
+  CHECK(o.gap(l1) == 0);
+  CHECK(dw::median_step(g, replay(o), its) == 200'000);
+  // Bad input: a negative time, a task that does not exist.
+  CHECK_THROWS_AS(o.set_duration(t.k1, -1), daydream::error);
+  CHECK_THROWS_AS(o.set_gap(l1, -1), daydream::error);
+  CHECK_THROWS_AS(o.scale_duration(t.k1, -2), daydream::error);
+  CHECK_THROWS_AS(o.set_duration(task_id(1000), 5), daydream::error);
+}
+
+TEST_CASE("a duration overlay refuses to replay a graph that gained tasks under it") {
+  two_kernels t;
+  duration_overlay o(t.b.g);
+  o.set_duration(t.k1, 50'000);
+  t.b.kernel("late", 1'000, t.b.g.resource_of(t.k1));
+  replay_result r;
+  CHECK_THROWS_WITH_AS(replay_into(o, r), doctest::Contains("make a new overlay"), daydream::error);
 }

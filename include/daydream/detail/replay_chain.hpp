@@ -103,7 +103,8 @@ struct chain_scratch {
 /// once).
 class chained_replay {
 public:
-  chained_replay(const graph_core& c, replay_result& out) : c_(c), r_(out), s_(lease_.get()) {}
+  chained_replay(const graph_core& c, replay_result& out, replay_times times = {})
+      : c_(c), r_(out), s_(lease_.get()), times_(times) {}
   chained_replay(const chained_replay&) = delete;
   chained_replay& operator=(const chained_replay&) = delete;
 
@@ -232,7 +233,8 @@ private:
     s_.mem.clear();
     k_ = {r_.start.data(), r_.end.data(), r_.pred.data(), r_.why.data(), r_.edge.data(),
           s_.wait.data(), s_.order.data(), c_.edges.data(), c_.head_out.data(),
-          c_.duration.data(), c_.gap.data(), c_.res.data(),
+          times_.duration ? times_.duration : c_.duration.data(), times_.gap ? times_.gap : c_.gap.data(),
+          c_.res.data(),
           // The memory column, read through its array (nullptr when no task allocates).
           c_.mem_delta.data(), nullptr, nullptr, &s_.mem, n, nres};
   }
@@ -570,6 +572,7 @@ private:
   replay_result& r_;
   scratch_lease<chain_scratch> lease_;
   chain_scratch& s_;
+  replay_times times_;
   columns k_{};
   walk walk_;
   std::vector<std::uint32_t> link_of_; // by resource: its link, or no_link
@@ -585,9 +588,10 @@ private:
 /// The replay of `c` without an overlap slowdown by chained_replay, into `out` (its
 /// arrays' memory reused; see replay_into). Returns false, leaving `out` valid but
 /// unspecified, when the graph is not chained (or has a cycle, or names a resource that
-/// does not exist): replay_flat then runs the event-driven kernel.
-inline bool replay_chained(const graph_core& c, replay_result& out) {
-  return chained_replay(c, out).run();
+/// does not exist): replay_flat then runs the event-driven kernel. `times` replaces the
+/// graph's durations and gaps where set.
+inline bool replay_chained(const graph_core& c, replay_result& out, replay_times times = {}) {
+  return chained_replay(c, out, times).run();
 }
 
 } // namespace daydream::detail

@@ -56,9 +56,11 @@ namespace daydream::detail {
 /// throws, `r` is left valid but unspecified.
 template <bool Overlap> class event_replay {
 public:
-  event_replay(const graph_core& c, key_ref key, const replay_options& opt, replay_result& r)
+  event_replay(const graph_core& c, key_ref key, const replay_options& opt, replay_result& r,
+               replay_times times = {})
       : c_(c), key_(key), r_(r), slowdown_(opt.overlap_slowdown), n_(c.id_bound()),
-        nres_(resource_count(c)), q_(nres_), scratch_(lease_.get()) {}
+        nres_(resource_count(c)), q_(nres_), scratch_(lease_.get()),
+        dur_(times.duration ? times.duration : c.duration.data()), gap_(times.gap ? times.gap : c.gap.data()) {}
   event_replay(const event_replay&) = delete;
   event_replay& operator=(const event_replay&) = delete;
 
@@ -173,8 +175,8 @@ private:
         x.wait = 1;
         continue;
       }
-      x.dur = c_.duration[t];
-      x.gap = c_.gap[t];
+      x.dur = dur_[t];
+      x.gap = gap_[t];
       x.res = c_.res[t];
       x.wait = c_.n_in[t];
       x.mem = with_memory && c_.mem_delta[t] != 0;
@@ -539,6 +541,8 @@ private:
 
   scratch_lease<replay_scratch> lease_;
   replay_scratch& scratch_;
+  const time_ns* dur_;                // the durations and gaps read (replay_times)
+  const time_ns* gap_;
   task_rec* R_ = nullptr;             // the records, one per task and one past the last
   std::uint64_t* adj_ = nullptr;      // out-edges: dst | kind << 32
   std::vector<task_id> roots_;        // tasks without dependencies, in id order
@@ -554,8 +558,9 @@ private:
 
 /// The event-driven kernel (event_replay) into `r`.
 template <bool Overlap>
-void replay_flat_impl(const graph_core& c, key_ref key, const replay_options& opt, replay_result& r) {
-  event_replay<Overlap>(c, key, opt, r).run();
+void replay_flat_impl(const graph_core& c, key_ref key, const replay_options& opt, replay_result& r,
+                      replay_times times = {}) {
+  event_replay<Overlap>(c, key, opt, r, times).run();
 }
 
 /// replay_flat_impl into a fresh result.

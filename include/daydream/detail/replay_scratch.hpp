@@ -96,6 +96,14 @@ template <class T, class F> void append_generated(std::vector<T>& v, std::size_t
   v.insert(v.end(), generated_iterator<T, F>{&f, 0}, generated_iterator<T, F>{&f, count});
 }
 
+/// The durations and gaps a replay reads in place of its graph's columns (one value per
+/// task id each; nullptr: the graph's own): what replays a duration_overlay without
+/// copying the graph.
+struct replay_times {
+  const time_ns* duration = nullptr;
+  const time_ns* gap = nullptr;
+};
+
 /// The working memory of event_replay, kept per thread between replays so that a search
 /// replaying thousands of times pays no page faults for it: one record per task and the
 /// out-edges in CSR form (56 bytes per task at 1 dependency per task). At most

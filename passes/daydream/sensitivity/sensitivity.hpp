@@ -9,6 +9,7 @@
 #include <daydream/graph.hpp>
 #include <daydream/iteration.hpp>
 #include <daydream/kinds.hpp>
+#include <daydream/overlay.hpp>
 #include <daydream/replay.hpp>
 #include <daydream/semantics/kernel_family.hpp>
 
@@ -93,13 +94,13 @@ inline time_ns median_step(const graph& g, const replay_result& r, const std::ve
 /// (steady_steps) predicted when that group alone runs `factor` times faster (in every
 /// iteration: work queued before an analysed iteration counts), next to its share of the
 /// GPU time of the analysed iterations. A causal profile: a layer with a large share that saves little
-/// is off the critical path. One replay per row, into the same result arrays; the graph
-/// is changed in place and restored after each row, so it must not be shared with
-/// another thread meanwhile. CPU tasks keep their times.
+/// is off the critical path. One replay per row, into the same result arrays, of a
+/// duration_overlay over `g` (no copy of the graph; `g` is not changed). CPU tasks keep
+/// their times.
 ///
 ///     auto p = daydream::sensitivity::profile_of(g, trace.steady_state_iterations(), {.factor = 2});
 ///     for (auto& r : p.rows) fmt::print("{}: {:.0f}% of GPU time, saves {} ns\n", r.key, 100 * r.gpu_share, r.saved);
-inline profile profile_of(graph& g, std::vector<std::int32_t> its, const options& o = {}) {
+inline profile profile_of(const graph& g, std::vector<std::int32_t> its, const options& o = {}) {
   if (!(o.factor > 0) || !std::isfinite(o.factor))
     throw usage_error("daydream: sensitivity: the factor must be a positive number");
   profile p;
@@ -144,28 +145,15 @@ inline profile profile_of(graph& g, std::vector<std::int32_t> its, const options
   replay_result r;
   replay_into(g, r, trace_order_policy{}, o.replay);
   p.baseline = its.empty() ? r.makespan : detail::median_step(g, r, its);
-  std::vector<time_ns> saved_durations;
+  duration_overlay faster(g);
   for (auto& [time, k] : order) {
     // plain references: clang 14 cannot capture structured bindings in a lambda
     const std::string& key = groups[k].first;
     const std::vector<task_id>& ts = groups[k].second;
-    saved_durations.clear();
-    for (auto t : ts) {
-      saved_durations.push_back(g.duration(t));
-      g.core().duration[t] = static_cast<time_ns>(std::llround(double(g.duration(t)) / o.factor));
-    }
-    auto restore = [&] {
-      for (std::size_t i = 0; i < ts.size(); ++i) g.core().duration[ts[i]] = saved_durations[i];
-    };
-    time_ns predicted = 0;
-    try {
-      replay_into(g, r, trace_order_policy{}, o.replay);
-      predicted = its.empty() ? r.makespan : detail::median_step(g, r, its);
-    } catch (...) {
-      restore();
-      throw;
-    }
-    restore();
+    for (auto t : ts) faster.set_duration(t, static_cast<time_ns>(std::llround(double(g.duration(t)) / o.factor)));
+    replay_into(faster, r, trace_order_policy{}, o.replay);
+    const time_ns predicted = its.empty() ? r.makespan : detail::median_step(g, r, its);
+    faster.reset();
     row w;
     w.key = key;
     w.tasks = ts.size();

@@ -76,6 +76,15 @@ struct scenario {
   }
 };
 
+/// The prediction of a replay `r` of `g`, or of a duration_overlay over `g` (a what-if
+/// that changes only durations and gaps, replayed without a copy of the graph): the
+/// median of the steady-state steps of `iterations`, as scenario::predicted is measured.
+inline time_ns median_step(const graph& g, const replay_result& r, const std::vector<std::int32_t>& iterations) {
+  std::vector<time_ns> per;
+  for (auto& st : steady_steps(g, r, iterations)) per.push_back(st.step());
+  return median_of(std::move(per));
+}
+
 /// Fills `s`'s steady-state step for each of `iterations` from its replay (the replayed
 /// span, or the work of a resource that falls behind when that is longer: steady_steps)
 /// and its peak memory under `mem`.

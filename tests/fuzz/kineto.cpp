@@ -4,6 +4,8 @@
 // Whatever the bytes, the reader either gives a trace or throws daydream::error naming the
 // source; it never crashes, hangs, trips a sanitizer, or throws anything else. A trace it
 // gives accounts for every event, keeps the graph invariants and replays.
+#include "check_trace.hpp"
+
 #include <daydream/io/chrome_trace.hpp>
 #include <daydream/io/kineto.hpp>
 #include <daydream/iteration.hpp>
@@ -26,34 +28,12 @@
 namespace {
 
 [[noreturn]] void fail(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "fuzz_kineto: %s: %s\n", what, detail.c_str());
-  std::abort();
+  daydream::fuzzing::fail("fuzz_kineto", what, detail);
 }
 
 /// Checks what a successful ingest promises.
 void check_trace(const daydream::io::kineto_trace& t) {
-  const auto& rep = t.report;
-  if (rep.in_graph + rep.ignored_total() != rep.events)
-    fail("accounting", std::to_string(rep.in_graph) + " in the graph + " +
-                           std::to_string(rep.ignored_total()) + " ignored != " +
-                           std::to_string(rep.events) + " events");
-  try {
-    daydream::check_invariants(t.g);
-  } catch (const daydream::error& e) {
-    fail("a loaded graph breaks an invariant", e.what());
-  }
-  daydream::replay_result r;
-  try {
-    r = daydream::replay(t.g);
-  } catch (const daydream::error& e) {
-    fail("a loaded graph does not replay", e.what());
-  }
-  if (r.tasks != t.g.size()) fail("replay", "not every task was replayed");
-  for (auto& it : t.iterations) {
-    (void)daydream::iteration_time(t.g, r, it.number);
-    if (t.measured(it.number) < 0 || it.work_end < it.trace_begin)
-      fail("iterations", "iteration " + std::to_string(it.number) + " is measured negative");
-  }
+  const auto r = daydream::fuzzing::check_trace("fuzz_kineto", t, "events");
   // Iterations come from somewhere exactly when there are some; an empty graph says why.
   if (t.iterations.empty() != (t.info.iterations_from == daydream::io::iteration_source::none))
     fail("iterations", "iterations_from disagrees with the iterations found");

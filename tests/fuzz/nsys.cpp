@@ -9,6 +9,8 @@
 // exporter's tables, whose bytes the reader then reads. Whatever the input, the reader
 // gives a trace (every row in the graph or counted, the graph's invariants kept, a
 // replay) or throws daydream::error naming the source; it never crashes or hangs.
+#include "check_trace.hpp"
+
 #include <daydream/io/nsys.hpp>
 #include <daydream/iteration.hpp>
 #include <daydream/replay.hpp>
@@ -27,8 +29,7 @@
 namespace {
 
 [[noreturn]] void fail(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "fuzz_nsys: %s: %s\n", what, detail.c_str());
-  std::abort();
+  daydream::fuzzing::fail("fuzz_nsys", what, detail);
 }
 
 constexpr const char* schema =
@@ -152,28 +153,7 @@ std::string database_of(reader in) {
 }
 
 /// Checks what a successful read promises.
-void check_trace(const daydream::io::kineto_trace& t) {
-  const auto& rep = t.report;
-  if (rep.in_graph + rep.ignored_total() != rep.events)
-    fail("accounting", std::to_string(rep.in_graph) + " in the graph + " + std::to_string(rep.ignored_total()) +
-                           " ignored != " + std::to_string(rep.events) + " rows");
-  try {
-    daydream::check_invariants(t.g);
-  } catch (const daydream::error& e) {
-    fail("a loaded graph breaks an invariant", e.what());
-  }
-  daydream::replay_result r;
-  try {
-    r = daydream::replay(t.g);
-  } catch (const daydream::error& e) {
-    fail("a loaded graph does not replay", e.what());
-  }
-  if (r.tasks != t.g.size()) fail("replay", "not every task was replayed");
-  for (auto& it : t.iterations) {
-    (void)daydream::iteration_time(t.g, r, it.number);
-    if (t.measured(it.number) < 0) fail("iterations", "iteration " + std::to_string(it.number) + " is measured negative");
-  }
-}
+void check_trace(const daydream::io::kineto_trace& t) { (void)daydream::fuzzing::check_trace("fuzz_nsys", t, "rows"); }
 
 void run(std::string_view bytes, const daydream::io::ingest_options& o) {
   try {

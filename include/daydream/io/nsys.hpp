@@ -35,6 +35,14 @@ kineto_trace parse_nsys(std::string_view bytes, std::string_view source_name, co
 
 #else
 
+namespace detail {
+/// What loading an export says in a build without SQLite.
+inline std::string no_sqlite_message(const std::string& name) {
+  return "daydream: " + name + ": an Nsight Systems SQLite export, but this build of daydream has no SQLite: "
+         "install libsqlite3-dev (scripts/install-deps.sh) and build again";
+}
+} // namespace detail
+
 /// Loads an Nsight Systems SQLite export (`nsys export --type sqlite --output X.sqlite
 /// report.nsys-rep`) into the graph, iterations and report the Kineto ingest gives
 /// (docs/formats.md, "Nsight Systems SQLite"): CUDA runtime and driver calls on their CPU
@@ -69,8 +77,7 @@ DAYDREAM_COMPILED_INLINE kineto_trace load_nsys(const std::filesystem::path& fil
   return detail::ingest(d, name, options);
 #else
   (void)options;
-  throw error("daydream: " + name + ": an Nsight Systems SQLite export, but this build of daydream has no "
-              "SQLite: install libsqlite3-dev (scripts/install-deps.sh) and build again");
+  throw error(detail::no_sqlite_message(name));
 #endif
 }
 
@@ -90,8 +97,7 @@ DAYDREAM_COMPILED_INLINE kineto_trace parse_nsys(std::string_view bytes, std::st
   return detail::ingest(d, name, options);
 #else
   (void)options;
-  throw error("daydream: " + name + ": an Nsight Systems SQLite export, but this build of daydream has no "
-              "SQLite: install libsqlite3-dev (scripts/install-deps.sh) and build again");
+  throw error(detail::no_sqlite_message(name));
 #endif
 }
 

@@ -159,9 +159,13 @@ inline model_profile profile_model(const graph& g, const profile_options& o = {}
     if (b == last_backward.begin()) { unplaced += gr.bytes; continue; }
     m.layers[std::prev(b)->second].param_bytes += gr.bytes;
   }
-  if (unplaced) {
+  // `bytes` shared evenly by the layers, the remainder a byte each to the first ones.
+  auto spread_evenly = [&](std::uint64_t bytes) {
     const auto n = m.layers.size();
-    for (std::size_t i = 0; i < n; ++i) m.layers[i].param_bytes += unplaced / n + (i < unplaced % n ? 1 : 0);
+    for (std::size_t i = 0; i < n; ++i) m.layers[i].param_bytes += bytes / n + (i < bytes % n ? 1 : 0);
+  };
+  if (unplaced) {
+    spread_evenly(unplaced);
     m.notes.push_back(std::to_string(unplaced) + " gradient bytes with no layer spread evenly over the layers");
   }
   std::uint64_t placed = 0;
@@ -171,7 +175,7 @@ inline model_profile profile_model(const graph& g, const profile_options& o = {}
     // the layers share it evenly.
     const auto total = static_cast<std::uint64_t>(o.model_bytes);
     const auto n = m.layers.size();
-    for (std::size_t i = 0; i < n; ++i) m.layers[i].param_bytes = total / n + (i < total % n ? 1 : 0);
+    spread_evenly(total);
     m.gradient_source = "model_bytes spread over the layers";
     m.notes.push_back("the trace has no gradients (no AccumulateGrad operator: an inference trace?): model_bytes=" +
                       std::to_string(total) + " is spread evenly over its " + std::to_string(n) + " layers");

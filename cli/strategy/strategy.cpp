@@ -6,6 +6,7 @@
 
 #include "../mpi.hpp"
 #include "profile.hpp"
+#include "timeline.hpp"
 
 #include <daydream/config.hpp>
 #include <daydream/io/chrome_trace.hpp>
@@ -84,71 +85,6 @@ void add_options(CLI::App& app, options& o) {
                  "its computation, feature and gradient queues as tracks");
   app.add_flag("--json", o.json, "print one JSON object on stdout");
 }
-
-/// Writes replays of compiled strategies as one Chrome trace (Perfetto): per strategy,
-/// one process per device ("<strategy>: device R (stage K, machine M)") with its queues
-/// as tracks: computation, feature queue (tensor-parallel all-reduces, pipeline sends),
-/// gradient queue (data-parallel reduction, ZeRO's gathers). A communication spans its
-/// queue from its issue to when it is done on the device.
-class strategy_timeline {
-public:
-  strategy_timeline() {
-    w_.begin_object();
-    w_.field("displayTimeUnit", "ns");
-    w_.key("traceEvents").begin_array();
-  }
-  /// Adds replay `r` of `cs`.
-  strategy_timeline& add(const ds::compiled_strategy& cs, const daydream::replay_result& r) {
-    const auto name = cs.name.empty() ? cs.strategy.to_string() : cs.name;
-    const int first = pid_ + 1;
-    for (std::size_t d = 0; d < cs.compute.size(); ++d) {
-      const int pid = ++pid_;
-      meta("process_name", pid, 0,
-           fmt::format("{}: device {} (stage {}, machine {})", name, d, cs.stage_of[d],
-                       cs.hierarchy.machine_of(std::int32_t(d))));
-      w_.begin_object().field("name", "process_sort_index").field("ph", "M").field("pid", pid).field("tid", 0);
-      w_.key("args").begin_object().field("sort_index", pid).end_object().end_object();
-      meta("thread_name", pid, 1, "computation");
-      meta("thread_name", pid, 2, "feature queue");
-      meta("thread_name", pid, 3, "gradient queue");
-    }
-    for (auto& sp : ds::device_spans(cs, r)) {
-      w_.begin_object();
-      w_.field("name", cs.g.name(sp.task)).field("cat", sp.track == 0 ? "computation" : "communication");
-      w_.field("ph", "X");
-      w_.key("ts").raw(daydream::io::format_us(sp.start));
-      w_.key("dur").raw(daydream::io::format_us(sp.end - sp.start));
-      w_.field("pid", first + int(sp.device)).field("tid", int(sp.track) + 1);
-      w_.key("args").begin_object();
-      w_.field("layer", cs.g.layer(sp.task)).field("phase", daydream::to_string(cs.g.phase_of(sp.task)));
-      w_.end_object().end_object();
-    }
-    return *this;
-  }
-  /// Processes written so far (devices of every strategy added).
-  int processes() const noexcept { return pid_; }
-  /// The finished document.
-  std::string str() const {
-    daydream::io::json_writer done = w_;
-    done.end_array().end_object();
-    return done.take();
-  }
-  /// Writes it to `path`; throws daydream::error if the file can't be written.
-  void save(const std::string& path) const {
-    std::ofstream f(path, std::ios::binary);
-    const auto s = str();
-    f.write(s.data(), std::streamsize(s.size()));
-    if (!f) throw daydream::error("daydream strategy: cannot write timeline to '" + path + "'");
-  }
-
-private:
-  void meta(std::string_view what, int pid, int tid, const std::string& name) {
-    w_.begin_object().field("name", what).field("ph", "M").field("pid", pid).field("tid", tid);
-    w_.key("args").begin_object().field("name", name).end_object().end_object();
-  }
-  daydream::io::json_writer w_;
-  int pid_ = 0;
-};
 
 /// Prints `t` (with the plan of each layer when `plans` is not empty) as an indented list.
 inline void print_tree(std::FILE* out, const ds::strategy_tree& t, const ds::model_profile& m,
@@ -338,20 +274,9 @@ int run(const options& o, std::FILE* out) {
     best = &explained;
   }
   const double single = double(model.iteration);
-  if (!o.timeline.empty()) {
-    std::vector<const ds::strategy_plan*> shown;
-    for (std::size_t i = 0; i < o.strategies.size(); ++i) shown.push_back(&plans[i]);
-    if (best && std::none_of(shown.begin(), shown.end(), [&](auto* p) { return p->name == best->name; }))
-      shown.push_back(&plan_named(best->name));
-    strategy_timeline tl;
-    daydream::replay_options ro;
-    ro.overlap_slowdown = o.overlap;
-    for (auto* p : shown) {
-      auto cs = ds::compile(*p, cluster, model, so);
-      tl.add(cs, daydream::replay(cs.g, daydream::trace_order_policy{}, ro));
-    }
-    tl.save(o.timeline);
-  }
+  if (!o.timeline.empty())
+    write_strategy_timeline(o.timeline, plans, o.strategies.size(), best ? best->name : std::string(), cluster, model,
+                            so, o.overlap);
 
   if (o.json) {
     daydream::io::json_writer w(true);

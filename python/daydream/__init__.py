@@ -397,7 +397,7 @@ def optimize(trace, workers=None, *, algorithm="ring", model_bytes=None, strateg
 
 def strategy(trace, cluster=None, strategies=None, *, grid=False, devices=None, zero=None, recompute=None,
              schedule=None, batch=None, global_batch=None, model_bytes=None, iteration=None, overlap=None,
-             optimizer_bytes=None, show_tree=False):
+             optimizer_bytes=None, show_tree=False, timeline=None):
     """Data x tensor x pipeline parallel strategies of the traced model on a cluster, as
     `daydream strategy TRACE --cluster C --strategy S ... --json` (docs/strategy.md):
     `cluster` a preset or NODESxDEVICES ("dgx-a100:nodes=4", "2x8"), `strategies` specs
@@ -408,7 +408,9 @@ def strategy(trace, cluster=None, strategies=None, *, grid=False, devices=None, 
     `best`, `single_gpu_us`, `cluster`, `notes`, and the model's strategy `tree` (a table of
     its nodes, depth first, as --show-tree shows it: with the last tree file's settings and
     each layer's resolved plan, plan_*). show_tree=True: only the tree (`cluster` optional),
-    as `daydream strategy TRACE --show-tree [--strategy TREE.json]`."""
+    as `daydream strategy TRACE --show-tree [--strategy TREE.json]`. timeline=PATH writes
+    the Chrome trace (Perfetto) of each given strategy's replay and of the best, as
+    `--timeline PATH` does (the same file, byte for byte); `timeline` in the result names it."""
     path = trace.path if isinstance(trace, Trace) else _fspath(trace)
     specs = [strategies] if isinstance(strategies, (str, _os.PathLike)) else list(strategies or [])
     kw = dict(cluster="" if cluster is None else str(cluster), strategies=[_fspath(s) for s in specs], grid=bool(grid),
@@ -417,7 +419,8 @@ def strategy(trace, cluster=None, strategies=None, *, grid=False, devices=None, 
               global_batch=None if global_batch is None else float(global_batch),
               model_bytes=None if model_bytes is None else str(model_bytes), iteration=iteration,
               overlap=None if overlap is None else float(overlap),
-              optimizer_bytes=None if optimizer_bytes is None else float(optimizer_bytes), show_tree=bool(show_tree))
+              optimizer_bytes=None if optimizer_bytes is None else float(optimizer_bytes), show_tree=bool(show_tree),
+              timeline=None if timeline is None else _fspath(timeline))
     res = _core._strategy(path, kw)
     if "strategies" in res:
         res["strategies"] = _table(res["strategies"])

@@ -6,6 +6,7 @@
 #include "common.hpp"
 
 #include <strategy/profile.hpp> // the program's profile options and model tree, header-only
+#include <strategy/timeline.hpp> // the program's --timeline writer, header-only
 
 #include <daydream/registry/params.hpp>
 #include <daydream/strategy/cluster_spec.hpp>
@@ -38,6 +39,7 @@ struct strategy_args {
   double global_batch = 0, batch = 1, overlap = 1, optimizer_bytes = 12;
   std::string model_bytes;
   std::int32_t iteration = -1;
+  std::string timeline; ///< Chrome-trace file of the strategies; empty: none
 };
 
 /// The nodes of `t` in the order `--show-tree` prints them (depth first), one column each:
@@ -219,15 +221,20 @@ py::dict run_strategies(const std::string& path, const strategy_args& o) {
   std::vector<ds::strategy_evaluation> evals;
   for (auto& p : plans) evals.push_back(ds::simulate_strategy(p, cluster, model, so));
   std::stable_sort(evals.begin(), evals.end(), [](const auto& a, const auto& b) { return a.samples_per_s > b.samples_per_s; });
+  auto best = std::find_if(evals.begin(), evals.end(), [](auto& e) { return !e.oom; });
+  if (!o.timeline.empty())
+    strategy_cmd::write_strategy_timeline(o.timeline, plans, o.strategies.size(),
+                                          best == evals.end() ? std::string() : best->name, cluster, model, so,
+                                          o.overlap);
 
   py::gil_scoped_acquire gil;
   py::dict out;
   out["strategies"] = strategy_columns(evals);
-  auto best = std::find_if(evals.begin(), evals.end(), [](auto& e) { return !e.oom; });
   out["best"] = best == evals.end() ? py::object(py::none()) : py::object(py::str(best->name));
   out["cluster"] = cluster.describe();
   out["single_gpu_us"] = double(model.iteration) / 1e3;
   out["notes"] = model.notes;
+  if (!o.timeline.empty()) out["timeline"] = o.timeline;
   return finish(out);
 }
 
@@ -253,6 +260,7 @@ void bind_strategy(py::module_& m) {
     get("optimizer_bytes", a.optimizer_bytes);
     get("model_bytes", a.model_bytes);
     get("iteration", a.iteration);
+    get("timeline", a.timeline);
     return run_strategies(path, a);
   });
 }

@@ -1,5 +1,7 @@
 """dd.strategy equals `daydream strategy --json` on the bundled trace."""
 
+import json
+
 import pytest
 
 
@@ -26,6 +28,23 @@ def test_strategies_equal_the_program(dd, resnet, cli):
 def test_grid_equals_the_program(dd, resnet, cli):
     js = cli("strategy", resnet, "--cluster", "1x8", "--grid", "--model-bytes", "100MB", "--batch", "32", "--json")
     _check(dd.strategy(resnet, "1x8", grid=True, model_bytes="100MB", batch=32), js)
+
+
+def test_timeline_equals_the_program(dd, resnet, cli, tmp_path):
+    # The given strategies and the grid's best (not among them): the same file byte for byte.
+    specs = ["dp=8", "dp=2,tp=4"]
+    mine, theirs = tmp_path / "py.json", tmp_path / "cli.json"
+    js = cli("strategy", resnet, "--cluster", "1x8", "--grid", *[a for s in specs for a in ("--strategy", s)],
+             "--model-bytes", "100MB", "--timeline", theirs, "--json")
+    res = dd.strategy(resnet, "1x8", specs, grid=True, model_bytes="100MB", timeline=mine)
+    _check(res, js)
+    assert res["timeline"] == str(mine)
+    assert mine.read_bytes() == theirs.read_bytes()
+    doc = json.loads(mine.read_text())
+    names = {e["args"]["name"].split(":")[0] for e in doc["traceEvents"] if e.get("name") == "process_name"}
+    assert {"dp=8,tp=1,pp=1,micro=1", "dp=2,tp=4,pp=1,micro=1"} <= names and res["best"] in names
+    with pytest.raises(ValueError, match="cannot write timeline"):
+        dd.strategy(resnet, "1x8", ["dp=8"], model_bytes="100MB", timeline=tmp_path / "no" / "such" / "dir.json")
 
 
 def test_strategy_errors(dd, resnet):

@@ -5,6 +5,7 @@
 #include <daydream/daydream.hpp>
 #include <daydream/passes/all.hpp>
 #include <daydream/registry/bundled.hpp>
+#include <daydream/registry/sweep.hpp>
 #include <daydream/semantics/memory.hpp>
 #include <daydream/sensitivity/sensitivity.hpp>
 #include <daydream/whatif/scenario.hpp>
@@ -216,6 +217,40 @@ void copied_scenario(benchmark::State& state) {
   state.counters["step_ns"] = double(step);
 }
 
+// A 1,000-point sweep of `ddp` over workers (2..41) x bandwidth (1..25 Gbps) on the
+// bundled DLRM rank-0 trace, as `daydream whatif TRACE --pass ddp --vary workers=...
+// --vary bandwidth=...` predicts it: the grid expanded through the registry, then every
+// point as a scenario (a copy of the graph, the pass, a replay, the steady-state steps).
+void ddp_sweep(benchmark::State& state) {
+#if DAYDREAM_BENCH_HAVE_IO
+  static const auto t = io::load_kineto(DAYDREAM_SOURCE_DIR "/examples/traces/dlrm_v100_rank0.json.gz");
+  const auto its = t.steady_state_iterations();
+  const auto& g = t.g;
+#else
+  static const graph g = db::make_training_graph(db::shape_for(2'000, 1));
+  const std::vector<std::int32_t> its{};
+#endif
+  const auto reg = passes::bundled();
+  passes::sweep_axis workers{.key = "workers", .values = {}}, bandwidth{.key = "bandwidth", .values = {}};
+  for (int w = 2; w < 42; ++w) workers.values.push_back(std::to_string(w));
+  for (int b = 1; b <= 25; ++b) bandwidth.values.push_back(std::to_string(b) + "Gbps");
+  std::size_t points = 0;
+  time_ns last = 0;
+  for (auto _ : state) {
+    auto grid = passes::expand_sweep(reg, {"ddp"}, {workers, bandwidth});
+    points = grid.points.size();
+    for (auto& p : grid.points) {
+      auto s = whatif::run_scenario(g, reg.make_chain(p.spec), p.spec, its, {});
+      last = s.predicted;
+      benchmark::DoNotOptimize(last);
+    }
+  }
+  state.counters["points"] = double(points);
+  state.counters["tasks"] = double(g.size());
+  state.counters["s_per_point"] = benchmark::Counter(
+      double(points), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
 struct workload_spec {
   const char* label;
   const std::string* trace;
@@ -272,6 +307,8 @@ template <class... Passes> void register_passes() { (register_pass<Passes>(), ..
   benchmark::RegisterBenchmark("whatif/replay_into/resnet50", bare_replay)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("whatif/overlay/resnet50", overlay_scenario)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("whatif/copied/resnet50", copied_scenario)->Unit(benchmark::kMillisecond);
+  // 1,000 what-ifs of data-parallel training: workers x bandwidth on the DLRM trace.
+  benchmark::RegisterBenchmark("sweep/ddp_1000/dlrm", ddp_sweep)->Unit(benchmark::kMillisecond)->Iterations(3);
   // `daydream sensitivity` on ResNet-50: every layer, every kernel family.
   benchmark::RegisterBenchmark("sensitivity/layer/resnet50", [](benchmark::State& s) {
     sensitivity_profile(s, resnet, sensitivity::grouping::layer);

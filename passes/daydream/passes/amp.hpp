@@ -28,6 +28,7 @@
 #include <map>
 #include <optional>
 #include <regex>
+#include <unordered_map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -429,6 +430,16 @@ private:
     // operator autocast runs in FP32 makes the next one's input FP32 again.
     static const std::regex fp32_ops("layer_?norm|group_?norm|softmax|loss|nll|cross_entropy",
                                      std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
+    // Once per distinct kernel name: a step runs the same kernels many times over.
+    std::unordered_map<name_id, bool> fp32_named;
+    auto runs_fp32 = [&](name_id id) {
+      auto [at, fresh] = fp32_named.try_emplace(id, false);
+      if (fresh) {
+        const auto n = g.str(id);
+        at->second = std::regex_search(n.begin(), n.end(), fp32_ops);
+      }
+      return at->second;
+    };
     std::vector<task_id> forward;
     for (auto k : tasks<gpu_kernel>(g))
       if (g.phase_of(k) == phase::forward && g.iteration(k) >= 0) forward.push_back(k);
@@ -442,8 +453,7 @@ private:
       const auto cls = classes(k);
       // Autocast casts the inputs of GEMMs and convolutions, not of every compute-bound kernel.
       if (cls != kernel_class::compute_bound || fam.family(k) != kernel_family::gemm) {
-        auto n = g.name(k);
-        if (std::regex_search(n.begin(), n.end(), fp32_ops)) fp32_input[it] = true;
+        if (runs_fp32(g.name_id_of(k))) fp32_input[it] = true;
         continue;
       }
       if (reduced_precision(fam.precision(k))) continue;
@@ -584,9 +594,13 @@ private:
   /// Whether a path of dependencies or program order leads from `from` to `to`. O(V + E).
   static bool reaches(const graph& g, task_id from, task_id to) {
     std::vector<task_id> stack{from};
-    std::set<task_id> seen{from};
+    std::vector<bool> seen(g.id_bound(), false);
+    seen[from] = true;
     auto visit = [&](task_id u) {
-      if (u != no_task && seen.insert(u).second) stack.push_back(u);
+      if (u != no_task && !seen[u]) {
+        seen[u] = true;
+        stack.push_back(u);
+      }
     };
     while (!stack.empty()) {
       const auto t = stack.back();

@@ -6,6 +6,7 @@
 #include <daydream/graph.hpp>
 #include <daydream/task.hpp>
 #include <daydream/semantics/name_memo.hpp>
+#include <daydream/semantics/nocase_regex.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -73,6 +74,7 @@ public:
     kernel_class cls = kernel_class::unknown; ///< the class a match gives
     std::string pattern;                      ///< the expression, as given
     std::shared_ptr<const std::regex> rx;     ///< compiled, case-insensitive
+    std::shared_ptr<const nocase_regex> search; ///< the same search, as classify runs it
   };
 
   /// A classifier without rules: every kernel is `unknown`.
@@ -120,8 +122,9 @@ public:
   /// this classifier and its copies (a name_memo shared until a rule is added).
   kernel_class classify(std::string_view name) const {
     auto run = [this](std::string_view n) {
+      const auto lower = ascii_lower(n);
       for (auto& r : rules_)
-        if (std::regex_search(n.begin(), n.end(), *r.rx)) return r.cls;
+        if (r.search->search(n, lower)) return r.cls;
       return kernel_class::unknown;
     };
     return memo_ ? (*memo_)(name, run) : run(name); // a moved-from classifier has no memo
@@ -131,7 +134,8 @@ private:
   static rule make(kernel_class c, std::string pattern) {
     auto rx = std::make_shared<const std::regex>(
         pattern, std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
-    return {c, std::move(pattern), std::move(rx)};
+    auto search = std::make_shared<const nocase_regex>(pattern);
+    return {c, std::move(pattern), std::move(rx), std::move(search)};
   }
   std::vector<rule> rules_;
   std::shared_ptr<name_memo<kernel_class>> memo_ = std::make_shared<name_memo<kernel_class>>();

@@ -7,10 +7,10 @@
 #include <daydream/kinds.hpp>
 #include <daydream/task.hpp>
 #include <daydream/semantics/name_memo.hpp>
+#include <daydream/semantics/nocase_regex.hpp>
 
 #include <array>
 #include <cstdint>
-#include <regex>
 #include <string_view>
 #include <unordered_map>
 
@@ -54,41 +54,36 @@ namespace detail {
 /// family_of_kernel without the memo: the rules, tried in order.
 inline kernel_family classify_family(std::string_view name) {
   static const auto rules = [] {
-    constexpr auto flags = std::regex::ECMAScript | std::regex::icase | std::regex::optimize;
-    using rx = std::regex;
+    using rx = nocase_regex;
     return std::array<std::pair<kernel_family, rx>, 10>{{
         {kernel_family::communication,
          rx("nccl|rccl|msccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|deep_?ep|"
-            "notify_dispatch|cross_device_reduce|\\bdispatch_kernel|\\bcombine_kernel",
-            flags)},
-        {kernel_family::optimizer, rx("multi_tensor_apply|fused_?adam|fused_?sgd|fused_?lamb|adam_kernel|adamw|_foreach_", flags)},
-        {kernel_family::attention, rx("flash|fmha|attention|attn|sdpa|_efficient_attention", flags)},
-        {kernel_family::reduction, rx("^void at::native::(\\(anonymous namespace\\)::)?reduce_kernel", flags)},
+            "notify_dispatch|cross_device_reduce|\\bdispatch_kernel|\\bcombine_kernel")},
+        {kernel_family::optimizer, rx("multi_tensor_apply|fused_?adam|fused_?sgd|fused_?lamb|adam_kernel|adamw|_foreach_")},
+        {kernel_family::attention, rx("flash|fmha|attention|attn|sdpa|_efficient_attention")},
+        {kernel_family::reduction, rx("^void at::native::(\\(anonymous namespace\\)::)?reduce_kernel")},
         {kernel_family::elementwise,
          rx("elementwise_kernel|gemv|gemmk1|splitkreduce|computeoffsets|nchwtonhwc|nhwctonchw|scalepacked|"
-            "triton_poi|embedding_codegen|bounds_check_indices|permute_[0-9]d_",
-            flags)},
+            "triton_poi|embedding_codegen|bounds_check_indices|permute_[0-9]d_")},
         {kernel_family::gemm,
          rx("(^|[^b])gemm|cutlass|xmma|scudnn|hcudnn|cudnn.*conv(?!ert)|winograd|dgrad|wgrad|fprop|implicit_convolve|"
-            "conv(?!ert)|matmul|bmm|trsm|magma|^cijk_|nvjet|triton_tem",
-            flags)},
+            "conv(?!ert)|matmul|bmm|trsm|magma|^cijk_|nvjet|triton_tem")},
         {kernel_family::normalization,
-         rx("norm|bn_|batchnorm|welford|gammabeta|moments", flags)},
+         rx("norm|bn_|batchnorm|welford|gammabeta|moments")},
         {kernel_family::reduction,
          rx("reduce|softmax|triton_red|triton_per|sum|mean|argmax|argmin|topk|sort|scan|cumsum|loss|nll|"
-            "cross_entropy|histogram",
-            flags)},
+            "cross_entropy|histogram")},
         {kernel_family::elementwise,
          rx("elementwise|relu|gelu|silu|swish|sigmoid|tanh|dropout|copy|memcpy|memset|fill|cat|index|gather|"
             "scatter|embedding|transpose|permute|upsample|interpolate|where|arange|clamp|threshold|add|mul|div|"
             "exp|log|sqrt|pow|cast|convert|im2col|col2im|pad|unique|nonzero|masked|bernoulli|random|"
-            "distribution|cub::|radix|max|min|dense_representation|compute_cuda_kernel|rope|rotary",
-            flags)},
-        {kernel_family::optimizer, rx("sgd|adagrad|rmsprop", flags)},
+            "distribution|cub::|radix|max|min|dense_representation|compute_cuda_kernel|rope|rotary")},
+        {kernel_family::optimizer, rx("sgd|adagrad|rmsprop")},
     }};
   }();
+  const auto lower = ascii_lower(name);
   for (auto& [f, rx] : rules)
-    if (std::regex_search(name.begin(), name.end(), rx)) return f;
+    if (rx.search(name, lower)) return f;
   return kernel_family::other;
 }
 } // namespace detail
@@ -147,26 +142,26 @@ namespace detail {
 /// precision_of_kernel without the memo: the rules, tried in order.
 inline numeric_precision classify_precision(std::string_view name) {
   static const auto rules = [] {
-    constexpr auto flags = std::regex::ECMAScript | std::regex::icase | std::regex::optimize;
-    using rx = std::regex;
+    using rx = nocase_regex;
     return std::array<std::pair<numeric_precision, rx>, 9>{{
         // cuBLASLt's nvjet kernels name their types by letter, inputs first:
         // nvjet_sm90_tst_... (bf16 in, FP32 compute, bf16 out), _hsh_ (fp16), _sss_ (FP32).
-        {numeric_precision::bf16, rx("nvjet_(sm[0-9]+_)?t[a-z]{2}_", flags)},
-        {numeric_precision::fp16, rx("nvjet_(sm[0-9]+_)?h[a-z]{2}_", flags)},
-        {numeric_precision::fp32, rx("nvjet_(sm[0-9]+_)?s[a-z]{2}_", flags)},
-        {numeric_precision::fp8, rx("e4m3|e5m2|fp8|float8|_f8", flags)},
-        {numeric_precision::bf16, rx("bf16|bfloat16|_bb[sb]_", flags)},
+        {numeric_precision::bf16, rx("nvjet_(sm[0-9]+_)?t[a-z]{2}_")},
+        {numeric_precision::fp16, rx("nvjet_(sm[0-9]+_)?h[a-z]{2}_")},
+        {numeric_precision::fp32, rx("nvjet_(sm[0-9]+_)?s[a-z]{2}_")},
+        {numeric_precision::fp8, rx("e4m3|e5m2|fp8|float8|_f8")},
+        {numeric_precision::bf16, rx("bf16|bfloat16|_bb[sb]_")},
         {numeric_precision::fp16,
-         rx("fp16|f16(?!\\d)|half|h884|h1688|h16816|hmma|hgemm|hcudnn|h[0-9]+cudnn|_hh[sh]_", flags)},
-        {numeric_precision::tf32, rx("tf32|s1688gemm|s16816gemm|s884gemm", flags)},
-        {numeric_precision::fp64, rx("dgemm|<double|double>|f64", flags)},
+         rx("fp16|f16(?!\\d)|half|h884|h1688|h16816|hmma|hgemm|hcudnn|h[0-9]+cudnn|_hh[sh]_")},
+        {numeric_precision::tf32, rx("tf32|s1688gemm|s16816gemm|s884gemm")},
+        {numeric_precision::fp64, rx("dgemm|<double|double>|f64")},
         {numeric_precision::fp32,
-         rx("sgemm|scudnn|<float|float>|f32|_ss[s]?_|implicit_convolve_sgemm|fp32|float32", flags)},
+         rx("sgemm|scudnn|<float|float>|f32|_ss[s]?_|implicit_convolve_sgemm|fp32|float32")},
     }};
   }();
+  const auto lower = ascii_lower(name);
   for (auto& [p, rx] : rules)
-    if (std::regex_search(name.begin(), name.end(), rx)) return p;
+    if (rx.search(name, lower)) return p;
   return numeric_precision::unknown;
 }
 } // namespace detail

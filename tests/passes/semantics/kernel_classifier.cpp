@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -52,4 +53,31 @@ TEST_CASE("a user rule put first overrides the bundled ones and an empty classif
   CHECK(c.classify("fused_mlp_relu_fwd") == kernel_class::compute_bound);
   CHECK(c.rules().front().pattern == "fused_mlp");
   CHECK(kernel_classifier{}.classify("volta_sgemm_64x64_nt") == kernel_class::unknown);
+}
+
+TEST_CASE("nocase_regex finds what an icase search finds, folded or not") {
+  // Expressions of the classifier's kinds, and ones it must not fold (upper-case letters,
+  // escapes that name a character by code).
+  const std::vector<std::string> patterns = {
+      "gemm|cutlass", "(^|[^b])gemm", "conv(?!ert)", "nvjet_(sm[0-9]+_)?t[a-z]{2}_", "f16(?!\\d)", "\\bdispatch_kernel",
+      "[^a-z]max", "cub::", "Volta_[A-Z]gemm", "\\x53gemm", "\\w+_kernel$", "[A-F0-9]{4}"};
+  const std::vector<std::string> names = {
+      "volta_sgemm_64x64_nt", "Volta_SGEMM_128x64", "void cutlass::Kernel<cutlass_80_tensorop_bf16_s16816gemm>",
+      "nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NNT", "NVJET_SM90_HSH_64x8", "ampere_fp16_s16816gemm",
+      "aten::convert_element", "BGEMM_kernel", "my_dispatch_kernel", "void dispatch_kernel<float>", "Max_pool",
+      "at::native::MaxPool", "cub::DeviceRadixSort", "CUB::scan", "Reduce_Kernel", "abcd1234", "ABCD", "",
+      "Sgemm", "sgemm"};
+  for (auto& p : patterns) {
+    const nocase_regex fast(p);
+    const std::regex slow(p, std::regex::ECMAScript | std::regex::icase);
+    for (auto& n : names) {
+      INFO(p << " on " << n);
+      CHECK(fast.search(n) == std::regex_search(n, slow));
+      CHECK(fast.search(n, ascii_lower(n)) == std::regex_search(n, slow));
+    }
+  }
+  CHECK(nocase_regex("gemm").folded());
+  CHECK_FALSE(nocase_regex("Gemm").folded());
+  CHECK_FALSE(nocase_regex("\\x47emm").folded());
+  CHECK(nocase_regex("\\\\x").folded()); // a backslash, then x
 }

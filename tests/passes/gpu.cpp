@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace daydream;
@@ -190,6 +191,46 @@ TEST_CASE("gpu: the same GPU as target changes nothing; the launch floor; copies
     CHECK(s.g.duration(c) == 5'000);        // cpu=2
     CHECK(s.g.gap(c) == 2'000);
   }
+}
+
+TEST_CASE("gpu: a kernel with FLOPs and bytes is classified by its intensity against each GPU's ridge point") {
+  // FP32 (no precision in the names, no compute-bound kernel to lend one): ridge points
+  // A100 19.5e12 / 2039e9 = 9.56 and H100 66.9e12 / 3352e9 = 19.96 FLOP per byte.
+  auto run = [](std::string name, time_ns d, std::uint64_t flops, std::uint64_t bytes, kernel_launch l = {}) {
+    one_stream s("NVIDIA A100-SXM4-80GB");
+    auto k = s.g.add(gpu_kernel{.device = 0, .stream = 7, .bytes = bytes, .launch = l, .flops = flops},
+                     {.name = name, .duration = d, .resource = s.stream});
+    auto rep = apply(s.g, to("H100"));
+    return std::pair{s.g.duration(k), rep};
+  };
+  // Intensity 5, below both ridges: memory-bound on both, although its name says GEMM:
+  // the bandwidth ratio, 2039 / 3352.
+  auto [mem, rep] = run("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n", 3'352'000, 5'000'000, 1'000'000);
+  CHECK(mem == 2'039'000);
+  CHECK(rep.value("kernels classified by shape (their operator's FLOPs and bytes against the ridge points)") ==
+        "1 kernels (0 compute-bound, 1 memory-bound on the target; 0 of another class on the source), 3.35 ms -> 2.04 ms");
+  CHECK(rep.value("kernels scaled by their roofline ratio (FLOPs and bytes, no launch shape or occupancy rules)") ==
+        "1 kernels, 3.35 ms -> 2.04 ms");
+  // Intensity 100, above both: compute-bound on both, although its name is no GEMM's:
+  // the FP32 peak ratio, 19.5 / 66.9.
+  CHECK(run("my_fused_kernel", 66'900'000, 100'000'000, 1'000'000).first == 19'500'000);
+  // Intensity 15: compute-bound on the A100 (above 9.56), memory-bound on the H100 (below
+  // 19.96): the roofline times' ratio (B / 3352e9) / (F / 19.5e12) = 19.5e12 / (15 x 3352e9).
+  auto [between, rep2] = run("my_fused_kernel", 50'280'000, 15'000'000, 1'000'000);
+  CHECK(between == 19'500'000);
+  CHECK(rep2.value("kernels classified by shape (their operator's FLOPs and bytes against the ridge points)") ==
+        "1 kernels (0 compute-bound, 1 memory-bound on the target; 1 of another class on the source), 50.3 ms -> 19.5 ms");
+  // With a launch shape that fills whole waves on both (9504 blocks, 11 and 9 waves): the
+  // same ratios through the wave rule.
+  CHECK(run("my_fused_kernel", 3'352'000, 5'000'000, 1'000'000, shape(9504, 256, 32)).first == 2'039'000);
+  // Without bytes, the name decides (a GEMM: the FP32 peak ratio).
+  CHECK(run("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n", 66'900'000, 5'000'000, 0).first == 19'500'000);
+  auto r = roofline_ratio(gpus().at("A100"), gpus().at("H100"), numeric_precision::bf16, false, 200e6, 1e6);
+  REQUIRE(r);
+  CHECK(r->on_source == kernel_class::compute_bound); // 200 > 312e12 / 2039e9 = 153
+  CHECK(r->on_target == kernel_class::memory_bound);  // 200 < 989.4e12 / 3352e9 = 295
+  CHECK(r->factor == doctest::Approx((1e6 / 3352e9) / (200e6 / 312e12)).epsilon(1e-12));
+  CHECK_FALSE(roofline_ratio(gpus().at("A100"), gpus().at("H100"), numeric_precision::bf16, false, 200e6, 0));
 }
 
 TEST_CASE("gpu: errors name what is wrong") {

@@ -149,6 +149,9 @@ private:
     std::array<std::size_t, kernel_class_count> class_count{};
     std::size_t floored = 0, clock_fallback = 0, no_shape = 0, no_rules = 0, comm = 0, copies = 0, memory_on_target = 0;
     time_ns floored_time = 0, latency_time = 0;
+    std::array<std::size_t, kernel_class_count> by_shape{}; ///< classified by FLOPs and bytes, by class on the target
+    std::size_t shape_changed = 0;                          ///< of those, of another class on the source
+    time_ns shape_before = 0, shape_after = 0;
     std::string dominant;
   };
 
@@ -215,7 +218,10 @@ private:
         it->second = std::regex_search(n.begin(), n.end(), conv);
       }
       const kernel_launch launch = k.payload().launch;
-      const auto r = retarget_kernel(from, to, c, p, it->second, launch);
+      // FLOPs and bytes from the operator's recorded shapes: the class on each GPU by
+      // the kernel's intensity against its ridge points, not by name.
+      const auto shape = roofline_ratio(from, to, p, it->second, double(k.payload().flops), double(k.payload().bytes));
+      const auto r = retarget_kernel(from, to, c, p, it->second, launch, shape);
       if (r.rule == retarget_rule::class_ratio) {
         if (!launch.has_resources()) ++t.no_shape;
         else if (!rules) ++t.no_rules;
@@ -224,7 +230,7 @@ private:
       time_ns after = before;
       if (r.rule != retarget_rule::unscaled) {
         after = time_ns(std::llround(double(before) * r.factor));
-        if (c == kernel_class::compute_bound && to.memory_bandwidth && from.memory_bandwidth) {
+        if (!shape && c == kernel_class::compute_bound && to.memory_bandwidth && from.memory_bandwidth) {
           // The roofline's other term: the operator's tensors (from its recorded shapes)
           // read at the target's bandwidth, at most the source's time at the bandwidth
           // ratio. A kernel compute-bound on the source whose intensity lies below the
@@ -254,7 +260,18 @@ private:
       ++t.rule_count[ri];
       t.rule_before[ri] += before;
       t.rule_after[ri] += after;
-      t.class_after[ci] += after;
+      if (shape) {
+        // Counted in the class it has on the target.
+        const auto si = std::size_t(shape->on_target);
+        ++t.class_count[si], --t.class_count[ci];
+        t.class_before[si] += before, t.class_before[ci] -= before;
+        t.class_after[si] += after;
+        ++t.by_shape[si];
+        t.shape_before += before, t.shape_after += after;
+        t.shape_changed += shape->on_source != shape->on_target;
+      } else {
+        t.class_after[ci] += after;
+      }
     }
   }
 
@@ -307,6 +324,7 @@ private:
     static constexpr std::array<std::string_view, retarget_rule_count> rule_text{
         "kernels scaled by waves (launch shape on both GPUs)", "small kernels, one wave on both GPUs (clock)",
         "kernels scaled by their class ratio (no launch shape or occupancy rules)",
+        "kernels scaled by their roofline ratio (FLOPs and bytes, no launch shape or occupancy rules)",
         "kernels unchanged (a figure of the catalogue is null)"};
     for (int i = 0; i < retarget_rule_count; ++i) {
       if (t.rule_count[i] == 0) continue;
@@ -324,6 +342,13 @@ private:
               report_value::of_change(report_kind::time, double(t.class_before[i]), double(t.class_after[i]))
                   .with_count(std::int64_t(t.class_count[i])));
     }
+    if (const auto n = t.by_shape[0] + t.by_shape[1]; n > 0)
+      rep.add("kernels classified by shape (their operator's FLOPs and bytes against the ridge points)",
+              std::to_string(n) + " kernels (" + std::to_string(t.by_shape[0]) + " compute-bound, " +
+                  std::to_string(t.by_shape[1]) + " memory-bound on the target; " + std::to_string(t.shape_changed) +
+                  " of another class on the source), " + format_time(t.shape_before) + " -> " + format_time(t.shape_after),
+              report_value::of_change(report_kind::time, double(t.shape_before), double(t.shape_after))
+                  .with_count(std::int64_t(n)));
     if (t.no_shape > 0)
       rep.add_count("kernels without a recorded launch (grid, block, registers): class ratio", std::int64_t(t.no_shape));
     if (t.no_rules > 0)

@@ -233,6 +233,69 @@ TEST_CASE("gpu: a kernel with FLOPs and bytes is classified by its intensity aga
   CHECK_FALSE(roofline_ratio(gpus().at("A100"), gpus().at("H100"), numeric_precision::bf16, false, 200e6, 0));
 }
 
+TEST_CASE("gpu: with cluster keys each recorded collective is priced on the cluster by its bytes and group") {
+  auto params = [](std::string s) { return from_params<gpu>(pass_params::parse("gpu", s)); };
+  struct comms {
+    one_stream s{"NVIDIA A100-SXM4-80GB"};
+    resource_id link = s.g.add_resource({"nccl", resource_kind::link});
+    task_id add(comm_op op, std::uint64_t bytes, std::uint32_t group) {
+      return s.g.add(comm_task{.op = op, .bytes = bytes, .group_size = group},
+                     {.name = "ncclKernel", .duration = 900'000, .resource = link}).id;
+    }
+  };
+  {
+    // Groups of two on machines of one GPU (bandwidth= alone): the NIC, 25 Gbit/s =
+    // 3.125e9 B/s, 5 us. Ring all-reduce of 100 MB among 2: 2 x 5 us + 2 x 1/2 x 32 ms;
+    // reduce-scatter and all-gather: 5 us + 1/2 x 32 ms.
+    comms c;
+    auto ar = c.add(comm_op::all_reduce, 100'000'000, 2);
+    auto rs = c.add(comm_op::reduce_scatter, 100'000'000, 2);
+    auto ag = c.add(comm_op::all_gather, 100'000'000, 2);
+    auto one = c.add(comm_op::all_reduce, 100'000'000, 1);  // a group of one: by the interconnect
+    auto other = c.add(comm_op::other, 100'000'000, 2);     // no cost function: likewise
+    auto k = c.s.kernel("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>", 3'352'000);
+    auto rep = apply(c.s.g, params("target=H100,bandwidth=25Gbps"));
+    CHECK(c.s.g.duration(ar) == 32'010'000);
+    CHECK(c.s.g.duration(rs) == 16'005'000);
+    CHECK(c.s.g.duration(ag) == 16'005'000);
+    CHECK(c.s.g.duration(one) == 600'000); // NVLink 3 -> 4: 600 / 900 GB/s
+    CHECK(c.s.g.duration(other) == 600'000);
+    CHECK(c.s.g.duration(k) == 2'039'000); // kernels as without the cluster
+    std::string priced;
+    for (auto& item : rep.items)
+      if (item.key.starts_with("collectives priced on the cluster (")) priced = item.key + ": " + item.text;
+    CAPTURE(priced);
+    CHECK(priced.find("NIC 25 Gbit/s 5 us") != std::string::npos);
+    CHECK(priced.find("ring all-reduce): 3 of 5 ") != std::string::npos);
+  }
+  {
+    // A group of 8 in machines of 8 GPUs stays on NVLink (300 GB/s, 1 us): 14 x 1 us +
+    // 14/8 x 4 ms for 1.2 GB; a group of 16 spans two machines: the NIC bounds the ring.
+    // The same GPU as target: only the collectives change.
+    comms c;
+    auto in = c.add(comm_op::all_reduce, 1'200'000'000, 8);
+    auto across = c.add(comm_op::all_reduce, 1'200'000'000, 16);
+    auto k = c.s.kernel("sm80_xmma_gemm_bf16bf16_bf16f32", 1'000'000, shape(264, 128, 32));
+    auto rep = apply(c.s.g, params("target=A100,workers=16,workers_per_machine=8,nvlink=300GB/s,bandwidth=100Gbps"));
+    CHECK(rep.applied);
+    CHECK(c.s.g.duration(in) == 7'014'000);
+    const double nic = 100e9 / 8; // 12.5 GB/s, 5 us
+    CHECK(c.s.g.duration(across) == std::llround(30 * 5'000 + 30.0 / 16 * 1.2e9 / nic * 1e9));
+    CHECK(c.s.g.duration(k) == 1'000'000);
+  }
+  // Tree all-reduce by algorithm=; bad keys are usage errors.
+  {
+    comms c;
+    auto ar = c.add(comm_op::all_reduce, 100'000'000, 4);
+    apply(c.s.g, params("target=H100,bandwidth=25Gbps,algorithm=tree"));
+    CHECK(c.s.g.duration(ar) == 2 * 2 * (5'000 + 32'000'000)); // 2 ceil(log2 4) (alpha + n beta)
+  }
+  CHECK_THROWS_AS(params("target=H100,algorithm=spiral"), usage_error);
+  CHECK_THROWS_AS(params("target=H100,workers=16,machines=3"), usage_error);
+  CHECK_THROWS_WITH_AS(params("target=H100,ps=2"), doctest::Contains("parameter servers"), usage_error);
+  CHECK_FALSE(params("target=H100").cluster);
+}
+
 TEST_CASE("gpu: errors name what is wrong") {
   one_stream none; // no deviceProperties
   none.kernel("sgemm", 1000);
@@ -286,4 +349,7 @@ TEST_CASE("gpu obeys the pass laws") {
   testing::check_pass_laws(to("H100", "A100"), testing::pass_graphs::pass_fixtures(), {.allow_refusal = true});
   testing::check_pass_laws(to("A100", "A100"), testing::pass_graphs::pass_fixtures(), {.allow_refusal = true});
   testing::check_pass_laws(to("MI300X", "V100"), testing::pass_graphs::pass_fixtures(), {.allow_refusal = true});
+  auto clustered = to("H100", "A100");
+  clustered.cluster = daydream::cluster{.machines = 2, .workers_per_machine = 8, .nvlink = {300e9, 1'000}};
+  testing::check_pass_laws(clustered, testing::pass_graphs::pass_fixtures(), {.allow_refusal = true});
 }

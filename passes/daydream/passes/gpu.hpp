@@ -6,6 +6,8 @@
 #include <daydream/graph.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/launch.hpp>
+#include <daydream/net/cluster.hpp>
+#include <daydream/net/collective.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/report.hpp>
 #include <daydream/select.hpp>
@@ -56,7 +58,12 @@ namespace daydream::passes {
 /// - **Copies.** Host copies scale with the host link (PCIe bandwidth ratio), device
 ///   copies and memsets with memory bandwidth, peer copies with the interconnect.
 /// - **Collectives** (communication tasks and kernels) scale with the interconnect
-///   bandwidth (NVLink, xGMI); unchanged when a figure is null.
+///   bandwidth (NVLink, xGMI); unchanged when a figure is null. With `cluster` (the
+///   distributed passes' cluster keys), each recorded collective whose operation, bytes
+///   and group (two ranks or more) are known is priced on it instead, with the cost
+///   functions the distributed passes use (net/collective.hpp): its group laid out on
+///   the cluster's machines (collective_time), its time the model's, as a distributed
+///   pass's collectives are.
 /// - **CPU** work is unchanged unless `cpu` says the target's host is faster (`cpu=2`:
 ///   every CPU slice and gap takes half the time).
 ///
@@ -75,6 +82,36 @@ struct gpu {
   time_ns launch_floor = 1'000; ///< the shortest a kernel gets (the shortest Hopper kernels run 0.6-1 us)
   device_catalogue catalogue{}; ///< where names are looked up (the bundled catalogue, plus a user's file)
   kernel_classifier classifier = kernel_classifier::defaults(); ///< decides the class of a kernel
+  /// The target's cluster (machines, GPUs per machine, NIC, NVLink, PCIe), which prices
+  /// the recorded collectives; empty: they scale with the catalogue's interconnect.
+  std::optional<daydream::cluster> cluster{};
+  all_reduce_algorithm algorithm = all_reduce_algorithm::ring; ///< how all-reduces are priced on `cluster`
+
+  /// The time of collective `op` of `bytes` (comm_task::bytes) among `group` ranks on
+  /// cluster `c`, or empty when it cannot be priced (a group of one, no bytes, an
+  /// operation without a cost function: push, pull, other). The group fills machines of
+  /// `c.workers_per_machine` GPUs (a group no larger than that stays in one machine, on
+  /// NVLink or PCIe), and its ring runs at its slowest link (cluster::ring_link): all-reduce
+  /// by `a`, reduce-scatter, all-gather, all-to-all and broadcast/reduce by their
+  /// functions in net/collective.hpp, send and recv one message (latency + bytes /
+  /// bandwidth).
+  static std::optional<time_ns> collective_time(comm_op op, double bytes, std::uint32_t group,
+                                                const daydream::cluster& c, all_reduce_algorithm a) {
+    if (group <= 1 || !(bytes > 0)) return std::nullopt;
+    daydream::cluster s = c;
+    s.workers_per_machine = std::max<std::uint32_t>(1, std::min(group, c.workers_per_machine));
+    s.machines = (group + s.workers_per_machine - 1) / s.workers_per_machine;
+    const link_spec l = s.ring_link();
+    switch (op) {
+    case comm_op::all_reduce: return all_reduce_time(bytes, group, l, a);
+    case comm_op::reduce_scatter: return reduce_scatter_time(bytes, group, l);
+    case comm_op::all_gather: return all_gather_time(bytes, group, l);
+    case comm_op::all_to_all: return all_to_all_time(bytes, group, l);
+    case comm_op::broadcast: case comm_op::reduce: return broadcast_time(bytes, group, l);
+    case comm_op::send: case comm_op::recv: return time_ns(std::llround(l.latency + l.transfer_ns(bytes)));
+    default: return std::nullopt;
+    }
+  }
 
   /// Why the pass does nothing on `g` ("" when it applies): a graph without GPU work.
   static std::string not_applicable(const graph& g) {
@@ -124,12 +161,12 @@ struct gpu {
     const device& from = source_of(g);
     const device& to = lookup(target, "target");
     rep.add("source -> target", from.name + " -> " + to.name, report_value::of_text());
-    if (from.name == to.name && cpu == 1) {
+    if (from.name == to.name && cpu == 1 && !cluster) {
       rep.not_applied("the target is the recorded GPU (" + to.name + "): nothing changes");
       return rep;
     }
     tally t;
-    scale_kernels(g, from, to, t);
+    if (from.name != to.name) scale_kernels(g, from, to, t); // the same GPU: only the cluster's collectives change
     scale_transfers(g, from, to, t, rep);
     if (cpu != 1)
       for (auto c : tasks<cpu_task>(g)) {
@@ -294,11 +331,19 @@ private:
       after += g.duration(m);
     }
     time_ns comm_before = 0, comm_after = 0;
-    std::size_t comms = 0;
+    std::size_t comms = 0, priced = 0;
     for (auto c : tasks<comm_task>(g)) {
       comm_before += g.duration(c);
       ++comms;
-      if (link) scale_duration(g, c, *link);
+      const auto& p = c.payload();
+      const auto on_cluster =
+          cluster ? collective_time(p.op, double(p.bytes), p.group_size, *cluster, algorithm) : std::nullopt;
+      if (on_cluster) {
+        set_duration(g, c, *on_cluster);
+        ++priced;
+      } else if (link && from.name != to.name) {
+        scale_duration(g, c, *link);
+      }
       comm_after += g.duration(c);
     }
     if (t.copies > 0)
@@ -310,7 +355,14 @@ private:
       rep.add("collectives (interconnect " + link_name(from) + " -> " + link_name(to) + ")",
               std::to_string(comms) + " communication tasks, " + format_time(comm_before) + " -> " + format_time(comm_after),
               report_value::of_change(report_kind::time, double(comm_before), double(comm_after)).with_count(std::int64_t(comms)));
-      if (!link) rep.note("collectives unchanged: the interconnect bandwidth of " + from.name + " or " + to.name + " is null");
+      if (cluster)
+        rep.add("collectives priced on the cluster (" + cluster->describe() + ", " + std::string(to_string(algorithm)) +
+                    " all-reduce)",
+                std::to_string(priced) + " of " + std::to_string(comms + t.comm) +
+                    " (the others, without an operation, bytes or a group of two, by the interconnect)",
+                report_value::of_count(std::int64_t(priced)));
+      if (!link && priced < comms + t.comm)
+        rep.note("collectives unchanged: the interconnect bandwidth of " + from.name + " or " + to.name + " is null");
     }
   }
 

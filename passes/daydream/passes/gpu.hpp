@@ -38,7 +38,9 @@ namespace daydream::passes {
 ///
 /// Cost model (docs/cross_gpu.md):
 ///
-/// - **Kernels.** Each kernel is classified by name (kernel_classifier, as AMP does)
+/// - **Kernels.** Each kernel is classified by its FLOPs and bytes against each GPU's ridge
+///   point when the ingest derived them from its operator's shapes (roofline_ratio: the
+///   ratio of its roofline times), else by name (kernel_classifier, as AMP does)
 ///   and its precision read from its name (a precision the name does not show is the
 ///   trace's dominant compute precision, else FP32). retarget_kernel gives the factor:
 ///   the limiting resource's ratio (memory bandwidth for memory-bound kernels; peak

@@ -89,8 +89,13 @@ struct gpu_kernel {
   std::int32_t device = 0;         ///< GPU index
   std::int32_t stream = 0;         ///< CUDA stream id in the trace
   std::uint64_t correlation = 0;   ///< correlation id of the launching runtime call, else 0
-  std::uint64_t bytes = 0;         ///< bytes the kernel touches when known (memsets), else 0
+  /// Bytes the kernel touches when known, else 0: a memset's size, or the kernel's share
+  /// of its operator's tensors read and written (from recorded shapes, with `flops`).
+  std::uint64_t bytes = 0;
   kernel_launch launch{};          ///< grid, block, registers, shared memory when recorded
+  /// Floating-point operations: the kernel's share of its operator's FLOPs, computed at
+  /// ingest from the recorded shapes of GEMMs, convolutions and attention; 0 when unknown.
+  std::uint64_t flops = 0;
   friend constexpr bool operator==(const gpu_kernel&, const gpu_kernel&) = default;
 };
 

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace daydream;
@@ -192,6 +193,109 @@ TEST_CASE("gpu: the same GPU as target changes nothing; the launch floor; copies
   }
 }
 
+TEST_CASE("gpu: a kernel with FLOPs and bytes is classified by its intensity against each GPU's ridge point") {
+  // FP32 (no precision in the names, no compute-bound kernel to lend one): ridge points
+  // A100 19.5e12 / 2039e9 = 9.56 and H100 66.9e12 / 3352e9 = 19.96 FLOP per byte.
+  auto run = [](std::string name, time_ns d, std::uint64_t flops, std::uint64_t bytes, kernel_launch l = {}) {
+    one_stream s("NVIDIA A100-SXM4-80GB");
+    auto k = s.g.add(gpu_kernel{.device = 0, .stream = 7, .bytes = bytes, .launch = l, .flops = flops},
+                     {.name = name, .duration = d, .resource = s.stream});
+    auto rep = apply(s.g, to("H100"));
+    return std::pair{s.g.duration(k), rep};
+  };
+  // Intensity 5, below both ridges: memory-bound on both, although its name says GEMM:
+  // the bandwidth ratio, 2039 / 3352.
+  auto [mem, rep] = run("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n", 3'352'000, 5'000'000, 1'000'000);
+  CHECK(mem == 2'039'000);
+  CHECK(rep.value("kernels classified by shape (their operator's FLOPs and bytes against the ridge points)") ==
+        "1 kernels (0 compute-bound, 1 memory-bound on the target; 0 of another class on the source), 3.35 ms -> 2.04 ms");
+  CHECK(rep.value("kernels scaled by their roofline ratio (FLOPs and bytes, no launch shape or occupancy rules)") ==
+        "1 kernels, 3.35 ms -> 2.04 ms");
+  // Intensity 100, above both: compute-bound on both, although its name is no GEMM's:
+  // the FP32 peak ratio, 19.5 / 66.9.
+  CHECK(run("my_fused_kernel", 66'900'000, 100'000'000, 1'000'000).first == 19'500'000);
+  // Intensity 15: compute-bound on the A100 (above 9.56), memory-bound on the H100 (below
+  // 19.96): the roofline times' ratio (B / 3352e9) / (F / 19.5e12) = 19.5e12 / (15 x 3352e9).
+  auto [between, rep2] = run("my_fused_kernel", 50'280'000, 15'000'000, 1'000'000);
+  CHECK(between == 19'500'000);
+  CHECK(rep2.value("kernels classified by shape (their operator's FLOPs and bytes against the ridge points)") ==
+        "1 kernels (0 compute-bound, 1 memory-bound on the target; 1 of another class on the source), 50.3 ms -> 19.5 ms");
+  // With a launch shape that fills whole waves on both (9504 blocks, 11 and 9 waves): the
+  // same ratios through the wave rule.
+  CHECK(run("my_fused_kernel", 3'352'000, 5'000'000, 1'000'000, shape(9504, 256, 32)).first == 2'039'000);
+  // Without bytes, the name decides (a GEMM: the FP32 peak ratio).
+  CHECK(run("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n", 66'900'000, 5'000'000, 0).first == 19'500'000);
+  auto r = roofline_ratio(gpus().at("A100"), gpus().at("H100"), numeric_precision::bf16, false, 200e6, 1e6);
+  REQUIRE(r);
+  CHECK(r->on_source == kernel_class::compute_bound); // 200 > 312e12 / 2039e9 = 153
+  CHECK(r->on_target == kernel_class::memory_bound);  // 200 < 989.4e12 / 3352e9 = 295
+  CHECK(r->factor == doctest::Approx((1e6 / 3352e9) / (200e6 / 312e12)).epsilon(1e-12));
+  CHECK_FALSE(roofline_ratio(gpus().at("A100"), gpus().at("H100"), numeric_precision::bf16, false, 200e6, 0));
+}
+
+TEST_CASE("gpu: with cluster keys each recorded collective is priced on the cluster by its bytes and group") {
+  auto params = [](std::string s) { return from_params<gpu>(pass_params::parse("gpu", s)); };
+  struct comms {
+    one_stream s{"NVIDIA A100-SXM4-80GB"};
+    resource_id link = s.g.add_resource({"nccl", resource_kind::link});
+    task_id add(comm_op op, std::uint64_t bytes, std::uint32_t group) {
+      return s.g.add(comm_task{.op = op, .bytes = bytes, .group_size = group},
+                     {.name = "ncclKernel", .duration = 900'000, .resource = link}).id;
+    }
+  };
+  {
+    // Groups of two on machines of one GPU (bandwidth= alone): the NIC, 25 Gbit/s =
+    // 3.125e9 B/s, 5 us. Ring all-reduce of 100 MB among 2: 2 x 5 us + 2 x 1/2 x 32 ms;
+    // reduce-scatter and all-gather: 5 us + 1/2 x 32 ms.
+    comms c;
+    auto ar = c.add(comm_op::all_reduce, 100'000'000, 2);
+    auto rs = c.add(comm_op::reduce_scatter, 100'000'000, 2);
+    auto ag = c.add(comm_op::all_gather, 100'000'000, 2);
+    auto one = c.add(comm_op::all_reduce, 100'000'000, 1);  // a group of one: by the interconnect
+    auto other = c.add(comm_op::other, 100'000'000, 2);     // no cost function: likewise
+    auto k = c.s.kernel("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>", 3'352'000);
+    auto rep = apply(c.s.g, params("target=H100,bandwidth=25Gbps"));
+    CHECK(c.s.g.duration(ar) == 32'010'000);
+    CHECK(c.s.g.duration(rs) == 16'005'000);
+    CHECK(c.s.g.duration(ag) == 16'005'000);
+    CHECK(c.s.g.duration(one) == 600'000); // NVLink 3 -> 4: 600 / 900 GB/s
+    CHECK(c.s.g.duration(other) == 600'000);
+    CHECK(c.s.g.duration(k) == 2'039'000); // kernels as without the cluster
+    std::string priced;
+    for (auto& item : rep.items)
+      if (item.key.starts_with("collectives priced on the cluster (")) priced = item.key + ": " + item.text;
+    CAPTURE(priced);
+    CHECK(priced.find("NIC 25 Gbit/s 5 us") != std::string::npos);
+    CHECK(priced.find("ring all-reduce): 3 of 5 ") != std::string::npos);
+  }
+  {
+    // A group of 8 in machines of 8 GPUs stays on NVLink (300 GB/s, 1 us): 14 x 1 us +
+    // 14/8 x 4 ms for 1.2 GB; a group of 16 spans two machines: the NIC bounds the ring.
+    // The same GPU as target: only the collectives change.
+    comms c;
+    auto in = c.add(comm_op::all_reduce, 1'200'000'000, 8);
+    auto across = c.add(comm_op::all_reduce, 1'200'000'000, 16);
+    auto k = c.s.kernel("sm80_xmma_gemm_bf16bf16_bf16f32", 1'000'000, shape(264, 128, 32));
+    auto rep = apply(c.s.g, params("target=A100,workers=16,workers_per_machine=8,nvlink=300GB/s,bandwidth=100Gbps"));
+    CHECK(rep.applied);
+    CHECK(c.s.g.duration(in) == 7'014'000);
+    const double nic = 100e9 / 8; // 12.5 GB/s, 5 us
+    CHECK(c.s.g.duration(across) == std::llround(30 * 5'000 + 30.0 / 16 * 1.2e9 / nic * 1e9));
+    CHECK(c.s.g.duration(k) == 1'000'000);
+  }
+  // Tree all-reduce by algorithm=; bad keys are usage errors.
+  {
+    comms c;
+    auto ar = c.add(comm_op::all_reduce, 100'000'000, 4);
+    apply(c.s.g, params("target=H100,bandwidth=25Gbps,algorithm=tree"));
+    CHECK(c.s.g.duration(ar) == 2 * 2 * (5'000 + 32'000'000)); // 2 ceil(log2 4) (alpha + n beta)
+  }
+  CHECK_THROWS_AS(params("target=H100,algorithm=spiral"), usage_error);
+  CHECK_THROWS_AS(params("target=H100,workers=16,machines=3"), usage_error);
+  CHECK_THROWS_WITH_AS(params("target=H100,ps=2"), doctest::Contains("parameter servers"), usage_error);
+  CHECK_FALSE(params("target=H100").cluster);
+}
+
 TEST_CASE("gpu: errors name what is wrong") {
   one_stream none; // no deviceProperties
   none.kernel("sgemm", 1000);
@@ -245,4 +349,7 @@ TEST_CASE("gpu obeys the pass laws") {
   testing::check_pass_laws(to("H100", "A100"), testing::pass_graphs::pass_fixtures(), {.allow_refusal = true});
   testing::check_pass_laws(to("A100", "A100"), testing::pass_graphs::pass_fixtures(), {.allow_refusal = true});
   testing::check_pass_laws(to("MI300X", "V100"), testing::pass_graphs::pass_fixtures(), {.allow_refusal = true});
+  auto clustered = to("H100", "A100");
+  clustered.cluster = daydream::cluster{.machines = 2, .workers_per_machine = 8, .nvlink = {300e9, 1'000}};
+  testing::check_pass_laws(clustered, testing::pass_graphs::pass_fixtures(), {.allow_refusal = true});
 }

@@ -6,6 +6,8 @@
 #include <daydream/graph.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/launch.hpp>
+#include <daydream/net/cluster.hpp>
+#include <daydream/net/collective.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/report.hpp>
 #include <daydream/select.hpp>
@@ -36,7 +38,9 @@ namespace daydream::passes {
 ///
 /// Cost model (docs/cross_gpu.md):
 ///
-/// - **Kernels.** Each kernel is classified by name (kernel_classifier, as AMP does)
+/// - **Kernels.** Each kernel is classified by its FLOPs and bytes against each GPU's ridge
+///   point when the ingest derived them from its operator's shapes (roofline_ratio: the
+///   ratio of its roofline times), else by name (kernel_classifier, as AMP does)
 ///   and its precision read from its name (a precision the name does not show is the
 ///   trace's dominant compute precision, else FP32). retarget_kernel gives the factor:
 ///   the limiting resource's ratio (memory bandwidth for memory-bound kernels; peak
@@ -56,7 +60,12 @@ namespace daydream::passes {
 /// - **Copies.** Host copies scale with the host link (PCIe bandwidth ratio), device
 ///   copies and memsets with memory bandwidth, peer copies with the interconnect.
 /// - **Collectives** (communication tasks and kernels) scale with the interconnect
-///   bandwidth (NVLink, xGMI); unchanged when a figure is null.
+///   bandwidth (NVLink, xGMI); unchanged when a figure is null. With `cluster` (the
+///   distributed passes' cluster keys), each recorded collective whose operation, bytes
+///   and group (two ranks or more) are known is priced on it instead, with the cost
+///   functions the distributed passes use (net/collective.hpp): its group laid out on
+///   the cluster's machines (collective_time), its time the model's, as a distributed
+///   pass's collectives are.
 /// - **CPU** work is unchanged unless `cpu` says the target's host is faster (`cpu=2`:
 ///   every CPU slice and gap takes half the time).
 ///
@@ -75,6 +84,36 @@ struct gpu {
   time_ns launch_floor = 1'000; ///< the shortest a kernel gets (the shortest Hopper kernels run 0.6-1 us)
   device_catalogue catalogue{}; ///< where names are looked up (the bundled catalogue, plus a user's file)
   kernel_classifier classifier = kernel_classifier::defaults(); ///< decides the class of a kernel
+  /// The target's cluster (machines, GPUs per machine, NIC, NVLink, PCIe), which prices
+  /// the recorded collectives; empty: they scale with the catalogue's interconnect.
+  std::optional<daydream::cluster> cluster{};
+  all_reduce_algorithm algorithm = all_reduce_algorithm::ring; ///< how all-reduces are priced on `cluster`
+
+  /// The time of collective `op` of `bytes` (comm_task::bytes) among `group` ranks on
+  /// cluster `c`, or empty when it cannot be priced (a group of one, no bytes, an
+  /// operation without a cost function: push, pull, other). The group fills machines of
+  /// `c.workers_per_machine` GPUs (a group no larger than that stays in one machine, on
+  /// NVLink or PCIe), and its ring runs at its slowest link (cluster::ring_link): all-reduce
+  /// by `a`, reduce-scatter, all-gather, all-to-all and broadcast/reduce by their
+  /// functions in net/collective.hpp, send and recv one message (latency + bytes /
+  /// bandwidth).
+  static std::optional<time_ns> collective_time(comm_op op, double bytes, std::uint32_t group,
+                                                const daydream::cluster& c, all_reduce_algorithm a) {
+    if (group <= 1 || !(bytes > 0)) return std::nullopt;
+    daydream::cluster s = c;
+    s.workers_per_machine = std::max<std::uint32_t>(1, std::min(group, c.workers_per_machine));
+    s.machines = (group + s.workers_per_machine - 1) / s.workers_per_machine;
+    const link_spec l = s.ring_link();
+    switch (op) {
+    case comm_op::all_reduce: return all_reduce_time(bytes, group, l, a);
+    case comm_op::reduce_scatter: return reduce_scatter_time(bytes, group, l);
+    case comm_op::all_gather: return all_gather_time(bytes, group, l);
+    case comm_op::all_to_all: return all_to_all_time(bytes, group, l);
+    case comm_op::broadcast: case comm_op::reduce: return broadcast_time(bytes, group, l);
+    case comm_op::send: case comm_op::recv: return time_ns(std::llround(l.latency + l.transfer_ns(bytes)));
+    default: return std::nullopt;
+    }
+  }
 
   /// Why the pass does nothing on `g` ("" when it applies): a graph without GPU work.
   static std::string not_applicable(const graph& g) {
@@ -124,12 +163,12 @@ struct gpu {
     const device& from = source_of(g);
     const device& to = lookup(target, "target");
     rep.add("source -> target", from.name + " -> " + to.name, report_value::of_text());
-    if (from.name == to.name && cpu == 1) {
+    if (from.name == to.name && cpu == 1 && !cluster) {
       rep.not_applied("the target is the recorded GPU (" + to.name + "): nothing changes");
       return rep;
     }
     tally t;
-    scale_kernels(g, from, to, t);
+    if (from.name != to.name) scale_kernels(g, from, to, t); // the same GPU: only the cluster's collectives change
     scale_transfers(g, from, to, t, rep);
     if (cpu != 1)
       for (auto c : tasks<cpu_task>(g)) {
@@ -149,6 +188,9 @@ private:
     std::array<std::size_t, kernel_class_count> class_count{};
     std::size_t floored = 0, clock_fallback = 0, no_shape = 0, no_rules = 0, comm = 0, copies = 0, memory_on_target = 0;
     time_ns floored_time = 0, latency_time = 0;
+    std::array<std::size_t, kernel_class_count> by_shape{}; ///< classified by FLOPs and bytes, by class on the target
+    std::size_t shape_changed = 0;                          ///< of those, of another class on the source
+    time_ns shape_before = 0, shape_after = 0;
     std::string dominant;
   };
 
@@ -215,7 +257,10 @@ private:
         it->second = std::regex_search(n.begin(), n.end(), conv);
       }
       const kernel_launch launch = k.payload().launch;
-      const auto r = retarget_kernel(from, to, c, p, it->second, launch);
+      // FLOPs and bytes from the operator's recorded shapes: the class on each GPU by
+      // the kernel's intensity against its ridge points, not by name.
+      const auto shape = roofline_ratio(from, to, p, it->second, double(k.payload().flops), double(k.payload().bytes));
+      const auto r = retarget_kernel(from, to, c, p, it->second, launch, shape);
       if (r.rule == retarget_rule::class_ratio) {
         if (!launch.has_resources()) ++t.no_shape;
         else if (!rules) ++t.no_rules;
@@ -224,7 +269,7 @@ private:
       time_ns after = before;
       if (r.rule != retarget_rule::unscaled) {
         after = time_ns(std::llround(double(before) * r.factor));
-        if (c == kernel_class::compute_bound && to.memory_bandwidth && from.memory_bandwidth) {
+        if (!shape && c == kernel_class::compute_bound && to.memory_bandwidth && from.memory_bandwidth) {
           // The roofline's other term: the operator's tensors (from its recorded shapes)
           // read at the target's bandwidth, at most the source's time at the bandwidth
           // ratio. A kernel compute-bound on the source whose intensity lies below the
@@ -254,7 +299,18 @@ private:
       ++t.rule_count[ri];
       t.rule_before[ri] += before;
       t.rule_after[ri] += after;
-      t.class_after[ci] += after;
+      if (shape) {
+        // Counted in the class it has on the target.
+        const auto si = std::size_t(shape->on_target);
+        ++t.class_count[si], --t.class_count[ci];
+        t.class_before[si] += before, t.class_before[ci] -= before;
+        t.class_after[si] += after;
+        ++t.by_shape[si];
+        t.shape_before += before, t.shape_after += after;
+        t.shape_changed += shape->on_source != shape->on_target;
+      } else {
+        t.class_after[ci] += after;
+      }
     }
   }
 
@@ -277,11 +333,19 @@ private:
       after += g.duration(m);
     }
     time_ns comm_before = 0, comm_after = 0;
-    std::size_t comms = 0;
+    std::size_t comms = 0, priced = 0;
     for (auto c : tasks<comm_task>(g)) {
       comm_before += g.duration(c);
       ++comms;
-      if (link) scale_duration(g, c, *link);
+      const auto& p = c.payload();
+      const auto on_cluster =
+          cluster ? collective_time(p.op, double(p.bytes), p.group_size, *cluster, algorithm) : std::nullopt;
+      if (on_cluster) {
+        set_duration(g, c, *on_cluster);
+        ++priced;
+      } else if (link && from.name != to.name) {
+        scale_duration(g, c, *link);
+      }
       comm_after += g.duration(c);
     }
     if (t.copies > 0)
@@ -293,7 +357,14 @@ private:
       rep.add("collectives (interconnect " + link_name(from) + " -> " + link_name(to) + ")",
               std::to_string(comms) + " communication tasks, " + format_time(comm_before) + " -> " + format_time(comm_after),
               report_value::of_change(report_kind::time, double(comm_before), double(comm_after)).with_count(std::int64_t(comms)));
-      if (!link) rep.note("collectives unchanged: the interconnect bandwidth of " + from.name + " or " + to.name + " is null");
+      if (cluster)
+        rep.add("collectives priced on the cluster (" + cluster->describe() + ", " + std::string(to_string(algorithm)) +
+                    " all-reduce)",
+                std::to_string(priced) + " of " + std::to_string(comms + t.comm) +
+                    " (the others, without an operation, bytes or a group of two, by the interconnect)",
+                report_value::of_count(std::int64_t(priced)));
+      if (!link && priced < comms + t.comm)
+        rep.note("collectives unchanged: the interconnect bandwidth of " + from.name + " or " + to.name + " is null");
     }
   }
 
@@ -307,6 +378,7 @@ private:
     static constexpr std::array<std::string_view, retarget_rule_count> rule_text{
         "kernels scaled by waves (launch shape on both GPUs)", "small kernels, one wave on both GPUs (clock)",
         "kernels scaled by their class ratio (no launch shape or occupancy rules)",
+        "kernels scaled by their roofline ratio (FLOPs and bytes, no launch shape or occupancy rules)",
         "kernels unchanged (a figure of the catalogue is null)"};
     for (int i = 0; i < retarget_rule_count; ++i) {
       if (t.rule_count[i] == 0) continue;
@@ -324,6 +396,13 @@ private:
               report_value::of_change(report_kind::time, double(t.class_before[i]), double(t.class_after[i]))
                   .with_count(std::int64_t(t.class_count[i])));
     }
+    if (const auto n = t.by_shape[0] + t.by_shape[1]; n > 0)
+      rep.add("kernels classified by shape (their operator's FLOPs and bytes against the ridge points)",
+              std::to_string(n) + " kernels (" + std::to_string(t.by_shape[0]) + " compute-bound, " +
+                  std::to_string(t.by_shape[1]) + " memory-bound on the target; " + std::to_string(t.shape_changed) +
+                  " of another class on the source), " + format_time(t.shape_before) + " -> " + format_time(t.shape_after),
+              report_value::of_change(report_kind::time, double(t.shape_before), double(t.shape_after))
+                  .with_count(std::int64_t(n)));
     if (t.no_shape > 0)
       rep.add_count("kernels without a recorded launch (grid, block, registers): class ratio", std::int64_t(t.no_shape));
     if (t.no_rules > 0)

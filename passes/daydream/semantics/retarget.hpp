@@ -20,10 +20,11 @@ enum class retarget_rule : std::uint8_t {
   waves,        ///< launch shape on both devices: limiting resource x wave quantization
   one_wave,     ///< one wave on both devices, fewer blocks than SMs: clock ratio
   class_ratio,  ///< no launch shape (or no occupancy rules): the limiting resource's ratio
+  roofline,     ///< no launch shape, FLOPs and bytes known: the ratio of the two roofline times
   unscaled,     ///< a ratio the catalogue cannot give (a null figure): unchanged
 };
 /// Number of retarget_rule values.
-inline constexpr int retarget_rule_count = 4;
+inline constexpr int retarget_rule_count = 5;
 
 /// The name of a rule ("one_wave").
 inline constexpr std::string_view to_string(retarget_rule r) noexcept {
@@ -31,6 +32,7 @@ inline constexpr std::string_view to_string(retarget_rule r) noexcept {
   case retarget_rule::waves: return "waves";
   case retarget_rule::one_wave: return "one_wave";
   case retarget_rule::class_ratio: return "class_ratio";
+  case retarget_rule::roofline: return "roofline";
   case retarget_rule::unscaled: return "unscaled";
   }
   return "?";
@@ -110,6 +112,43 @@ inline std::optional<double> class_ratio(const device& source, const device& tar
   return *source.fp32_flops / *target.fp32_flops;
 }
 
+/// A kernel classified by its FLOPs and bytes (roofline_ratio): its class on each
+/// device and the ratio of its roofline times.
+struct roofline_retarget {
+  double factor = 1;         ///< roofline time on the target / on the source
+  kernel_class on_source = kernel_class::unknown, on_target = kernel_class::unknown;
+  numeric_precision precision_on_target = numeric_precision::unknown;
+};
+
+/// A kernel of `flops` FLOPs over `bytes` bytes in precision `p` (a convolution takes
+/// TF32 for FP32 where the target has it, as class_ratio), classified on each device
+/// by its arithmetic intensity flops / bytes against the device's ridge point (peak
+/// FLOP/s at that precision over memory bandwidth): compute-bound at or above it,
+/// memory-bound below. The factor is the ratio of its roofline times,
+/// max(F / P_t, B / BW_t) / max(F / P_s, B / BW_s): the bandwidth ratio for a kernel
+/// memory-bound on both, the peak ratio for one compute-bound on both. Empty when a
+/// figure is null or `flops` or `bytes` is 0.
+inline std::optional<roofline_retarget> roofline_ratio(const device& source, const device& target,
+                                                       numeric_precision p, bool convolution, double flops,
+                                                       double bytes) {
+  if (!(flops > 0) || !(bytes > 0) || !source.memory_bandwidth || !target.memory_bandwidth) return std::nullopt;
+  if (!(*source.memory_bandwidth > 0) || !(*target.memory_bandwidth > 0)) return std::nullopt;
+  auto ps = p == numeric_precision::unknown || p == numeric_precision::fp64 ? numeric_precision::fp32 : p;
+  auto pt = ps == numeric_precision::fp32 && convolution && target.tf32_flops ? numeric_precision::tf32 : ps;
+  auto rs = compute_rate(source, ps);
+  auto rt = compute_rate(target, pt);
+  if (!rs || !rt || !(*rs > 0) || !(*rt > 0)) return std::nullopt;
+  roofline_retarget r;
+  r.precision_on_target = pt;
+  const double intensity = flops / bytes;
+  r.on_source = intensity >= *rs / *source.memory_bandwidth ? kernel_class::compute_bound : kernel_class::memory_bound;
+  r.on_target = intensity >= *rt / *target.memory_bandwidth ? kernel_class::compute_bound : kernel_class::memory_bound;
+  const double ts = r.on_source == kernel_class::compute_bound ? flops / *rs : bytes / *source.memory_bandwidth;
+  const double tt = r.on_target == kernel_class::compute_bound ? flops / *rt : bytes / *target.memory_bandwidth;
+  r.factor = tt / ts;
+  return r;
+}
+
 /// How kernel `k` of class `c` (compute- or memory-bound, or unknown; communication is
 /// the caller's), precision `p`, recorded on `source`, runs on `target`:
 ///
@@ -123,10 +162,18 @@ inline std::optional<double> class_ratio(const device& source, const device& tar
 ///   the source), slots = waves x blocks per SM x SMs, which is R when the grid fills
 ///   whole waves on both;
 /// - without: R alone.
+///
+/// `roofline` (roofline_ratio, for a kernel whose FLOPs and bytes are known) replaces R,
+/// and a kernel without a launch shape then takes it by retarget_rule::roofline.
 inline kernel_retarget retarget_kernel(const device& source, const device& target, kernel_class c,
-                                       numeric_precision p, bool convolution, const kernel_launch& launch) {
+                                       numeric_precision p, bool convolution, const kernel_launch& launch,
+                                       const std::optional<roofline_retarget>& roofline = std::nullopt) {
   kernel_retarget r;
   auto ratio = class_ratio(source, target, c, p, convolution, r.on_target);
+  if (roofline) {
+    ratio = roofline->factor;
+    r.on_target = roofline->precision_on_target;
+  }
   if (launch.has_resources() && source.sm_count && target.sm_count) {
     const launch_shape shape{.blocks = launch.blocks, .threads_per_block = launch.threads,
                              .registers_per_thread = launch.registers, .shared_memory_per_block = launch.shared_memory};
@@ -165,7 +212,7 @@ inline kernel_retarget retarget_kernel(const device& source, const device& targe
   }
   if (ratio) {
     r.factor = *ratio;
-    r.rule = retarget_rule::class_ratio;
+    r.rule = roofline ? retarget_rule::roofline : retarget_rule::class_ratio;
   }
   return r;
 }

@@ -195,6 +195,8 @@ inline task_id add_node(graph& g, const pb::Node& n, read_context& c) {
     gpu_kernel p;
     p.device = device;
     p.stream = stream;
+    p.flops = std::uint64_t(bounded_attr(n, "num_ops", 0, 0, i64, c));
+    p.bytes = std::uint64_t(bounded_attr(n, "tensor_size", 0, 0, i64, c));
     if (!c.listed) f.resource = resource_at(1);
     t = g.add(p, f).id;
   }

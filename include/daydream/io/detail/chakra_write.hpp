@@ -106,6 +106,10 @@ inline bool write_kind(const graph& g, task_id t, npu_context& ctx, pb::Node& n)
       attr_bool(a, "is_cpu_op", false);
       attr_int(a, "daydream.device", p.device);
       attr_int(a, "daydream.stream", p.stream);
+      // Chakra's compute attributes (ASTRA-sim's roofline reads them): the FLOPs and
+      // bytes the ingest derived from the operator's shapes, when known.
+      if (p.flops) attr_int(a, "num_ops", std::int64_t(std::min<std::uint64_t>(p.flops, INT64_MAX)));
+      if (p.bytes) attr_int(a, "tensor_size", std::int64_t(std::min<std::uint64_t>(p.bytes, INT64_MAX)));
     } else if constexpr (std::is_same_v<K, memcpy_task>) {
       n.set_type(pb::COMP_NODE);
       attr_bool(a, "is_cpu_op", false);

@@ -247,6 +247,7 @@ private:
         if (is(k, "Sequence number")) as_int(e.seq);
         else if (is(k, "Total Allocated")) as_int(e.total_allocated);
         else if (is(k, "Collective name")) as_str(e.collective);
+        else if (is(k, "Concrete Inputs")) as_raw(e.concrete_inputs);
         break;
       case 18: if (is(k, "Process Group Name")) as_str(e.pg_name); break;
       case 19:

@@ -267,6 +267,7 @@ struct op_meta {
   std::string_view collective, dtype;
   std::int64_t in_nelems = -1, out_nelems = -1, group_size = -1;
   std::string_view pg_name, pg_ranks; ///< process group of a collective: name, ranks ("[0, 1]")
+  std::string_view concrete_inputs;   ///< raw JSON text of `Concrete Inputs`, kept for convolutions only
 };
 
 /// Everything decode_kineto keeps of a trace.

@@ -36,6 +36,7 @@ struct raw_event {
   std::int64_t stream = -1;
   std::string_view input_dims, input_types, collective, dtype, sync_kind;
   std::string_view pg_name, pg_ranks; // process group of a collective (record_param_comms)
+  std::string_view concrete_inputs;   // `Concrete Inputs` (raw JSON)
   std::int64_t in_nelems = -1, out_nelems = -1, group_size = -1;
   bool has_mem_bytes = false;
   std::int64_t mem_bytes = 0, total_allocated = -1, device_type = -1, device_id = -1;
@@ -233,7 +234,9 @@ private:
         e.group_size < 0 && e.dtype.empty() && e.pg_name.empty() && e.pg_ranks.empty())
       return no_index;
     out_.metas.push_back({keep(e.input_dims), keep(e.input_types), keep(e.collective), keep(e.dtype),
-                          e.in_nelems, e.out_nelems, e.group_size, keep(e.pg_name), keep(e.pg_ranks)});
+                          e.in_nelems, e.out_nelems, e.group_size, keep(e.pg_name), keep(e.pg_ranks),
+                          // strides and paddings of convolutions (io/detail/op_flops.hpp); others' are not kept
+                          e.name.find("conv") != std::string_view::npos ? keep(e.concrete_inputs) : std::string_view{}});
     return static_cast<std::uint32_t>(out_.metas.size() - 1);
   }
 

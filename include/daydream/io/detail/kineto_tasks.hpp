@@ -7,6 +7,7 @@
 #include <daydream/io/detail/kineto_cuts.hpp>
 #include <daydream/io/detail/kineto_events.hpp>
 #include <daydream/io/detail/kineto_flatten.hpp>
+#include <daydream/io/detail/kineto_flops.hpp>
 #include <daydream/io/detail/kineto_iterations.hpp>
 #include <daydream/io/detail/kineto_links.hpp>
 #include <daydream/io/detail/kineto_names.hpp>
@@ -304,6 +305,7 @@ inline task_map make_tasks(const decoded_trace& d, thread_table& tt, gpu_links& 
       T.gpu_task[o] = id;
     }
   }
+  assign_op_work(d, L, F, T.gpu_task, g); // FLOPs and bytes of GEMMs, convolutions, attention
   if (T.unlinked)
     warnings.add(std::to_string(T.unlinked) + " GPU operations have no matching runtime call; they are kept in "
                  "stream order and start no earlier than in the trace relative to their predecessor");

@@ -6,6 +6,8 @@
 #include <daydream/config.hpp>
 #include <daydream/io/device_catalogue.hpp>
 #include <daydream/passes/gpu.hpp>
+#include <daydream/net/collective.hpp>
+#include <daydream/registry/cluster_params.hpp>
 #include <daydream/registry/params.hpp>
 #include <daydream/registry/pass_spec.hpp>
 
@@ -22,14 +24,38 @@ template <> struct pass_spec<gpu> {
   static constexpr std::string_view help =
       "the run on another GPU: every kernel rescaled from the recorded GPU to the target (memory- or compute-bound "
       "by class, precision, waves from the recorded launch), copies by the host link, collectives by the "
-      "interconnect. params: target=NAME (H100, A100, B200, MI300X, ...: docs/cross_gpu.md), source=NAME (default: "
-      "the trace's deviceProperties), cpu=1 (host speed factor), launch_floor=1us, catalogue=FILE (more GPUs)";
+      "interconnect, or priced on a cluster given by the distributed passes' keys. params: target=NAME (H100, A100, "
+      "B200, MI300X, ...: docs/cross_gpu.md), source=NAME (default: the trace's deviceProperties), cpu=1 (host speed "
+      "factor), launch_floor=1us, catalogue=FILE (more GPUs); cluster keys (workers=, machines=, "
+      "workers_per_machine=, bandwidth=, latency=, nvlink=, pcie=, algorithm=ring) price each recorded collective "
+      "by its bytes and group";
   /// Not in a default what-if run: the target is the user's question (`--vary target=A100,H100,B200`).
   static constexpr bool default_scenario = false;
 
-  /// Reads `target`, `source`, `cpu`, `launch_floor` and `catalogue`.
+  /// The keys that describe the target's cluster (cluster_from_params).
+  static constexpr std::string_view cluster_keys[] = {
+      "workers", "machines", "nodes", "workers_per_machine", "bandwidth", "nic", "latency", "nic_latency",
+      "nvlink", "nvlink_latency", "pcie", "pcie_latency", "algorithm"};
+
+  /// Reads `target`, `source`, `cpu`, `launch_floor`, `catalogue` and, when any is
+  /// given, the cluster keys (cluster_from_params; `algorithm` of all-reduces).
   static gpu from_params(const pass_params& p) {
     gpu g;
+    bool clustered = false;
+    for (auto k : cluster_keys) clustered |= p.has(std::string(k));
+    if (p.has("ps") || p.has("ps_bandwidth"))
+      throw usage_error("daydream: pass 'gpu': ps= and ps_bandwidth= describe parameter servers, which the gpu "
+                        "pass does not model (the ps and p3 passes do)");
+    if (clustered) {
+      g.cluster = cluster_from_params(p);
+      try {
+        g.algorithm = parse_all_reduce_algorithm(p.get_string("algorithm", "ring"));
+      } catch (const usage_error&) {
+        throw;
+      } catch (const std::exception& e) {
+        throw usage_error(e.what());
+      }
+    }
     g.target = p.get_string("target", g.target);
     g.source = p.get_string("source", g.source);
     g.cpu = p.get_double("cpu", g.cpu);

@@ -841,6 +841,13 @@ TEST_CASE("dgc checks the memory throughput it measures against physical bounds"
   auto measured = pass.memory_throughput(fast.g);
   CHECK(measured.derived);
   CHECK(measured.value == doctest::Approx(800e9));
+  // A GEMM whose bytes and FLOPs come from recorded shapes is no measure of it: 1 MB
+  // in 1 ms would read as 1 GB/s. A memset kernel (bytes, no FLOPs) is: 100 MB in 50 us.
+  fast.g.add(gpu_kernel{.bytes = 1'000'000, .flops = 1'000'000'000},
+             {.name = "volta_sgemm_128x64_nn", .duration = 1'000'000, .resource = s2});
+  CHECK(dp::dgc::measured_throughput(fast.g) == doctest::Approx(800e9));
+  fast.g.add(gpu_kernel{.bytes = 100'000'000}, {.name = "memset_kernel", .duration = 50'000, .resource = s2});
+  CHECK(dp::dgc::measured_throughput(fast.g) == doctest::Approx(300e6 / 300e-6)); // the copy reads and writes
   // The fixed cost of a kernel taken from the trace is bounded too.
   graph slow;
   auto st = slow.add_resource({"stream 7", resource_kind::gpu_stream});

@@ -81,7 +81,7 @@ struct dgc {
   static bool applicable(const graph& g) { return not_applicable(g).empty(); }
 
   /// The device memory throughput (bytes/s) measured from `g`'s device copies and
-  /// memsets of at least min_measured_bytes (bytes moved / time: a copy reads and writes
+  /// memsets (copy tasks, and kernels with bytes and no FLOPs) of at least min_measured_bytes (bytes moved / time: a copy reads and writes
   /// its bytes, a memset writes them), or 0 when there are none. Not checked: see
   /// memory_throughput.
   static double measured_throughput(const graph& g) {
@@ -94,8 +94,10 @@ struct dgc {
       bytes += double(m.payload().bytes) * (m.payload().direction == copy_kind::d2d ? 2.0 : 1.0);
       ns += double(m.duration());
     }
+    // Kernels that say their bytes and no FLOPs (memsets): a GEMM's or a convolution's
+    // bytes (recorded shapes) over its time is no memory throughput.
     for (auto k : tasks<gpu_kernel>(g) | where(pred([](const auto& r) {
-                    return r.duration() > 0 && r.payload().bytes >= min_measured_bytes;
+                    return r.duration() > 0 && r.payload().bytes >= min_measured_bytes && r.payload().flops == 0;
                   }))) {
       bytes += double(k.payload().bytes);
       ns += double(k.duration());

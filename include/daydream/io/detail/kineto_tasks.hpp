@@ -192,9 +192,15 @@ inline task_map make_tasks(const decoded_trace& d, thread_table& tt, gpu_links& 
     name += th.is_main ? ", main)" : th.backward ? ", backward)" : ")";
     th.res = g.add_resource({name, resource_kind::cpu_thread, sharing::exclusive, node, -1, 0});
   }
-  for (auto& s : L.streams)
-    s.res = g.add_resource({"stream " + std::to_string(s.stream) + " (gpu " + std::to_string(s.device) + ")",
-                            resource_kind::gpu_stream, sharing::exclusive, node, s.device, 0});
+  for (auto& s : L.streams) {
+    const std::string sn = "stream " + std::to_string(s.stream), dn = " (gpu " + std::to_string(s.device) + ")";
+    s.res = g.add_resource({sn + dn, resource_kind::gpu_stream, sharing::exclusive, node, s.device, 0});
+    // the further lanes of a stream that ran a graph launch's ops at once (assign_lanes)
+    s.lane_res.assign(s.lanes(), s.res);
+    for (std::size_t l = 1; l < s.lanes(); ++l)
+      s.lane_res[l] = g.add_resource({sn + " lane " + std::to_string(l) + dn, resource_kind::gpu_stream,
+                                      sharing::exclusive, node, s.device, 0});
+  }
   // CPU slices.
   for (auto& th : tt.threads) {
     for (auto& s : th.slices) {
@@ -279,7 +285,7 @@ inline task_map make_tasks(const decoded_trace& d, thread_table& tt, gpu_links& 
           }
         }
       }
-      task_fields f{.name = {}, .duration = e.dur, .resource = s.res, .gap = 0,
+      task_fields f{.name = {}, .duration = e.dur, .resource = s.res_at(k), .gap = 0,
                     .trace_start = e.ts, .layer = {}, .phase = ph, .iteration = it};
       const std::uint64_t corr = e.correlation >= 0 ? static_cast<std::uint64_t>(e.correlation) : 0;
       task_id id;

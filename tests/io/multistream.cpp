@@ -208,6 +208,21 @@ TEST_CASE("a sync after a graph launch waits for every lane; overlaps of separat
   CHECK(replay(g).end[sync] == 301'000); // from the launch, without its latency
   set_duration(g, x, 400'000);
   CHECK(replay(g).end[sync] == 401'000);
+  // A kernel of a later launch that starts while a lane still runs (3 us before y ends)
+  // takes a free lane, but follows y: a stream runs a launch after what was launched before.
+  auto later = dio::parse_kineto(trace({
+                                     X("cuda_runtime", "cudaGraphLaunch", 1, 1, "10", "5", corr(1)),
+                                     X("cuda_runtime", "cudaLaunchKernel", 1, 1, "16", "5", corr(2)),
+                                     X("kernel", "x", 0, 7, "20", "200", gpu(1)),
+                                     X("kernel", "y", 0, 7, "20", "300", gpu(1)),
+                                     X("kernel", "z", 0, 7, "317", "10", gpu(2)),
+                                 }),
+                                 "a later launch");
+  const auto lx = named(later.g, "x"), ly = named(later.g, "y"), lz = named(later.g, "z");
+  CHECK(resource_name(later.g, lz) == "stream 7 (gpu 0)");
+  CHECK(later.g.dependency_kind(lx, lz) == dep_kind::stream_order);
+  CHECK(later.g.dependency_kind(ly, lz) == dep_kind::stream_order);
+  CHECK(replay(later.g).start[lz] == replay(later.g).end[ly]);
   // Kernels of two launches that overlap on a stream (a kernel that starts early, 3 us
   // before the one before it ends) stay on one lane, one after the other, as do kernels
   // of one graph launch that overlap by no more than the tolerance (a microsecond).

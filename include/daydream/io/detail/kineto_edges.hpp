@@ -45,8 +45,11 @@ struct edge_list {
 /// every op after the last op of each other lane that ended by its start (within
 /// lane_overlap_tolerance), as a data dependency: the replay keeps the order the trace
 /// shows, and a graph's join waits for every branch before it. An edge that an earlier
-/// one already implies (through the op before it on its lane) is left out.
-inline void add_lane_edges(const decoded_trace& d, const stream_rec& st, const task_map& T, edge_list& E) {
+/// one already implies (through the op before it on its lane) is left out. An op also
+/// follows (stream_order) each other lane's op still running at its start that another
+/// launch launched: the stream runs a launch's work after the work launched before it.
+inline void add_lane_edges(const decoded_trace& d, const gpu_links& L, const stream_rec& st, const task_map& T,
+                           edge_list& E) {
   const std::size_t n = st.lanes();
   // known[l * n + m]: the latest position of lane m that lane l's last op follows
   std::vector<std::size_t> known(n * n, no_pos);
@@ -58,6 +61,9 @@ inline void add_lane_edges(const decoded_trace& d, const stream_rec& st, const t
     for (std::size_t m = 0; m < n; ++m) {
       if (m == l) continue;
       std::size_t p = st.last_on_lane_before(m, k);
+      if (p != no_pos && d.gpu[st.ops[p]].ts + d.gpu[st.ops[p]].dur > by &&
+          (L.launch_of[o] == no_index || L.launch_of[st.ops[p]] != L.launch_of[o]))
+        E.add(T.gpu_task[st.ops[p]], T.gpu_task[o], dep_kind::stream_order); // still running, another launch's
       while (p != no_pos && d.gpu[st.ops[p]].ts + d.gpu[st.ops[p]].dur > by) p = st.last_on_lane_before(m, p);
       if (p == no_pos || (known[l * n + m] != no_pos && known[l * n + m] >= p)) continue;
       known[l * n + m] = p;
@@ -82,7 +88,7 @@ inline edge_list add_structural_edges(const decoded_trace& d, thread_table& tt, 
   E.gpu_ready.assign(d.gpu.size(), std::numeric_limits<time_ns>::min());
   for (auto& st : L.streams) {
     if (st.lanes() > 1) {
-      add_lane_edges(d, st, T, E);
+      add_lane_edges(d, L, st, T, E);
       continue;
     }
     for (std::size_t k = 1; k < st.ops.size(); ++k) E.add(T.gpu_task[st.ops[k - 1]], T.gpu_task[st.ops[k]], dep_kind::stream_order);

@@ -101,3 +101,37 @@ TEST_CASE("GPU links: threads of Python frames only are ignored; runtime calls a
   CHECK(threads.runtime_at(d, {1, 1}, 30'000) == cpu_named(d, "cudaLaunchKernel", 30));
   CHECK(threads.runtime_at(d, {1, 1}, 31'000) == no_index);
 }
+
+TEST_CASE("GPU links: ops of one graph launch that overlap on their stream go on lanes; others keep one") {
+  // A graph launch (correlation 1) runs a, b and c at once on stream 7 and d after them;
+  // then a kernel of its own launch (2) starts 5 us before d ends: it takes the lowest
+  // free lane (the edge stage makes it follow d); the graph's ops of 1 us overlap stay on
+  // one lane.
+  auto t = decode(trace({
+      X("cuda_runtime", "cudaGraphLaunch", 1, 1, "10", "5", corr(1)),
+      X("cuda_runtime", "cudaLaunchKernel", 1, 1, "16", "5", corr(2)),
+      X("kernel", "a", 0, 7, "20", "100", gpu(1)),
+      X("kernel", "b", 0, 7, "20", "50", gpu(1)),
+      X("kernel", "c", 0, 7, "30", "100", gpu(1)),
+      X("kernel", "b2", 0, 7, "71", "10", gpu(1)),  // b ended at 70: lane 1 is free
+      X("kernel", "d", 0, 7, "130", "10", gpu(1)),
+      X("kernel", "early", 0, 7, "135", "10", gpu(2)),
+      X("kernel", "other", 0, 8, "20", "10", gpu(2, 8)),
+  }));
+  auto& d = t->d;
+  auto threads = group_threads(d);
+  auto L = link_gpu_ops(d, threads);
+  auto& st = L.streams[L.op_stream[gpu_named(d, "a")]];
+  REQUIRE(st.lanes() == 3);
+  auto lane = [&](const char* name) { return st.lane_at(L.op_pos[gpu_named(d, name)]); };
+  CHECK(lane("a") == 0);
+  CHECK(lane("b") == 1);
+  CHECK(lane("c") == 2);
+  CHECK(lane("b2") == 1);
+  CHECK(lane("d") == 0);
+  CHECK(lane("early") == 1);
+  CHECK(L.laned_ops == 4);
+  CHECK(st.lane_prev(L.op_pos[gpu_named(d, "b2")]) == L.op_pos[gpu_named(d, "b")]);
+  CHECK(st.lane_prev(L.op_pos[gpu_named(d, "d")]) == L.op_pos[gpu_named(d, "a")]);
+  CHECK(L.streams[L.op_stream[gpu_named(d, "other")]].lanes() == 1);
+}

@@ -41,6 +41,39 @@ struct edge_list {
   }
 };
 
+/// Program order on a stream with lanes (assign_lanes): each lane in start order, and
+/// every op after the last op of each other lane that ended by its start (within
+/// lane_overlap_tolerance), as a data dependency: the replay keeps the order the trace
+/// shows, and a graph's join waits for every branch before it. An edge that an earlier
+/// one already implies (through the op before it on its lane) is left out. An op also
+/// follows (stream_order) each other lane's op still running at its start that another
+/// launch launched: the stream runs a launch's work after the work launched before it.
+inline void add_lane_edges(const decoded_trace& d, const gpu_links& L, const stream_rec& st, const task_map& T,
+                           edge_list& E) {
+  const std::size_t n = st.lanes();
+  // known[l * n + m]: the latest position of lane m that lane l's last op follows
+  std::vector<std::size_t> known(n * n, no_pos);
+  for (std::size_t k = 0; k < st.ops.size(); ++k) {
+    const auto o = st.ops[k];
+    const std::size_t l = st.lane_at(k);
+    if (auto p = st.lane_prev(k); p != no_pos) E.add(T.gpu_task[st.ops[p]], T.gpu_task[o], dep_kind::stream_order);
+    const time_ns by = d.gpu[o].ts + lane_overlap_tolerance;
+    for (std::size_t m = 0; m < n; ++m) {
+      if (m == l) continue;
+      std::size_t p = st.last_on_lane_before(m, k);
+      if (p != no_pos && d.gpu[st.ops[p]].ts + d.gpu[st.ops[p]].dur > by &&
+          (L.launch_of[o] == no_index || L.launch_of[st.ops[p]] != L.launch_of[o]))
+        E.add(T.gpu_task[st.ops[p]], T.gpu_task[o], dep_kind::stream_order); // still running, another launch's
+      while (p != no_pos && d.gpu[st.ops[p]].ts + d.gpu[st.ops[p]].dur > by) p = st.last_on_lane_before(m, p);
+      if (p == no_pos || (known[l * n + m] != no_pos && known[l * n + m] >= p)) continue;
+      known[l * n + m] = p;
+      const auto q = st.ops[p];
+      E.add(T.gpu_task[q], T.gpu_task[o], dep_kind::data);
+      E.gpu_ready[o] = std::max(E.gpu_ready[o], d.gpu[q].ts + d.gpu[q].dur);
+    }
+  }
+}
+
 /// Stage 14: program order on every thread and stream, launch edges, anchors (a worker
 /// session starts after its main thread reached its start; a stream head that needs it
 /// after the main thread's slice before it) and joins (the main thread resumes when the
@@ -52,10 +85,15 @@ inline edge_list add_structural_edges(const decoded_trace& d, thread_table& tt, 
   auto& threads = tt.threads;
   for (auto& th : threads)
     for (std::size_t k = 1; k < th.slices.size(); ++k) E.add(th.slices[k - 1].task, th.slices[k].task, dep_kind::cpu_order);
-  for (auto& st : L.streams)
-    for (std::size_t k = 1; k < st.ops.size(); ++k) E.add(T.gpu_task[st.ops[k - 1]], T.gpu_task[st.ops[k]], dep_kind::stream_order);
-  // Launches.
   E.gpu_ready.assign(d.gpu.size(), std::numeric_limits<time_ns>::min());
+  for (auto& st : L.streams) {
+    if (st.lanes() > 1) {
+      add_lane_edges(d, L, st, T, E);
+      continue;
+    }
+    for (std::size_t k = 1; k < st.ops.size(); ++k) E.add(T.gpu_task[st.ops[k - 1]], T.gpu_task[st.ops[k]], dep_kind::stream_order);
+  }
+  // Launches.
   for (std::uint32_t o = 0; o < d.gpu.size(); ++o) {
     auto* src = T.launch_slice(d, tt, L, P.launch_at, o);
     if (!src) continue;
@@ -122,10 +160,16 @@ inline void set_durations_and_gaps(const decoded_trace& d, const thread_table& t
       g.core().gap[sl.task] = std::max<time_ns>(0, gap);
     }
   }
+  std::vector<std::size_t> next_on_lane;
   for (auto& st : L.streams) {
-    for (std::size_t k = 0; k + 1 < st.ops.size(); ++k) {
+    // the position of the next op on each op's lane
+    next_on_lane.assign(st.ops.size(), no_pos);
+    for (std::size_t k = 0; k < st.ops.size(); ++k)
+      if (auto p = st.lane_prev(k); p != no_pos) next_on_lane[p] = k;
+    for (std::size_t k = 0; k < st.ops.size(); ++k) {
+      if (next_on_lane[k] == no_pos) continue;
       auto& p = d.gpu[st.ops[k]];
-      auto nx = st.ops[k + 1];
+      auto nx = st.ops[next_on_lane[k]];
       auto& n = d.gpu[nx];
       const time_ns pend = p.ts + p.dur;
       const time_ns full = std::max<time_ns>(0, n.ts - pend);
@@ -177,8 +221,9 @@ inline memory_charges charge_memory(const decoded_trace& d, const thread_table& 
 }
 
 /// Stage 18: adds the dependencies to the graph, then breaks every cycle that timestamp
-/// noise produced by dropping its weakest inferred edge (control, then sync, then
-/// launch), with a warning each. A cycle of program order alone is an internal error.
+/// noise produced by dropping its weakest inferred edge (control, then sync or data
+/// (between the lanes of a stream), then launch), with a warning each. A cycle of
+/// program order alone is an internal error.
 inline void commit_edges(const edge_list& E, daydream::graph& g, warning_log& warnings) {
   for (auto& e : E.list) g.add_dependency(e.from, e.to, e.kind);
   for (;;) {
@@ -188,7 +233,7 @@ inline void commit_edges(const edge_list& E, daydream::graph& g, warning_log& wa
     int best = -1;
     for (std::size_t i = 0; i + 1 < cyc.size(); ++i) {
       auto k = g.dependency_kind(cyc[i], cyc[i + 1]);
-      int w = k == dep_kind::control ? 3 : k == dep_kind::sync ? 2 : k == dep_kind::launch ? 1 : 0;
+      int w = k == dep_kind::control ? 3 : k == dep_kind::sync || k == dep_kind::data ? 2 : k == dep_kind::launch ? 1 : 0;
       if (w > best) { best = w; pick = i; }
     }
     if (pick == cyc.size() || best == 0) throw error("daydream: internal error: program-order cycle in the built graph");

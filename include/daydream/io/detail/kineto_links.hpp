@@ -20,12 +20,49 @@ namespace daydream::io::detail {
 
 //! @cond DAYDREAM_INTERNAL
 
-/// One GPU stream: its operations in start order.
+/// How much longer than this two GPU ops of one graph launch must overlap on their stream
+/// to run on two lanes of it (see assign_lanes): Kineto's timestamps are microseconds,
+/// and an op that ends a microsecond after the next one starts is rounding, not
+/// parallel branches.
+inline constexpr time_ns lane_overlap_tolerance = 1'000;
+
+/// One GPU stream: its operations in start order. A stream whose CUDA graph launches ran
+/// several ops at once has lanes (assign_lanes): lane 0 is the stream's resource, each
+/// further lane a resource of its own, and every op is on one of them.
 struct stream_rec {
   std::int32_t device = 0, stream = 0;
   std::vector<std::uint32_t> ops;     ///< gpu events in start order
   std::vector<time_ns> launch_max;    ///< running max of the launch times along `ops`
   resource_id res = no_resource;
+  std::vector<std::uint16_t> lane;    ///< per position in `ops`: its lane (empty: one lane)
+  std::vector<std::vector<std::uint32_t>> lane_pos; ///< per lane: its positions in `ops` (empty: one lane)
+  std::vector<resource_id> lane_res;  ///< per lane: its resource (lane 0's is `res`)
+
+  /// Number of lanes (1: the stream runs one op at a time).
+  std::size_t lanes() const noexcept { return lane_pos.empty() ? 1 : lane_pos.size(); }
+  /// The lane of the op at position `k` of `ops`.
+  std::uint16_t lane_at(std::size_t k) const noexcept { return lane.empty() ? 0 : lane[k]; }
+  /// The resource of the op at position `k` of `ops`.
+  resource_id res_at(std::size_t k) const noexcept { return lane.empty() ? res : lane_res[lane[k]]; }
+  /// The position in `ops` of the op before position `k` on its lane, or no_pos.
+  std::size_t lane_prev(std::size_t k) const noexcept {
+    if (lane.empty()) return k == 0 ? no_pos : k - 1;
+    auto& v = lane_pos[lane[k]];
+    auto it = std::lower_bound(v.begin(), v.end(), static_cast<std::uint32_t>(k));
+    return it == v.begin() ? no_pos : *(it - 1);
+  }
+  /// The position of the first op of lane `l` after position `k`, or no_pos.
+  std::size_t first_on_lane_after(std::size_t l, std::size_t k) const noexcept {
+    auto& v = lane_pos[l];
+    auto it = std::upper_bound(v.begin(), v.end(), static_cast<std::uint32_t>(k));
+    return it == v.end() ? no_pos : *it;
+  }
+  /// The position of the last op of lane `l` before position `k`, or no_pos.
+  std::size_t last_on_lane_before(std::size_t l, std::size_t k) const noexcept {
+    auto& v = lane_pos[l];
+    auto it = std::lower_bound(v.begin(), v.end(), static_cast<std::uint32_t>(k));
+    return it == v.begin() ? no_pos : *(it - 1);
+  }
 };
 
 /// A launch flow pair that was used to link a GPU op (its `s` and `f` flows).
@@ -35,6 +72,8 @@ struct flow_pair_rec { std::uint32_t s, f, op; };
 struct gpu_links {
   std::vector<stream_rec> streams;
   std::vector<std::uint32_t> op_stream;       ///< gpu event -> index into streams
+  std::vector<std::uint32_t> op_pos;          ///< gpu event -> its position in its stream's ops
+  std::size_t laned_ops = 0;                  ///< ops on a lane other than their stream's first
   std::vector<call_semantics> sem;            ///< cpu event -> what the call does (plain if not runtime)
   id_index runtime_by_corr;                   ///< correlation id -> runtime call
   std::vector<std::uint32_t> launch_of;       ///< gpu event -> runtime call, or no_index
@@ -74,6 +113,50 @@ inline std::uint64_t gpu_place_key(std::int32_t dev, std::int32_t st, time_ns ts
   return (std::uint64_t(std::uint32_t(dev)) * 0x9E3779B97F4A7C15ull) ^ (std::uint64_t(std::uint32_t(st)) << 40) ^ std::uint64_t(ts);
 }
 
+/// Stage 2b: lanes. Some CUDA versions record the parallel branches of a CUDA graph on the
+/// stream that launched it: ops of one graph launch (one runtime call that launched
+/// several) overlap in time on one stream. Each op of a stream, in start order, goes on
+/// the lowest lane that is free by its start (the lane's last op ended at most
+/// lane_overlap_tolerance after it); when none is, an op of a graph launch whose
+/// overlapping ops are all of its own launch opens a new lane, and any other op follows
+/// the lane that frees first (the stream runs it after that op, as on one lane). A
+/// stream without such overlaps keeps one lane.
+inline void assign_lanes(const decoded_trace& d, gpu_links& L) {
+  auto graph_call = [&](std::uint32_t o) {
+    const auto r = L.launch_of[o];
+    return r != no_index && L.sem[r] == call_semantics::launch && L.ops_begin[r + 1] - L.ops_begin[r] >= 2 ? r
+                                                                                                        : no_index;
+  };
+  std::vector<std::uint32_t> tail; // per lane: its last op
+  for (auto& st : L.streams) {
+    tail.clear();
+    bool laned = false;
+    std::vector<std::uint16_t> lane(st.ops.size(), 0);
+    for (std::size_t k = 0; k < st.ops.size(); ++k) {
+      const auto o = st.ops[k];
+      const time_ns ts = d.gpu[o].ts;
+      auto end_of = [&](std::uint32_t p) { return d.gpu[p].ts + d.gpu[p].dur; };
+      std::size_t pick = tail.size(), first_free = tail.size();
+      bool own = graph_call(o) != no_index && tail.size() < 0xFFFF;
+      for (std::size_t l = 0; l < tail.size(); ++l) {
+        if (end_of(tail[l]) <= ts + lane_overlap_tolerance) { first_free = l; break; }
+        if (graph_call(tail[l]) != graph_call(o)) own = false;
+        if (pick == tail.size() || end_of(tail[l]) < end_of(tail[pick])) pick = l;
+      }
+      if (first_free < tail.size()) pick = first_free;
+      else if (own || tail.empty()) pick = tail.size(), tail.push_back(o);
+      tail[pick] = o;
+      lane[k] = static_cast<std::uint16_t>(pick);
+      laned |= pick > 0;
+    }
+    if (!laned) continue;
+    st.lane = std::move(lane);
+    st.lane_pos.assign(tail.size(), {});
+    for (std::uint32_t k = 0; k < st.ops.size(); ++k) st.lane_pos[st.lane[k]].push_back(k);
+    L.laned_ops += st.ops.size() - st.lane_pos[0].size();
+  }
+}
+
 /// Stage 2: groups the GPU operations of `d` by stream (in start order) and links each
 /// to the runtime call that launched it: by correlation id, then by launch flows for
 /// ops still unlinked (a flow that contradicts the correlation is counted, not used).
@@ -86,14 +169,15 @@ inline gpu_links link_gpu_ops(const decoded_trace& d, const thread_table& tt) {
     auto& e = d.gpu[i];
     std::int64_t key = (std::int64_t(e.device) << 32) ^ std::uint32_t(e.stream);
     auto [it, fresh] = by_key.try_emplace(key, static_cast<std::uint32_t>(L.streams.size()));
-    if (fresh) L.streams.push_back({e.device, e.stream, {}, {}, no_resource});
+    if (fresh) L.streams.push_back({e.device, e.stream, {}, {}, no_resource, {}, {}, {}});
     L.streams[it->second].ops.push_back(i);
   }
   L.op_stream.assign(d.gpu.size(), 0);
+  L.op_pos.assign(d.gpu.size(), 0);
   for (std::uint32_t s = 0; s < L.streams.size(); ++s) {
     auto& ops = L.streams[s].ops;
     std::stable_sort(ops.begin(), ops.end(), [&](auto a, auto b) { return d.gpu[a].ts < d.gpu[b].ts; });
-    for (auto o : ops) L.op_stream[o] = s;
+    for (std::uint32_t k = 0; k < ops.size(); ++k) L.op_stream[ops[k]] = s, L.op_pos[ops[k]] = k;
   }
   // Runtime calls: by correlation, and what each does.
   std::vector<std::pair<std::int64_t, std::uint32_t>> kv;
@@ -167,6 +251,7 @@ inline gpu_links link_gpu_ops(const decoded_trace& d, const thread_table& tt) {
       s.launch_max[k] = m;
     }
   }
+  assign_lanes(d, L);
   return L;
 }
 

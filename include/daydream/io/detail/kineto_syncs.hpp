@@ -129,11 +129,33 @@ private:
     std::sort(records_.begin(), records_.end(), [&](auto a, auto b) { return d_.cpu[a].ts < d_.cpu[b].ts; });
   }
 
-  /// Makes slice `w` wait for GPU op `o`, when there is one and it is a task.
+  /// On a stream with lanes: `f(q)` for each op `q` of another lane that ran alongside GPU
+  /// op `o` (the last op of its lane to start before `o`, still running when `o` started,
+  /// so that the lane edges do not order it before `o`) and ended by `limit`.
+  template <class F> void lane_partners(std::uint32_t o, time_ns limit, F&& f) const {
+    auto& st = L_.streams[L_.op_stream[o]];
+    if (st.lanes() < 2) return;
+    const std::size_t k = L_.op_pos[o], l = st.lane_at(k);
+    for (std::size_t m = 0; m < st.lanes(); ++m) {
+      const auto p = m == l ? no_pos : st.last_on_lane_before(m, k);
+      if (p == no_pos) continue;
+      const auto q = st.ops[p];
+      const time_ns e = d_.gpu[q].ts + d_.gpu[q].dur;
+      if (e > d_.gpu[o].ts + lane_overlap_tolerance && e <= limit) f(q);
+    }
+  }
+
+  /// Makes slice `w` wait for GPU op `o`, when there is one and it is a task (and, on a
+  /// stream with lanes, for the ops of its other lanes that ran alongside it).
   void wait_for_op(edge_list& E, slice& w, std::uint32_t o) const {
     if (o == no_index || T_.gpu_task[o] == no_task) return;
-    E.add(T_.gpu_task[o], w.task, dep_kind::sync);
-    w.wait_until = std::max(w.wait_until, d_.gpu[o].ts + d_.gpu[o].dur);
+    auto wait = [&](std::uint32_t q) {
+      if (T_.gpu_task[q] == no_task) return;
+      E.add(T_.gpu_task[q], w.task, dep_kind::sync);
+      w.wait_until = std::max(w.wait_until, d_.gpu[q].ts + d_.gpu[q].dur);
+    };
+    wait(o);
+    lane_partners(o, w.end + s_.sync_tolerance, wait);
   }
 
   /// Adds what call `c` waits for, by what the call does.
@@ -224,8 +246,21 @@ private:
     const bool joins = src != no_index && dst != no_index && L_.op_stream[src] != L_.op_stream[dst] &&
                        d_.gpu[src].ts + d_.gpu[src].dur <= d_.gpu[dst].ts + s_.sync_tolerance;
     if (joins) {
-      E.add(T_.gpu_task[src], T_.gpu_task[dst], dep_kind::sync);
-      E.gpu_ready[dst] = std::max(E.gpu_ready[dst], d_.gpu[src].ts + d_.gpu[src].dur);
+      // on streams with lanes: what ran alongside `src`, and the ops alongside `dst`
+      std::vector<std::uint32_t> from{src}, to{dst};
+      lane_partners(src, d_.gpu[dst].ts + s_.sync_tolerance, [&](std::uint32_t q) { from.push_back(q); });
+      auto& ds = L_.streams[L_.op_stream[dst]];
+      const std::size_t k = L_.op_pos[dst];
+      for (std::size_t m = 0; ds.lanes() > 1 && m < ds.lanes(); ++m) {
+        const auto p = m == ds.lane_at(k) ? no_pos : ds.first_on_lane_after(m, k);
+        if (p != no_pos && d_.gpu[dst].ts + d_.gpu[dst].dur > d_.gpu[ds.ops[p]].ts + lane_overlap_tolerance)
+          to.push_back(ds.ops[p]);
+      }
+      for (auto a : from)
+        for (auto b : to) {
+          E.add(T_.gpu_task[a], T_.gpu_task[b], dep_kind::sync);
+          E.gpu_ready[b] = std::max(E.gpu_ready[b], d_.gpu[a].ts + d_.gpu[a].dur);
+        }
     }
     return joins;
   }

@@ -147,6 +147,18 @@ inline std::uint64_t tensor_bytes_of(const decoded_trace& d, const flat_events& 
   return b;
 }
 
+/// The resources of stream `s`: "stream 7 (gpu 0)", and "stream 7 lane 1 (gpu 0)" and so
+/// on for the further lanes of a stream that ran a graph launch's ops at once
+/// (assign_lanes).
+inline void add_stream_resources(stream_rec& s, std::int32_t node, daydream::graph& g) {
+  const std::string sn = "stream " + std::to_string(s.stream), dn = " (gpu " + std::to_string(s.device) + ")";
+  s.res = g.add_resource({sn + dn, resource_kind::gpu_stream, sharing::exclusive, node, s.device, 0});
+  s.lane_res.assign(s.lanes(), s.res);
+  for (std::size_t l = 1; l < s.lanes(); ++l)
+    s.lane_res[l] = g.add_resource({sn + " lane " + std::to_string(l) + dn, resource_kind::gpu_stream,
+                                    sharing::exclusive, node, s.device, 0});
+}
+
 /// Stage 13: the graph's resources (threads with slices, main first within a process
 /// as they come, then streams) and tasks: one CPU task per slice (durations and gaps are
 /// set by the edge stage) and one GPU task per op, which takes layer, phase and
@@ -193,9 +205,7 @@ inline task_map make_tasks(const decoded_trace& d, thread_table& tt, gpu_links& 
     name += th.is_main ? ", main)" : th.backward ? ", backward)" : ")";
     th.res = g.add_resource({name, resource_kind::cpu_thread, sharing::exclusive, node, -1, 0});
   }
-  for (auto& s : L.streams)
-    s.res = g.add_resource({"stream " + std::to_string(s.stream) + " (gpu " + std::to_string(s.device) + ")",
-                            resource_kind::gpu_stream, sharing::exclusive, node, s.device, 0});
+  for (auto& s : L.streams) add_stream_resources(s, node, g);
   // CPU slices.
   for (auto& th : tt.threads) {
     for (auto& s : th.slices) {
@@ -280,7 +290,7 @@ inline task_map make_tasks(const decoded_trace& d, thread_table& tt, gpu_links& 
           }
         }
       }
-      task_fields f{.name = {}, .duration = e.dur, .resource = s.res, .gap = 0,
+      task_fields f{.name = {}, .duration = e.dur, .resource = s.res_at(k), .gap = 0,
                     .trace_start = e.ts, .layer = {}, .phase = ph, .iteration = it};
       const std::uint64_t corr = e.correlation >= 0 ? static_cast<std::uint64_t>(e.correlation) : 0;
       task_id id;

@@ -466,14 +466,15 @@ TEST_CASE("property: the replay kernel and the reference event loop agree") {
 }
 
 TEST_CASE("property: the chained replay gives the kernel's and the reference's results") {
-  // A graph whose exclusive resources run their tasks in dependency order, with no zero
-  // durations, is replayed in one topological pass with a queue for its fair-share links
-  // (detail::replay_chained). It must give exactly what the event-driven kernel and the
-  // reference event loop give, every field; short durations make many ties, fair links
-  // many simultaneous transfers. Mixed graphs (links made exclusive, which program order
-  // does not chain; or a zero duration on a resource) must be refused or give the same
-  // results; tasks without a resource that take no time (barriers) are taken.
-  std::size_t chained = 0, refused = 0, with_links = 0, with_barriers = 0;
+  // A graph whose exclusive resources run their tasks in dependency order is replayed in
+  // one topological pass with a queue for its fair-share links (detail::replay_chained).
+  // It must give exactly what the event-driven kernel and the reference event loop give,
+  // every field; short durations make many ties, fair links many simultaneous transfers.
+  // Mixed graphs (links made exclusive, which program order does not chain) must be
+  // refused or give the same results; tasks without a resource that take no time
+  // (barriers) and tasks on a lane that take no time (a trace's markers) are taken, or
+  // the pass gives up on a tie it does not model.
+  std::size_t chained = 0, refused = 0, with_links = 0, with_barriers = 0, with_markers = 0;
   for (std::uint64_t seed = 0; seed < 2 * graphs; ++seed) {
     CAPTURE(seed);
     auto o = shape(seed);
@@ -485,6 +486,8 @@ TEST_CASE("property: the chained replay gives the kernel's and the reference's r
     // Odd seeds keep zero durations on tasks without a resource, and make more of them
     // (barriers): the pass takes them, or gives up on a tie it does not model.
     const bool barriers = !mixed && seed % 2 == 1;
+    // Some seeds put zero durations on resources (markers), among them the first task.
+    const bool markers = !mixed && (seed % 4 == 2 || seed % 8 == 7);
     if (barriers) o.no_resource = 0.3;
     auto g = random_dag(seed, o);
     if (mixed)
@@ -498,6 +501,7 @@ TEST_CASE("property: the chained replay gives the kernel's and the reference's r
         if (mixed && r.chance(0.5)) has_zero = true;
         else if (!(barriers && g.resource_of(t) == no_resource)) set_duration(g, t, 1);
       }
+      if (markers && g.resource_of(t) != no_resource && (t == 0 || r.chance(0.1))) set_duration(g, t, 0);
       if (r.chance(0.2)) reschedule(g, t, r.between(-2, 2));
     });
     // A few removals.
@@ -525,18 +529,17 @@ TEST_CASE("property: the chained replay gives the kernel's and the reference's r
     auto via_replay = replay(g, priority_policy{});
     CHECK(testing::replay_difference(kernel, reference) == "");
     CHECK(testing::replay_difference(via_replay, reference) == "");
-    if (seed % 4 != 1 && !mixed && !loose_zero) {
+    if (seed % 4 != 1 && !mixed && !loose_zero && !has_zero) {
       // Every exclusive resource is chained in id order and every task takes time.
       // (After removals a resource may stay ordered through paths rather than direct
       // edges, which the pass does not accept: the kernel replays those.)
       REQUIRE(took);
-    } else if (has_zero) {
-      CHECK_FALSE(took);
     }
     if (took) {
       ++chained;
       if (!mixed && link_tasks > 1) ++with_links;
       if (loose_zero) ++with_barriers;
+      if (has_zero) ++with_markers;
       CHECK(testing::replay_difference(fast, reference) == "");
       CHECK(fast.start == reference.start);
       CHECK(fast.end == reference.end);
@@ -552,10 +555,12 @@ TEST_CASE("property: the chained replay gives the kernel's and the reference's r
     }
   }
   // Both branches ran on many graphs, and fair links with several transfers.
-  CHECK(chained > graphs);
+  CAPTURE(with_markers);
+  CHECK(chained > graphs * 9 / 10);
   CHECK(refused > graphs / 10);
   CHECK(with_links > graphs / 4);
   CHECK(with_barriers > graphs / 20);
+  CHECK(with_markers > graphs / 10);
 }
 
 TEST_CASE("property: replay_into a reused result gives exactly the fresh result") {
@@ -638,8 +643,10 @@ TEST_CASE("property: replay_into a reused result gives exactly the fresh result"
       same(reused, fresh);
     }
   }
+  // (The odd seeds' graphs without program order are mostly refused; small ones may be
+  // chained by chance, zero durations included.)
   CHECK(chained > graphs / 4);
-  CHECK(kernel > graphs / 4);
+  CHECK(kernel > graphs / 5);
 }
 
 TEST_CASE("chained replay: hand-computed ties, resource waits and memory") {

@@ -67,8 +67,9 @@ struct chain_scratch {
 /// event queue for the fair-share resources only, when the graph is *chained*: every
 /// exclusive resource runs its tasks in an order the dependencies already impose (each
 /// task on it depends directly on the one before it, as program-order and stream-order
-/// edges make a trace's threads and streams) and every live task takes time
-/// (duration > 0). One pass replays once: construct it, then run() (see replay_chained).
+/// edges make a trace's threads and streams). A task may take no time on a lane (a
+/// trace's markers: the origin anchor, joins) or without a resource (a barrier after
+/// 0). One pass replays once: construct it, then run() (see replay_chained).
 ///
 /// Why it gives exactly the kernel's (and the reference event loop's) result:
 /// - On a chained resource at most one task is ready at a time, the one after the last
@@ -81,10 +82,14 @@ struct chain_scratch {
 ///   queue in the event loop's order; what the pass computes ahead never ends before
 ///   the time it was computed from (every task takes time), so the queue never falls
 ///   behind.
-/// - Since every task takes time, the event loop handles the completions of one time T
-///   in this order: every task not on a fair-share resource, by id; then the transfers
+/// - The event loop handles the completions of one time T in this order: every task
+///   that takes time and is not on a fair-share resource, by id; then the transfers
 ///   that finish at T, in the order of the fair-share steps that finish them (resource
-///   by resource, by id; a resource may take a second step at T), by id within a step.
+///   by resource, by id; a resource may take a second step at T), by id within a step;
+///   then the tasks that take no time on a lane, through their dispatches (so after
+///   all of those: a tie between two tasks that take no time, or a transfer made ready
+///   by one, is not modelled and the kernel replays the graph). A task that becomes
+///   ready at 0 through such a task is bound by it, not a root.
 ///   The dependency that binds a start is the one ending last, the first among equals
 ///   in that order, through its first edge in the out-list; a transfer made ready at T
 ///   starts before the first fair-share step at T, or, when the last of its
@@ -182,6 +187,7 @@ private:
     const time_ns* duration;
     const time_ns* gap;
     const resource_id* res;
+    const std::uint32_t* n_in;     // dependencies per task: 0 for a root
     const std::int64_t* mem_delta; // nullptr when no task allocates
     const std::uint32_t* link_of;  // by resource: its link, or no_link
     lane* lanes;
@@ -234,7 +240,7 @@ private:
     k_ = {r_.start.data(), r_.end.data(), r_.pred.data(), r_.why.data(), r_.edge.data(),
           s_.wait.data(), s_.order.data(), c_.edges.data(), c_.head_out.data(),
           times_.duration ? times_.duration : c_.duration.data(), times_.gap ? times_.gap : c_.gap.data(),
-          c_.res.data(),
+          c_.res.data(), c_.n_in.data(),
           // The memory column, read through its array (nullptr when no task allocates).
           c_.mem_delta.data(), nullptr, nullptr, &s_.mem, n, nres};
   }
@@ -331,6 +337,10 @@ private:
     k.start[t] = x.at;
     k.end[t] = x.end;
     k.why[t] = x.why;
+    // A task that takes no time on a lane ends after the fair-share steps of its time: a
+    // transfer it makes ready starts after them, which the queue does not model.
+    if (k.duration[t] == 0 && rr < k.nres) [[unlikely]]
+      w.zero |= feeds_transfer(t);
     finish(k, w, t, x.end);
     return true;
   }
@@ -341,7 +351,7 @@ private:
                                               resource_id rr, timing& x) {
     lane& l = k.lanes[rr];
     task_id p = k.pred[t];
-    if (x.at == 0) {
+    if (k.n_in[t] == 0) { // a root (a task ready at 0 through a dependency that took no time is not)
       p = no_task;
       k.edge[t] = dep_kind::control;
       x.why = binding::none;
@@ -353,7 +363,7 @@ private:
       if (!has_edge(last, t)) return outcome::refused;
     }
     const time_ns dur = k.duration[t];
-    if (dur <= 0) return outcome::refused;
+    if (dur < 0) return outcome::refused;
     ++w.taken;
     if (l.free_at > x.at) {
       x.at = l.free_at;
@@ -377,7 +387,7 @@ private:
     const time_ns dur = k.duration[t];
     if (dur < 0 || (dur == 0 && x.at == 0)) return outcome::refused;
     ++w.taken;
-    if (x.at == 0) {
+    if (k.n_in[t] == 0) {
       k.pred[t] = no_task;
       k.edge[t] = dep_kind::control;
       x.why = binding::none;
@@ -417,6 +427,15 @@ private:
     }
   }
 
+  /// Whether a dependent of task `t` runs on a fair-share resource.
+  bool feeds_transfer(task_id t) const noexcept {
+    for (auto i = k_.head_out[t]; i != no_edge; i = k_.edges[i].next_out) {
+      const resource_id rr = k_.res[k_.edges[i].dst];
+      if (rr < k_.nres && k_.link_of[rr] != no_link) return true;
+    }
+    return false;
+  }
+
   /// Whether task `a` has an edge to task `b`.
   bool has_edge(task_id a, task_id b) const noexcept {
     auto i = k_.head_out[a];
@@ -434,6 +453,11 @@ private:
     const task_id p = k_.pred[d];
     const time_ns* const duration = k_.duration;
     if (duration[t] == 0 || duration[p] == 0) {
+      // A task that takes no time on a lane (a marker on a thread) ends through its
+      // dispatch, which the event loop handles after every completion of its time: after
+      // any task that takes time and ends then.
+      if (duration[t] != 0 && on_lane(p)) return 1;
+      if (duration[p] != 0 && on_lane(t)) return 0;
       // A task that takes no time is handled once all its dependencies were, so a
       // dependency of it ending at the same time comes first (a rank's collective
       // before the barrier that waits for it). Anything else is not modelled.
@@ -441,6 +465,12 @@ private:
       return duration[t] == 0 && duration[p] != 0 && has_edge(p, t) ? 0 : -1;
     }
     return completion_key(t) < completion_key(p) ? 1 : 0;
+  }
+
+  /// Whether task x runs on an exclusive resource (not a fair-share link, not loose).
+  bool on_lane(task_id x) const noexcept {
+    const resource_id rr = k_.res[x];
+    return rr < k_.nres && k_.link_of[rr] == no_link;
   }
 
   /// Task x's place in the order of completions at one time (see tie_wins).
@@ -473,8 +503,9 @@ private:
     auto& l = links_[k];
     ++transfers_;
     k_.start[t] = now;
-    k_.why[t] = now == 0 ? binding::none : binding::dependency;
-    if (now == 0) {
+    const bool root = k_.n_in[t] == 0;
+    k_.why[t] = root ? binding::none : binding::dependency;
+    if (root) {
       k_.pred[t] = no_task;
       k_.edge[t] = dep_kind::control;
     }

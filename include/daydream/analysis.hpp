@@ -103,12 +103,17 @@ std::vector<steady_step> steady_steps(const Graph& g, const replay_result& r, co
     out[k].iteration = its[k];
     at.emplace(its[k], k);
   }
-  const auto spans = iteration_spans(g, r);
-  for (auto& s : spans)
-    if (auto it = at.find(s.iteration); it != at.end()) out[it->second].span = s.duration();
-  // The intervals of each (analysed iteration, resource), flat: iv[k * nres + res]. An
+  // The work of each (analysed iteration, resource), flat: [k * nres + res]. An exclusive
+  // resource runs one task at a time, so its work is the sum of its tasks' replayed
+  // times; a fair-share one keeps its intervals, whose union is its work. An
   // iteration's slot comes from a table over the iterations' range when it is small.
   const std::size_t nres = g.resource_count();
+  std::vector<std::uint8_t> shared(nres, 0), device(nres, 0);
+  for (std::size_t res = 0; res < nres; ++res) {
+    shared[res] = g.resource_at(resource_id(res)).share != sharing::exclusive;
+    device[res] = !is_cpu(g.resource_at(resource_id(res)).kind);
+  }
+  std::vector<time_ns> busy(its.size() * nres, 0);
   std::vector<std::vector<std::pair<time_ns, time_ns>>> iv(its.size() * nres);
   std::int32_t lo = 0, hi = -1;
   if (!its.empty()) {
@@ -119,23 +124,36 @@ std::vector<steady_step> steady_steps(const Graph& g, const replay_result& r, co
   std::vector<std::size_t> slot_of(dense ? std::size_t(std::int64_t(hi) - lo + 1) : 0, its.size());
   for (auto& [i, k] : at)
     if (dense) slot_of[std::size_t(std::int64_t(i) - lo)] = k;
-  g.for_each_task([&](task_id t) {
+  detail::span_builder spans; // the iterations' spans (iteration_spans), in the same pass
+  // A plain loop over the ids (a per-task lambda through for_each_task is not inlined
+  // by every compiler, and this runs once per what-if).
+  for (task_id t = 0, n = g.id_bound(); t < n; ++t) {
+    if (!g.contains(t)) continue;
+    const time_ns start = r.start[t], end = r.end[t];
+    if (start < 0) continue;
     const auto i = g.iteration(t);
+    const auto res = g.resource_of(t);
+    const bool known = res != no_resource && res < nres;
+    spans.add(i, start, end, known && device[res]);
     std::size_t k = its.size();
     if (dense) {
       if (i >= lo && i <= hi) k = slot_of[std::size_t(std::int64_t(i) - lo)];
     } else if (auto it = at.find(i); it != at.end()) {
       k = it->second;
     }
-    if (k == its.size() || r.start[t] < 0 || r.end[t] <= r.start[t]) return;
-    const auto res = g.resource_of(t);
-    if (res != no_resource && res < nres) iv[k * nres + res].push_back({r.start[t], r.end[t]});
-  });
+    if (k == its.size() || end <= start || !known) continue;
+    if (shared[res]) iv[k * nres + res].push_back({start, end});
+    else busy[k * nres + res] += end - start;
+  }
+  for (auto& s : spans.close())
+    if (auto it = at.find(s.iteration); it != at.end()) out[it->second].span = s.duration();
   for (std::size_t k = 0; k < its.size(); ++k)
     for (std::size_t res = 0; res < nres; ++res) {
       auto& v = iv[k * nres + res];
-      if (v.empty()) continue;
-      const auto work = union_length(v, std::numeric_limits<time_ns>::min(), std::numeric_limits<time_ns>::max());
+      const auto work = shared[res] ? union_length(v, std::numeric_limits<time_ns>::min(),
+                                                   std::numeric_limits<time_ns>::max())
+                                    : busy[k * nres + res];
+      if (work == 0) continue;
       auto& s = out[k];
       if (work > s.work) {
         s.work = work;

@@ -109,7 +109,11 @@ inline own_window last_iteration_window(time_ns first, time_ns cpu_end, time_ns 
 /// Gathers a graph's iteration spans task by task and closes them (the rule of
 /// iteration_spans): `add` each replayed task, then `close`.
 struct span_builder {
-  std::map<std::int32_t, iteration_span> spans;
+  /// The iterations met so far, in the order met (a graph's tasks come iteration by
+  /// iteration, so the last one met is looked up first).
+  std::vector<iteration_span> spans;
+  std::size_t last = 0;                              ///< index of the last iteration met
+  std::map<std::int32_t, std::size_t> index;         ///< iteration -> its index in `spans`
   std::vector<std::pair<time_ns, time_ns>> outside; ///< GPU-side tasks of no iteration
 
   /// Adds task `t` of `g` as replay `r` ran it (a task the replay did not run is left out).
@@ -124,8 +128,14 @@ struct span_builder {
       if (device) outside.push_back({start, end});
       return;
     }
-    auto [it, fresh] = spans.try_emplace(i);
-    auto& s = it->second;
+    bool fresh = false;
+    if (last >= spans.size() || spans[last].iteration != i) {
+      auto [at, added] = index.try_emplace(i, spans.size());
+      last = at->second;
+      fresh = added;
+    }
+    if (fresh) spans.emplace_back();
+    auto& s = spans[last];
     if (fresh) {
       s.iteration = i;
       s.first_start = start;
@@ -144,8 +154,8 @@ struct span_builder {
   }
 
   std::vector<iteration_span> close() const {
-    std::vector<iteration_span> out;
-    for (auto& [i, s] : spans) out.push_back(s);
+    std::vector<iteration_span> out = spans;
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.iteration < b.iteration; });
     time_ns earlier = std::numeric_limits<time_ns>::min(); // latest end of the earlier iterations' GPU-side work
     for (std::size_t k = 0; k < out.size(); ++k) {
       auto& s = out[k];

@@ -71,6 +71,8 @@ def _task_table(c, extra=()):
         "duration": c["duration"],
         "gap": c["gap"],
         "launched_by": c["launched_by"],
+        "bytes": c["bytes"],
+        "flops": c["flops"],
     }
     for k in extra:
         cols[k] = c[k]
@@ -185,7 +187,10 @@ Job.report = _job_report
 def _tasks(self):
     """One row per task: id, kind, name, layer, phase, iteration, resource, start (trace
     clock, ns), duration (ns), gap (idle ns after it on its resource), launched_by (the CPU
-    call that launched it, -1 for none). Names are categorical."""
+    call that launched it, -1 for none), bytes (a copy's or a collective's; a kernel's
+    share of its operator's tensors, from recorded shapes) and flops (a kernel's share of
+    its operator's FLOPs: GEMMs, convolutions, attention); 0 when unknown. Names are
+    categorical."""
     return _task_table(_core._task_columns(self))
 
 

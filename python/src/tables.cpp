@@ -74,6 +74,24 @@ py::dict task_columns(const graph& g) {
       if (dep.kind == dep_kind::launch) { lp[i] = dep.from; break; }
   }
   d["launched_by"] = launched;
+  // What the task moves and computes: a copy's or a collective's bytes; a kernel's share
+  // of its operator's tensor bytes and FLOPs (recorded shapes); 0 when unknown.
+  auto bytes = new_array<std::uint64_t>(ids.size()), flops = new_array<std::uint64_t>(ids.size());
+  auto *bp = bytes.mutable_data(), *fp = flops.mutable_data();
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const task_id t = ids[i];
+    bp[i] = fp[i] = 0;
+    if (auto k = g.as<gpu_kernel>(t)) {
+      bp[i] = g.payload(k).bytes;
+      fp[i] = g.payload(k).flops;
+    } else if (auto m = g.as<memcpy_task>(t)) {
+      bp[i] = g.payload(m).bytes;
+    } else if (auto x = g.as<comm_task>(t)) {
+      bp[i] = g.payload(x).bytes;
+    }
+  }
+  d["bytes"] = bytes;
+  d["flops"] = flops;
   return d;
 }
 

@@ -82,3 +82,20 @@ def test_repr_html_summarises(resnet_trace):
     html = resnet_trace._repr_html_()
     assert "<table" in html and "baseline (replay)" in html and "tasks" in html
     assert "Replay" in repr(resnet_trace.replay()) or "replay" in resnet_trace.replay()._repr_html_()
+
+
+def test_kernel_flops_and_bytes_from_recorded_shapes(dd, pair):
+    # An MLP recorded with record_shapes: its GEMM kernels carry their operators' FLOPs
+    # (2 M N K for each addmm / mm), nothing else computes any; copies say their bytes.
+    df = dd.load(str(pair[0])).tasks()
+    assert {"bytes", "flops"} <= set(df.columns)
+    assert (df.loc[df["kind"] != "gpu_kernel", "flops"] == 0).all()
+    kernels = df[df["kind"] == "gpu_kernel"]
+    with_flops = kernels[kernels["flops"] > 0]
+    assert len(with_flops) > 0
+    assert (with_flops["bytes"] > 0).all()
+    # Every kernel with FLOPs runs a GEMM (cuBLAS names: gemm, nvjet, cutlass).
+    names = with_flops["name"].astype(str).str.lower()
+    assert names.str.contains("gemm|nvjet|cutlass|xmma").all()
+    copies = df[df["kind"] == "memcpy_task"]
+    assert len(copies) == 0 or (copies["bytes"] > 0).any()

@@ -4,6 +4,7 @@
 #define DAYDREAM_IO_JOB_HPP
 
 #include <daydream/config.hpp>
+#include <daydream/io/detail/kineto_window_workers.hpp>
 #include <daydream/io/kineto.hpp>
 #include <daydream/job/graph.hpp>
 
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -173,19 +175,43 @@ inline job make_job(std::vector<kineto_trace> traces, const job_options& o = {})
   return j;
 }
 
+/// The traces of `files` as a job keeps them: loaded `threads` at a time (job_options::
+/// threads; 0: one per hardware thread), each kept only as make_job needs it (its graph,
+/// iterations and metadata; the module tree and the ingest report's warnings and counts
+/// are dropped as soon as the file is read), so a job of many large ranks never holds more
+/// than its graphs and the loads under way. In the order of `files`, each trace what
+/// load_kineto returns less what is dropped, whatever the number of threads; the error of
+/// the first file that cannot be read, as load_kineto_files throws it.
+inline std::vector<kineto_trace> load_job_traces(std::span<const std::filesystem::path> files, const job_options& o = {}) {
+  std::vector<kineto_trace> out;
+  out.reserve(files.size());
+  const std::size_t batch = std::max<std::size_t>(1, std::min<std::size_t>(detail::thread_count(o.threads), files.size()));
+  for (std::size_t i = 0; i < files.size(); i += batch) {
+    auto part = load_kineto_files(files.subspan(i, std::min(batch, files.size() - i)), o.ingest, o.threads);
+    for (auto& t : part) {
+      t.modules = {};
+      t.report.ignored = {};
+      t.report.warnings = {};
+      out.push_back(std::move(t));
+    }
+  }
+  return out;
+}
+
 /// Loads every rank of one distributed job: `paths` are trace files or directories of
 /// them (job_files). Rank and world size come from each trace's `distributedInfo`, or
 /// from job_options. Throws daydream::error naming the files for missing rank
 /// information, duplicate ranks, mismatched world sizes and traces of different jobs
 /// (make_job), and as load_kineto does for a file that cannot be read. The files are read
-/// in parallel (load_kineto_files, job_options::threads).
+/// in parallel, job_options::threads at a time, and each is kept only as the job needs it
+/// (load_job_traces).
 ///
 ///     auto j = daydream::io::load_job({"traces/"});
 ///     auto m = daydream::match_collectives(j);
 ///     auto jg = daydream::build_job_graph(j, m, daydream::no_alignment(daydream::make_alignment_input(j, m)));
 inline job load_job(const std::vector<std::filesystem::path>& paths, const job_options& o = {}) {
   auto files = job_files(paths);
-  return make_job(load_kineto_files(files, o.ingest, o.threads), o);
+  return make_job(load_job_traces(files, o), o);
 }
 
 } // namespace daydream::io

@@ -282,8 +282,9 @@ void setup_model(job_analysis& a, const job_cli& cli, std::int32_t world) {
 }
 
 /// A job too large to join answered by the representative worker: rank `t` alone, each of
-/// its collectives taking the cluster model's time (representative_graph of one trace), in
-/// `iteration` or the steady-state iteration of median replayed time.
+/// its collectives as recorded or, with --transfer cluster, taking the cluster model's
+/// time (representative_graph of one trace), in `iteration` or the steady-state iteration
+/// of median replayed time.
 int answer_alone(job_analysis& a, daydream::io::kineto_trace& t, bool json, std::int32_t iteration,
                  const daydream::replay_options& ro, std::FILE* out) {
   const std::int32_t world = std::max(t.info.world_size, std::int32_t(1));
@@ -298,7 +299,10 @@ int answer_alone(job_analysis& a, daydream::io::kineto_trace& t, bool json, std:
     if (!have) throw daydream::usage_error(fmt::format("daydream whatif: {} has no iteration {}", t.info.path, iteration));
     steady = {iteration};
   }
-  auto g = daydream::representative_graph(std::move(t.g), std::uint32_t(world), a.model);
+  // Collectives timed by the cluster model (--transfer cluster), else as recorded: the
+  // kernel's transfer and its wait for the other ranks, as this rank saw them.
+  const bool cluster = a.model.transfer == daydream::job_model_options::transfer_source::cluster;
+  auto g = cluster ? daydream::representative_graph(std::move(t.g), std::uint32_t(world), a.model) : std::move(t.g);
   auto r = daydream::replay(g, daydream::trace_order_policy{}, ro);
   std::vector<std::pair<time_ns, std::int32_t>> v;
   for (auto i : steady) v.emplace_back(daydream::iteration_time(g, r, i), i);
@@ -306,9 +310,11 @@ int answer_alone(job_analysis& a, daydream::io::kineto_trace& t, bool json, std:
   const auto [predicted, it] = v[(v.size() - 1) / 2];
   const time_ns measured = t.iterations.empty() ? t.info.end - t.info.begin : t.measured(it);
   const std::int32_t rank = std::max(t.info.rank, std::int32_t(0));
-  const std::string how = "representative worker: rank " + std::to_string(rank) +
-                          " alone, each collective timed by the cluster model (" + a.model.cluster.describe() +
-                          "), no waiting";
+  const std::string how =
+      "representative worker: rank " + std::to_string(rank) + " alone, " +
+      (cluster ? "each collective timed by the cluster model (" + a.model.cluster.describe() + "), no waiting"
+               : std::string("each collective as long as its kernel was recorded (its transfer and its wait for the "
+                             "other ranks; --transfer cluster to time them by the cluster model)"));
   if (json) {
     daydream::io::json_writer w(true);
     w.begin_object();
@@ -333,8 +339,8 @@ int answer_alone(job_analysis& a, daydream::io::kineto_trace& t, bool json, std:
   }
   for (auto& s : a.warnings) fmt::print(out, "warning: {}\n", s);
   fmt::print(out, "job of {} rank(s); answered by the {}\n\n", world, how);
-  fmt::print(out, "representative worker (rank {} + collective model): {} in iteration {} (rank {} measured {})\n", rank,
-             ms(predicted), it, rank, ms(measured));
+  fmt::print(out, "representative worker (rank {}{}): {} in iteration {} (rank {} measured {})\n", rank,
+             cluster ? " + collective model" : " as recorded", ms(predicted), it, rank, ms(measured));
   return 0;
 }
 
@@ -392,8 +398,8 @@ int run_job(const job_cli& cli, const std::vector<std::string>& specs_in, bool j
     if (budget > 0 && joined > budget) {
       a.warnings.push_back(fmt::format(
           "the job's {} trace(s) ({} of JSON) make a job graph of about {:.1f} M tasks, which with its replay needs "
-          "about {}, more than the {} available ({}): answered by the representative worker (one rank alone, its "
-          "collectives timed by the cluster model, no waiting); the per-rank table and the straggler need the whole job",
+          "about {}, more than the {} available ({}): answered by the representative worker (one rank alone); "
+          "the per-rank table and the straggler need the whole job",
           files.size(), gib(json_total), all.tasks / 1e6, gib(joined), gib(budget),
           cli.max_memory.empty() ? "the system's available memory; --max-memory to set it" : "--max-memory"));
       alone.emplace(std::move(traces.front()));

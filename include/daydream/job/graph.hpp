@@ -330,12 +330,22 @@ private:
     const auto res = copy_resources(rt);
     jg_.first_task.push_back(jg_.g.id_bound());
     auto& map = jg_.map.emplace_back(src.id_bound(), no_task);
+    // The rank's names in the job graph's interner, each looked up once (on first use: the
+    // job graph's ids are those that interning each task's name, then layer, would give).
+    constexpr name_id unset = std::numeric_limits<name_id>::max();
+    std::vector<name_id> names(c.names.size(), unset);
+    auto name_of = [&](name_id n) {
+      if (names[n] == unset) names[n] = jg_.g.core().names.intern(c.names[n]);
+      return names[n];
+    };
     src.for_each_task([&](task_id t) {
-      task_fields f{.name = src.name(t), .duration = c.duration[t],
+      task_fields f{.name = {}, .duration = c.duration[t],
                     .resource = c.res[t] == no_resource ? no_resource : res[c.res[t]], .gap = c.gap[t],
-                    .trace_start = c.trace_start[t] + shift, .layer = src.layer(t), .phase = c.ph[t],
+                    .trace_start = c.trace_start[t] + shift, .layer = {}, .phase = c.ph[t],
                     .iteration = c.iteration[t]};
       auto id = src.visit(t, [&](auto, const auto& p) { return jg_.g.add(p, f).id; });
+      jg_.g.core().name[id] = name_of(c.name[t]);
+      jg_.g.core().layer[id] = name_of(c.layer[t]);
       if (c.priority[t]) jg_.g.core().priority[id] = c.priority[t];
       if (c.mem_delta[t]) jg_.g.core().mem_delta[id] = c.mem_delta[t];
       map[t] = id;

@@ -21,7 +21,10 @@ a 128-rank job takes minutes, mostly writing. The files are plain JSON named
 rank-RRRRR.json, one directory per job (give the directory to `daydream whatif`).
 """
 import argparse
+import decimal
+import gzip
 import hashlib
+import json
 import os
 import shutil
 import sys
@@ -98,9 +101,6 @@ def main():
     if a.straggler is None:
         a.straggler = a.ranks // 3
 
-    import gzip
-    import json
-    import decimal
     opener = gzip.open if a.source.endswith(".gz") else open
     with opener(a.source, "rt") as f:
         doc = json.load(f, parse_float=decimal.Decimal)
@@ -108,8 +108,7 @@ def main():
     meta = [e for e in events if e.get("ph") == "M"]
     body = Body(events)
     del events
-    source_bytes = os.path.getsize(a.source) if not a.source.endswith(".gz") else None
-    # Copies: measured on the first rendering (the source's size in compact JSON).
+    # Copies: from the size of one rendering (the source's events in compact JSON).
     os.makedirs(a.output, exist_ok=True)
     factors = {r: stretch_of(r, a) for r in range(a.ranks)}
     slowest = max(factors.values())
@@ -119,7 +118,6 @@ def main():
     one = probe.tell()
     probe.close()
     copies = max(1, round(a.size / one))
-    del source_bytes
     rendered = {}  # factor -> temporary file of the events
     tmpdir = tempfile.mkdtemp(dir=a.output, prefix=".classes-")
     try:

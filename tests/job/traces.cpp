@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 #include <support/compare.hpp>
 #include <support/corpus.hpp>
+#include <support/temp_dir.hpp>
 
 #include <cmath>
 #include <cstdio>
@@ -161,5 +162,17 @@ TEST_CASE("the 8-rank DLRM job: the same job whatever the loading threads; joine
     CHECK(res.predicted == want.predicted);
     CHECK(res.straggler.reason == want.straggler.reason);
     for (std::size_t k = 0; k < res.ranks.size(); ++k) CHECK(res.ranks[k].predicted == want.ranks[k].predicted);
+  }
+}
+
+TEST_CASE("load_job: a file that cannot be read is named, the first in order, whatever the threads") {
+  daydream::testing::temp_dir d{"daydream_job_test_"};
+  std::filesystem::copy_file(daydream::testing::bundled("dlrm_v100_rank0.json.gz"), d.p / "a.json.gz");
+  d.file("b.json", "");
+  d.file("c.json", "{\"traceEvents\": [");
+  for (unsigned threads : {1u, 2u, 3u}) {
+    io::job_options o;
+    o.threads = threads;
+    CHECK_THROWS_WITH_AS(io::load_job({d.p}, o), doctest::Contains("b.json: empty file"), daydream::error);
   }
 }

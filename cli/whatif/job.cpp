@@ -7,6 +7,7 @@
 //        any single-GPU pass on all or --on-rank ranks; --representative: one worker + the collective model.
 #include "chakra_source.hpp"
 #include "internal.hpp"
+#include "job_memory.hpp"
 #include "job_output.hpp"
 #include "output.hpp"
 #include "report.hpp"
@@ -29,6 +30,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
+#include <optional>
+#include <span>
+#include <thread>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -233,6 +238,112 @@ inline void print_job_table(std::FILE* out, const job_analysis& a) {
   }
 }
 
+/// The memory the job mode may use: --max-memory ("20G", "512M", bytes), else 90% of what
+/// the system says is available (0: no limit known).
+double memory_budget(const std::string& spec) {
+  if (spec.empty()) return 0.9 * double(available_memory());
+  std::size_t used = 0;
+  double v = -1;
+  try {
+    v = std::stod(spec, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = spec.substr(used);
+  if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
+  if (unit.size() == 2 && (unit[1] == 'i' || unit[1] == 'I')) unit.pop_back();
+  const std::string units = "KMGT";
+  double scale = 1;
+  if (unit.size() == 1 && units.find(char(std::toupper(unit[0]))) != std::string::npos)
+    scale = double(1ull << (10 * (units.find(char(std::toupper(unit[0]))) + 1)));
+  else if (!unit.empty())
+    used = 0;
+  if (used == 0 || !(v > 0))
+    throw daydream::usage_error("daydream whatif: --max-memory must be a positive size (20G, 512M, bytes), not '" +
+                                spec + "'");
+  return v * scale;
+}
+
+/// The collective model of the job mode: --transfer, --comm and the cluster (one GPU per
+/// machine unless --cluster says otherwise; workers = the world).
+void setup_model(job_analysis& a, const job_cli& cli, std::int32_t world) {
+  std::string cspec = cli.cluster;
+  if (cspec.find("workers") == std::string::npos && cspec.find("machines") == std::string::npos)
+    cspec = "workers=" + std::to_string(world) + (cspec.empty() ? "" : "," + cspec);
+  {
+    auto p = daydream::pass_params::parse("cluster", cspec);
+    a.model.cluster = daydream::cluster_from_params(p);
+    a.model.cluster.nic_per_gpu = p.get_bool("nic_per_gpu", false); // the fine level's NICs
+    p.finish();
+  }
+  a.model.transfer = cli.transfer == "cluster" ? daydream::job_model_options::transfer_source::cluster
+                                               : daydream::job_model_options::transfer_source::trace;
+  a.model.communication = cli.comm == "fine" ? daydream::communication_level::fine : daydream::communication_level::coarse;
+}
+
+/// A job too large to join answered by the representative worker: rank `t` alone, each of
+/// its collectives as recorded or, with --transfer cluster, taking the cluster model's
+/// time (representative_graph of one trace), in `iteration` or the steady-state iteration
+/// of median replayed time.
+int answer_alone(job_analysis& a, daydream::io::kineto_trace& t, bool json, std::int32_t iteration,
+                 const daydream::replay_options& ro, std::FILE* out) {
+  const std::int32_t world = std::max(t.info.world_size, std::int32_t(1));
+  auto steady = t.steady_state_iterations();
+  if (t.iterations.empty()) {
+    t.g.for_each_task([&](daydream::task_id x) { t.g.set_iteration(x, 0); });
+    steady = {0};
+  }
+  if (iteration >= 0) {
+    bool have = false;
+    for (auto& it : t.iterations) have = have || it.number == iteration;
+    if (!have) throw daydream::usage_error(fmt::format("daydream whatif: {} has no iteration {}", t.info.path, iteration));
+    steady = {iteration};
+  }
+  // Collectives timed by the cluster model (--transfer cluster), else as recorded: the
+  // kernel's transfer and its wait for the other ranks, as this rank saw them.
+  const bool cluster = a.model.transfer == daydream::job_model_options::transfer_source::cluster;
+  auto g = cluster ? daydream::representative_graph(std::move(t.g), std::uint32_t(world), a.model) : std::move(t.g);
+  auto r = daydream::replay(g, daydream::trace_order_policy{}, ro);
+  std::vector<std::pair<time_ns, std::int32_t>> v;
+  for (auto i : steady) v.emplace_back(daydream::iteration_time(g, r, i), i);
+  std::sort(v.begin(), v.end());
+  const auto [predicted, it] = v[(v.size() - 1) / 2];
+  const time_ns measured = t.iterations.empty() ? t.info.end - t.info.begin : t.measured(it);
+  const std::int32_t rank = std::max(t.info.rank, std::int32_t(0));
+  const std::string how =
+      "representative worker: rank " + std::to_string(rank) + " alone, " +
+      (cluster ? "each collective timed by the cluster model (" + a.model.cluster.describe() + "), no waiting"
+               : std::string("each collective as long as its kernel was recorded (its transfer and its wait for the "
+                             "other ranks; --transfer cluster to time them by the cluster model)"));
+  if (json) {
+    daydream::io::json_writer w(true);
+    w.begin_object();
+    w.key("traces").begin_array().value(t.info.path).end_array();
+    w.key("iterations").begin_array().value(it).end_array();
+    w.field("iteration", it);
+    w.key("warnings").begin_array();
+    for (auto& s : a.warnings) w.value(s);
+    w.end_array();
+    w.field("measured_us", us(measured)).field("baseline_us", us(predicted));
+    w.field("answered_by", how);
+    w.key("job").begin_object().field("world_size", world).field("partial", false);
+    w.key("missing_ranks").begin_array().end_array();
+    w.key("ranks").begin_array().end_array();
+    w.key("representative").begin_object().field("rank", rank).field("predicted_us", us(predicted)).end_object();
+    w.key("notes").begin_array().value(how).end_array();
+    w.end_object();
+    w.key("scenarios").begin_array().end_array();
+    w.end_object();
+    std::fputs((w.take() + "\n").c_str(), out);
+    return 0;
+  }
+  for (auto& s : a.warnings) fmt::print(out, "warning: {}\n", s);
+  fmt::print(out, "job of {} rank(s); answered by the {}\n\n", world, how);
+  fmt::print(out, "representative worker (rank {}{}): {} in iteration {} (rank {} measured {})\n", rank,
+             cluster ? " + collective model" : " as recorded", ms(predicted), it, rank, ms(measured));
+  return 0;
+}
+
 /// Whether the trace arguments make a job: several files, a directory, or a Chakra ET.
 bool is_job(const std::vector<std::string>& traces) {
   return traces.size() > 1 ||
@@ -257,10 +368,51 @@ int run_job(const job_cli& cli, const std::vector<std::string>& specs_in, bool j
   std::vector<std::filesystem::path> paths(cli.traces.begin(), cli.traces.end());
   daydream::io::job_options jo;
   jo.ranks = cli.ranks;
+  auto specs = specs_in;
+  if (specs.empty()) specs = {"no_straggler", "network:scale=2", "collective:algorithm=tree"};
+  const double budget = memory_budget(cli.max_memory);
   if (progress) { fmt::print(err, "reading {} trace path(s)...", paths.size()); std::fflush(err); }
   job_analysis a;
-  a.j = load_job_source(paths, jo, cli.drop_missing_deps, a.warnings);
+  graph_size first_size;
+  double json_total = 0;
+  std::optional<daydream::io::kineto_trace> alone; // the first rank, when the job cannot be joined
+  if (is_chakra_source(cli.traces)) {
+    a.j = load_job_source(paths, jo, cli.drop_missing_deps, a.warnings);
+  } else {
+    if (cli.drop_missing_deps)
+      throw daydream::usage_error("daydream whatif: --drop-missing-deps is for Chakra execution traces");
+    // Ranks streamed: the first alone, to size the job, then the others a few at a time.
+    const auto files = daydream::io::job_files(paths);
+    double json_max = 0;
+    for (auto& f : files) {
+      const auto b = double(json_bytes(f));
+      json_total += b;
+      json_max = std::max(json_max, b);
+    }
+    auto traces = daydream::io::load_job_traces(std::span(files).first(1), jo);
+    first_size += traces.front().g;
+    const double scale = json_total / std::max(1.0, double(json_bytes(files.front())));
+    const graph_size all{first_size.tasks * scale, first_size.edges * scale};
+    const double loads = double(std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), files.size()));
+    const double joined = std::max(all.graph_bytes() + loads * 1.5 * json_max, 1.1 * all.graph_bytes() + all.replay_bytes());
+    if (budget > 0 && joined > budget) {
+      a.warnings.push_back(fmt::format(
+          "the job's {} trace(s) ({} of JSON) make a job graph of about {:.1f} M tasks, which with its replay needs "
+          "about {}, more than the {} available ({}): answered by the representative worker (one rank alone); "
+          "the per-rank table and the straggler need the whole job",
+          files.size(), gib(json_total), all.tasks / 1e6, gib(joined), gib(budget),
+          cli.max_memory.empty() ? "the system's available memory; --max-memory to set it" : "--max-memory"));
+      alone.emplace(std::move(traces.front()));
+    } else {
+      auto rest = daydream::io::load_job_traces(std::span(files).subspan(1), jo);
+      for (auto& t : rest) traces.push_back(std::move(t));
+      rest.clear();
+      a.j = daydream::io::make_job(std::move(traces), jo);
+    }
+  }
   if (progress) fmt::print(err, "\r\x1b[K");
+  setup_model(a, cli, alone ? std::max(alone->info.world_size, std::int32_t(1)) : a.j.world_size);
+  if (alone) return answer_alone(a, *alone, json, iteration, ro, out);
   for (auto& n : a.j.notes) a.warnings.push_back(n);
   a.m = daydream::match_collectives_or_none(a.j);
   if (!a.m.unmatched.empty())
@@ -271,19 +423,6 @@ int run_job(const job_cli& cli, const std::vector<std::string>& specs_in, bool j
 #if DAYDREAM_HAVE_ALIGN
   if (align == "lp") a.alignment = daydream::glpk_alignment(in);
 #endif
-  // The cluster: one GPU per machine unless --cluster says otherwise; workers = the world.
-  std::string cspec = cli.cluster;
-  if (cspec.find("workers") == std::string::npos && cspec.find("machines") == std::string::npos)
-    cspec = "workers=" + std::to_string(a.j.world_size) + (cspec.empty() ? "" : "," + cspec);
-  {
-    auto p = daydream::pass_params::parse("cluster", cspec);
-    a.model.cluster = daydream::cluster_from_params(p);
-    a.model.cluster.nic_per_gpu = p.get_bool("nic_per_gpu", false); // the fine level's NICs
-    p.finish();
-  }
-  a.model.transfer = cli.transfer == "cluster" ? daydream::job_model_options::transfer_source::cluster
-                                               : daydream::job_model_options::transfer_source::trace;
-  a.model.communication = cli.comm == "fine" ? daydream::communication_level::fine : daydream::communication_level::coarse;
   std::vector<std::int32_t> its;
   if (iteration >= 0) {
     auto common = a.j.common_iterations();
@@ -291,7 +430,27 @@ int run_job(const job_cli& cli, const std::vector<std::string>& specs_in, bool j
       throw daydream::usage_error(fmt::format("daydream whatif: not every rank traced iteration {}", iteration));
     its = {iteration};
   }
-  a.jg = daydream::build_job_graph(a.j, a.m, a.alignment, a.model);
+  // Keep every rank's graph for the scenarios (and the representative worker) when they fit
+  // beside the job graph; else free each as it is joined, and say what is not run.
+  graph_size total;
+  for (auto& r : a.j.ranks) total += r.g;
+  const double full = 2 * total.graph_bytes() + total.replay_bytes() +
+                      (specs.empty() ? 0.0 : 2 * total.graph_bytes() + total.replay_bytes()) +
+                      (timeline.empty() && report.empty() ? 0.0 : double(specs.size()) * total.graph_bytes());
+  const bool keep = budget <= 0 || full <= budget;
+  std::string dropped;
+  if (keep) {
+    a.jg = daydream::build_job_graph(a.j, a.m, a.alignment, a.model);
+  } else {
+    a.jg = daydream::build_job_graph_releasing(a.j, a.m, a.alignment, a.model);
+    return_freed_memory();
+    dropped = fmt::format("not run: they rebuild the job from every rank's graph ({} of graphs beside the "
+                          "job graph; about {} in all), more than the {} available ({}); each rank's graph was freed "
+                          "as it was joined",
+                          gib(total.graph_bytes()), gib(full), gib(budget),
+                          cli.max_memory.empty() ? "the system's available memory; --max-memory to set it" : "--max-memory");
+    a.warnings.push_back(std::string(cli.representative ? "the scenarios and the representative worker are " : "the scenarios are ") + dropped);
+  }
   a.base = daydream::analyse_job(a.j, a.jg, its, ro);
   if (a.base.predicted <= 0)
     throw daydream::error(
@@ -300,13 +459,20 @@ int run_job(const job_cli& cli, const std::vector<std::string>& specs_in, bool j
                         ? " (the execution traces record no durations: give --transfer cluster to time their "
                           "collectives on the cluster, --cluster to describe it)"
                         : ""));
-  if (cli.representative)
+  if (cli.representative && keep)
     std::tie(a.representative_rank, a.representative) = representative_worker(a, ro);
-  auto specs = specs_in;
-  if (specs.empty()) specs = {"no_straggler", "network:scale=2", "collective:algorithm=tree"};
   for (auto& s : specs) {
+    if (!keep) {
+      job_scenario x;
+      x.name = s;
+      x.error = dropped;
+      a.scenarios.push_back(std::move(x));
+      continue;
+    }
     if (progress) { fmt::print(err, "\r\x1b[Kpredicting {}...", s); std::fflush(err); }
     a.scenarios.push_back(daydream::whatif::run_job_scenario(a, s, cli.on_ranks, reg, ro));
+    // Only the timeline and the report draw a scenario's graph.
+    if (timeline.empty() && report.empty()) a.scenarios.back().jg = {};
   }
   if (progress) fmt::print(err, "\r\x1b[K");
   if (json) std::fputs(job_json(a).c_str(), out);

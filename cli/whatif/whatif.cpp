@@ -68,6 +68,10 @@ void add_options(CLI::App& app, options& o, const daydream::passes::registry<gra
   app.add_flag("--drop-missing-deps", o.job.drop_missing_deps,
                "Chakra execution traces: leave out dependencies on nodes a file does not have (a trace cut from "
                "a longer run) instead of refusing the file");
+  app.add_option("--max-memory", o.job.max_memory,
+                 "job mode: the memory it may use (20G; default 90% of what the system has available): a job "
+                 "whose ranks' graphs do not fit beside the job graph is joined rank by rank without its "
+                 "scenarios; one whose job graph does not fit is answered by the representative worker");
   app.add_option("--iteration", o.iteration,
                  "analyse only this iteration (ProfilerStep number); default: every steady-state one, "
                  "with the median shown");
@@ -234,9 +238,10 @@ int run(const options& opts, std::FILE* out, std::FILE* err, const daydream::pas
   if (o.traces.size() == 1) o.trace = o.traces.front();
   (void)ingest_of(o); // before the trace is read
   if (!o.job.ranks.empty() || !o.job.on_ranks.empty() || o.job.representative || !o.job.cluster.empty() ||
-      o.job.transfer != "trace" || !o.job.align.empty() || o.job.comm != "coarse" || o.job.drop_missing_deps)
+      o.job.transfer != "trace" || !o.job.align.empty() || o.job.comm != "coarse" || o.job.drop_missing_deps ||
+      !o.job.max_memory.empty())
     throw daydream::usage_error("daydream whatif: --rank, --on-rank, --representative, --transfer, --align, --comm, "
-                                "--cluster and --drop-missing-deps are for a job (several traces, a directory or "
+                                "--cluster, --drop-missing-deps and --max-memory are for a job (several traces, a directory or "
                                 "Chakra execution traces)");
   if (!o.chakra.empty() && !export_cmd::have_chakra) throw export_cmd::no_chakra("daydream whatif");
   if (!o.chakra.empty() && !o.vary.empty())

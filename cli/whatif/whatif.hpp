@@ -38,6 +38,11 @@ struct job_cli {
   /// --drop-missing-deps: Chakra ETs' dependencies on nodes a file does not have are left
   /// out (counted in a warning) instead of an error.
   bool drop_missing_deps = false;
+  /// --max-memory: the memory the job mode may use ("20G"); empty: 90% of what the system
+  /// says is available. Beyond it the ranks' graphs are freed as they are joined (no
+  /// scenarios), or, when the job graph would not fit either, one rank answers as the
+  /// representative worker (job_memory.hpp).
+  std::string max_memory;
 };
 
 /// The options of the what-if command.

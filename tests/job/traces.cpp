@@ -1,4 +1,4 @@
-// Real jobs end to end: the bundled 8-rank DLRM job (every rank within 2% of its measured iteration) and two sampled ranks of a 128-rank job as a partial job.
+// Real jobs end to end: the bundled 8-rank DLRM job (every rank within 2% of its measured iteration; the same whatever the loading threads, and joined rank by rank) and two sampled ranks of a 128-rank job as a partial job.
 // SPDX-License-Identifier: MIT
 #include <daydream/daydream.hpp>
 #include <daydream/io/job.hpp>
@@ -6,7 +6,9 @@
 #include <daydream/job/replay.hpp>
 
 #include <doctest/doctest.h>
+#include <support/compare.hpp>
 #include <support/corpus.hpp>
+#include <support/temp_dir.hpp>
 
 #include <cmath>
 #include <cstdio>
@@ -127,5 +129,50 @@ TEST_CASE("the 8-rank DLRM job at the fine level: every rank predicted, within 2
                 fc.ranks[k].predicted / 1e6, 100 * (double(fc.ranks[k].predicted) - meas) / meas,
                 cc.ranks[k].predicted / 1e6, 100 * (double(cc.ranks[k].predicted) - meas) / meas);
     CHECK(fc.ranks[k].predicted > 0);
+  }
+}
+
+TEST_CASE("the 8-rank DLRM job: the same job whatever the loading threads; joined rank by rank, the same job graph") {
+  const auto paths = daydream::testing::dlrm_8rank_job();
+  io::job_options one;
+  one.threads = 1;
+  auto ref = io::load_job(paths, one);
+  auto m = match_collectives(ref);
+  auto a = no_alignment(make_alignment_input(ref, m));
+  auto jg = build_job_graph(ref, m, a);
+  for (unsigned threads : {0u, 2u, 3u, 8u}) {
+    io::job_options o;
+    o.threads = threads;
+    auto j = io::load_job(paths, o);
+    REQUIRE(j.ranks.size() == ref.ranks.size());
+    for (std::size_t k = 0; k < j.ranks.size(); ++k) {
+      CHECK(j.ranks[k].rank == ref.ranks[k].rank);
+      CHECK(j.ranks[k].file == ref.ranks[k].file);
+      CHECK(j.ranks[k].measured == ref.ranks[k].measured);
+      CHECK(j.ranks[k].steady == ref.ranks[k].steady);
+      CHECK(daydream::testing::graph_difference(j.ranks[k].g, ref.ranks[k].g) == "");
+    }
+    // Each rank's graph freed as it is joined: the same job graph, the same analysis.
+    auto jr = build_job_graph_releasing(j, m, a);
+    for (auto& r : j.ranks) CHECK(r.g.size() == 0);
+    CHECK(daydream::testing::graph_difference(jr.g, jg.g) == "");
+    CHECK(jr.first_task == jg.first_task);
+    CHECK(jr.map == jg.map);
+    auto res = analyse_job(j, jr), want = analyse_job(ref, jg);
+    CHECK(res.predicted == want.predicted);
+    CHECK(res.straggler.reason == want.straggler.reason);
+    for (std::size_t k = 0; k < res.ranks.size(); ++k) CHECK(res.ranks[k].predicted == want.ranks[k].predicted);
+  }
+}
+
+TEST_CASE("load_job: a file that cannot be read is named, the first in order, whatever the threads") {
+  daydream::testing::temp_dir d{"daydream_job_test_"};
+  std::filesystem::copy_file(daydream::testing::bundled("dlrm_v100_rank0.json.gz"), d.p / "a.json.gz");
+  d.file("b.json", "");
+  d.file("c.json", "{\"traceEvents\": [");
+  for (unsigned threads : {1u, 2u, 3u}) {
+    io::job_options o;
+    o.threads = threads;
+    CHECK_THROWS_WITH_AS(io::load_job({d.p}, o), doctest::Contains("b.json: empty file"), daydream::error);
   }
 }

@@ -16,7 +16,9 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 using programs_test::num;
@@ -185,6 +187,86 @@ TEST_CASE("whatif job mode: --comm fine replays the DLRM job's collectives as ch
   std::FILE* out = std::tmpfile();
   std::FILE* err = std::tmpfile();
   CHECK_THROWS_AS(whatif_cmd::run(o, out, err), daydream::usage_error);
+  std::fclose(out);
+  std::fclose(err);
+}
+
+namespace {
+
+// The job mode's output on the DLRM job with `args`, paths relative to the source tree.
+std::string dlrm_output(whatif_cmd::options o) {
+  o.traces = dlrm_job();
+  std::FILE* out = std::tmpfile();
+  std::FILE* err = std::tmpfile();
+  REQUIRE(out);
+  REQUIRE(err);
+  CHECK(whatif_cmd::run(o, out, err) == 0);
+  slurp(err);
+  auto text = slurp(out);
+  const std::string root = (std::filesystem::path(DAYDREAM_SOURCE_DIR) / "").string();
+  for (std::size_t at; (at = text.find(root)) != std::string::npos;) text.erase(at, root.size());
+  return text;
+}
+
+std::string golden(const std::string& name) {
+  auto p = std::filesystem::path(DAYDREAM_SOURCE_DIR) / "tests" / "programs" / "golden" / name;
+  std::FILE* f = std::fopen(p.string().c_str(), "rb");
+  if (!f) throw std::runtime_error("golden output missing: " + p.string());
+  return slurp(f);
+}
+
+// The lines of `text` from the one starting with `from` to the one starting with `to`.
+std::string lines_between(const std::string& text, const std::string& from, const std::string& to) {
+  auto a = text.find("\n" + from);
+  auto b = text.find("\n" + to, a == std::string::npos ? 0 : a);
+  REQUIRE(a != std::string::npos);
+  REQUIRE(b != std::string::npos);
+  return text.substr(a, text.find('\n', b + 1) - a);
+}
+
+} // namespace
+
+TEST_CASE("whatif job mode: the job tables of the bundled DLRM job, byte for byte (tests/programs/golden)") {
+  whatif_cmd::options o;
+  CHECK(dlrm_output(o) == golden("dlrm_job.txt"));
+  o.json = true;
+  o.job.representative = true;
+  CHECK(dlrm_output(o) == golden("dlrm_job_representative.json"));
+  o.job.representative = false;
+  o.job.comm = "fine";
+  CHECK(dlrm_output(o) == golden("dlrm_job_fine.json"));
+}
+
+TEST_CASE("whatif job mode: beyond --max-memory, the same per-rank table without the scenarios; then one rank answers") {
+  // The ranks' graphs do not fit beside the job graph: each freed as it is joined; the
+  // per-rank table, the job's iteration and the straggler as with every graph kept.
+  whatif_cmd::options o;
+  o.job.max_memory = "8M";
+  auto text = dlrm_output(o);
+  CHECK(text.starts_with("warning: the scenarios are not run: they rebuild the job from every rank's graph"));
+  CHECK(lines_between(text, " rank", "critical path") == lines_between(golden("dlrm_job.txt"), " rank", "critical path"));
+  CHECK(text.find("no_straggler                                -        -  refused: not run") != std::string::npos);
+  // The job graph does not fit either: the representative worker answers, and says so.
+  o.job.max_memory = "1M";
+  o.json = true;
+  text = dlrm_output(o);
+  simdjson::dom::parser parser;
+  simdjson::dom::element root = parser.parse(text);
+  CHECK(std::string_view(root["answered_by"]).starts_with("representative worker: rank 0 alone"));
+  CHECK(std::string_view(root["warnings"].at(0)).find("answered by the representative worker") != std::string_view::npos);
+  CHECK(int64_t(root["job"]["world_size"]) == 8);
+  CHECK(simdjson::dom::array(root["job"]["ranks"]).size() == 0);
+  CHECK(int64_t(root["job"]["representative"]["rank"]) == 0);
+  // Rank 0 alone as recorded: its step as measured, to within 2%.
+  CHECK(std::fabs(num(root["baseline_us"]) - num(root["measured_us"])) / num(root["measured_us"]) < 0.02);
+  CHECK(num(root["baseline_us"]) == num(root["job"]["representative"]["predicted_us"]));
+  // A size that is not one is a usage error.
+  o.job.max_memory = "lots";
+  std::FILE* out = std::tmpfile();
+  std::FILE* err = std::tmpfile();
+  o.traces = dlrm_job();
+  CHECK_THROWS_WITH_AS(whatif_cmd::run(o, out, err), doctest::Contains("--max-memory must be a positive size"),
+                       daydream::usage_error);
   std::fclose(out);
   std::fclose(err);
 }

@@ -263,13 +263,21 @@ public:
                     const job_model_options& o, job_graph& jg)
       : j_(j), m_(m), alignment_(alignment), o_(o), jg_(jg) {}
 
-  void run() {
+  // `release`: the job whose rank graphs are freed once copied (build_job_graph_releasing).
+  void run(job* release = nullptr) {
     jg_.alignment = alignment_;
-    std::size_t total = 0;
-    for (auto& r : j_.ranks) total += r.g.size();
+    std::size_t total = 0, edges = 0, parts = 0;
+    for (auto& r : j_.ranks) total += r.g.size(), edges += r.g.core().edges.size();
+    for (auto& mc : m_.collectives) parts += mc.parts.size();
     jg_.g.reserve(total + j_.ranks.size() + m_.collectives.size());
+    // Room for every dependency: the ranks', each rank's start, and a barrier's (about
+    // three per part): a dependency column grown by doubling holds up to twice the job's.
+    jg_.g.core().edges.reserve(edges + 4 * parts + j_.ranks.size() * 8);
     set_releases();
-    for (std::size_t k = 0; k < j_.ranks.size(); ++k) add_rank(k);
+    for (std::size_t k = 0; k < j_.ranks.size(); ++k) {
+      add_rank(k);
+      if (release) release->ranks[k].g = graph{};
+    }
     jg_.first_task.push_back(jg_.g.id_bound());
     if (o_.communication == communication_level::fine) prepare_fine();
     for (std::size_t ci = 0; ci < m_.collectives.size(); ++ci) add_collective(ci);
@@ -322,12 +330,22 @@ private:
     const auto res = copy_resources(rt);
     jg_.first_task.push_back(jg_.g.id_bound());
     auto& map = jg_.map.emplace_back(src.id_bound(), no_task);
+    // The rank's names in the job graph's interner, each looked up once (on first use: the
+    // job graph's ids are those that interning each task's name, then layer, would give).
+    constexpr name_id unset = std::numeric_limits<name_id>::max();
+    std::vector<name_id> names(c.names.size(), unset);
+    auto name_of = [&](name_id n) {
+      if (names[n] == unset) names[n] = jg_.g.core().names.intern(c.names[n]);
+      return names[n];
+    };
     src.for_each_task([&](task_id t) {
-      task_fields f{.name = src.name(t), .duration = c.duration[t],
+      task_fields f{.name = {}, .duration = c.duration[t],
                     .resource = c.res[t] == no_resource ? no_resource : res[c.res[t]], .gap = c.gap[t],
-                    .trace_start = c.trace_start[t] + shift, .layer = src.layer(t), .phase = c.ph[t],
+                    .trace_start = c.trace_start[t] + shift, .layer = {}, .phase = c.ph[t],
                     .iteration = c.iteration[t]};
       auto id = src.visit(t, [&](auto, const auto& p) { return jg_.g.add(p, f).id; });
+      jg_.g.core().name[id] = name_of(c.name[t]);
+      jg_.g.core().layer[id] = name_of(c.layer[t]);
       if (c.priority[t]) jg_.g.core().priority[id] = c.priority[t];
       if (c.mem_delta[t]) jg_.g.core().mem_delta[id] = c.mem_delta[t];
       map[t] = id;
@@ -447,6 +465,19 @@ inline job_graph build_job_graph(const job& j, const collective_matching& m, con
                                  const job_model_options& o = {}) {
   job_graph jg;
   detail::job_graph_builder(j, m, alignment, o, jg).run();
+  return jg;
+}
+
+/// build_job_graph for a job whose ranks are not needed afterwards: each rank's graph is
+/// freed (`j.ranks[k].g` left empty; the rest of each rank_trace kept) as soon as it is
+/// copied into the job graph, so the job is never held twice. The job graph is the one
+/// build_job_graph returns. Afterwards `j` serves analyse_job (which reads the ranks'
+/// measured iterations, not their graphs) but no longer build_job_graph, a scenario that
+/// rebuilds the job, or representative_graph.
+inline job_graph build_job_graph_releasing(job& j, const collective_matching& m, const alignment_result& alignment,
+                                           const job_model_options& o = {}) {
+  job_graph jg;
+  detail::job_graph_builder(j, m, alignment, o, jg).run(&j);
   return jg;
 }
 

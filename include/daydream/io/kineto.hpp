@@ -338,6 +338,7 @@ inline build_settings settings_of(const ingest_options& o) {
   s.infer_event_waits = o.infer_event_waits;
   s.max_warnings = o.max_warnings;
   s.step_annotation = o.step_annotation;
+  s.threads = thread_count(o.threads);
   return s;
 }
 

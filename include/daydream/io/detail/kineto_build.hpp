@@ -64,7 +64,7 @@ inline void build_graph(decoded_trace& d, const build_settings& s, build_output&
     auto threads = group_threads(d);                                   // 1
     auto links = link_gpu_ops(d, threads);                             // 2
     iterations = find_iterations(d, out.warnings, s.step_annotation);  // 3
-    auto flat = flatten_threads(d, threads, links, iterations);        // 4
+    auto flat = flatten_threads(d, threads, links, iterations, s.threads); // 4
     auto backward = resolve_backward_layers(d, threads, flat);         // 5
     // Stages 2 and 5 were the last to read the flows; accounting needs their kinds only.
     std::vector<std::uint8_t> flow_is_launch(d.flows.size());
@@ -84,7 +84,7 @@ inline void build_graph(decoded_trace& d, const build_settings& s, build_output&
     release(backward.forward_of);
     out.begin = plan.mains.begin;
     out.end = plan.mains.end;
-    auto tasks = make_tasks(d, threads, links, flat, plan, iterations, g, out.warnings); // 13
+    auto tasks = make_tasks(d, threads, links, flat, plan, iterations, g, out.warnings, s.threads); // 13
     out.unlinked = tasks.unlinked;
     // The stages after 13 read the flattened events' ends only; accounting, whether each
     // was represented.

@@ -45,7 +45,10 @@ template <class T> void release(T& v) { T().swap(v); }
 /// Builds the task graph of a decoded Kineto trace (see io::load_kineto and
 /// docs/ingest.md). Each stage takes what earlier ones produced and returns its own
 /// result; the thread table's slices are the one thing several stages refine in turn
-/// (flattened, cut, labelled, merged, then given tasks and waits).
+/// (flattened, cut, labelled, merged, then given tasks and waits). The per-thread work
+/// of stages 4 (flattening), 6-12 (applying the cuts, merging) and 13 (the CPU tasks)
+/// goes to `s.threads` threads (parallel_for); the graph is the same whatever their
+/// number (name ids included).
 ///
 /// Memory: each table goes as soon as the last stage that reads it is done, so that the
 /// peak stays near the finished graph: `d`'s flows after stage 5; the threads' events

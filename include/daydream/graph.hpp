@@ -349,7 +349,7 @@ public:
   /// Appends `n` tasks of kind `K` at once, each with a default payload and default fields
   /// (no name, no resource, no layer, zero duration and gap, phase::other, iteration 0),
   /// and returns the first id: the ids are that one and the `n - 1` after it. For
-  /// builders that then set every task's fields in place (set_duration, payload(), ...):
+  /// builders that then set every task's fields in place (set_duration, set_name, payload()):
   /// as each writes the fields of one task only, several threads may fill disjoint tasks
   /// at once. Invalidates payload references, as add() does.
   ///

@@ -140,6 +140,47 @@ TEST_CASE("reserve<K> makes room for a kind's payloads: adding that many keeps p
   CHECK(g.ids_of<cpu_task>().empty());
 }
 
+TEST_CASE("add_defaults<K> appends tasks with default fields at once, to be filled in place") {
+  graph g;
+  auto th = g.add_resource({"thread 1", resource_kind::cpu_thread, sharing::exclusive, 0, -1});
+  auto k = g.add(gpu_kernel{.device = 0, .stream = 7}, {.name = "k", .duration = 5});
+  g.core().priority[k.id] = 3; // a stored lazy column grows with the new tasks
+  auto m = g.add(cpu_task{.call = cpu_call::launch}, {.name = "m", .duration = 2, .resource = th, .layer = "L"});
+  const task_id first = g.add_defaults<cpu_task>(3);
+  CHECK(first == 2);
+  CHECK(g.size() == 5);
+  CHECK(g.id_bound() == 5);
+  CHECK(g.ids_of<cpu_task>() == std::vector<task_id>{m.id, 2, 3, 4});
+  for (task_id t = first; t < first + 3; ++t) {
+    CHECK(g.is<cpu_task>(t));
+    CHECK(g.name(t) == "");
+    CHECK(g.layer(t) == "");
+    CHECK(g.duration(t) == 0);
+    CHECK(g.gap(t) == 0);
+    CHECK(g.resource_of(t) == no_resource);
+    CHECK(g.phase_of(t) == phase::other);
+    CHECK(g.iteration(t) == 0);
+    CHECK(g.priority(t) == 0);
+    CHECK(g.mem_delta(t) == 0);
+    CHECK(g.payload(g.as<cpu_task>(t)) == cpu_task{});
+    CHECK(g.predecessors(t).empty());
+  }
+  CHECK(g.priority(k.id) == 3);
+  CHECK(g.payload(m).call == cpu_call::launch); // the tasks there before keep their payloads
+  // filled in place, they are tasks like any other
+  set_duration(g, first + 1, 4);
+  g.set_name(first + 1, "n");
+  g.payload(g.as<cpu_task>(first + 1)).call = cpu_call::memcpy;
+  CHECK(g.add_dependency(m, g.as<cpu_task>(first + 1), dep_kind::cpu_order));
+  CHECK_NOTHROW(check_invariants(g));
+  CHECK(g.payload(g.as<cpu_task>(3)).call == cpu_call::memcpy);
+  CHECK(g.add_defaults<gpu_kernel>(0) == 5); // none: the next id, nothing added
+  CHECK(g.size() == 5);
+  auto h = g.add(cpu_task{}, {.name = "after"});
+  CHECK(h.id == 5);
+  CHECK(g.ids_of<cpu_task>().back() == 5);
+}
+
 TEST_CASE("dependencies are typed, deduplicated and filterable") {
   graph g;
   auto a = g.add(cpu_task{}, {.name = "a"});

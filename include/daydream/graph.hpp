@@ -346,6 +346,30 @@ public:
     }
   }
 
+  /// Appends `n` tasks of kind `K` at once, each with a default payload and default fields
+  /// (no name, no resource, no layer, zero duration and gap, phase::other, iteration 0),
+  /// and returns the first id: the ids are that one and the `n - 1` after it. For
+  /// builders that then set every task's fields in place (set_duration, set_name, payload()):
+  /// as each writes the fields of one task only, several threads may fill disjoint tasks
+  /// at once. Invalidates payload references, as add() does.
+  ///
+  ///     auto first = g.add_defaults<daydream::cpu_task>(slices.size());
+  template <class K> task_id add_defaults(std::size_t n) {
+    static_assert(has_kind<K>, "daydream::basic_graph::add_defaults: this graph was not "
+                               "instantiated with this task kind.");
+    if constexpr (has_kind<K>) {
+      auto& vec = payloads<K>();
+      const auto first = core_.new_tasks(kind_index<K>, static_cast<std::uint32_t>(vec.size()), n);
+      vec.resize(vec.size() + n);
+      auto& own = owner<K>();
+      own.reserve(own.size() + n);
+      for (std::size_t i = 0; i < n; ++i) own.push_back(static_cast<task_id>(first + i));
+      return first;
+    } else {
+      return no_task;
+    }
+  }
+
   /// Marks a task dead and unlinks its edges, without bridging: the order through it is
   /// lost. Prefer daydream::remove. Invalidates the handles of `t`.
   void erase(task_id t) {

@@ -8,7 +8,8 @@
 //     (change the ingest, rebuild)
 //     build/tests/io/daydream_ingest_digest ... > b.txt && diff a.txt b.txt
 //
-// With --window=N first, the events are decoded N bytes at a time (the digests must not change).
+// With --window=N first, the events are decoded N bytes at a time; with --threads=N, the
+// events are decoded and the graph built on N threads (the digests must not change).
 #include <daydream/io/kineto.hpp>
 #include <daydream/replay.hpp>
 
@@ -37,9 +38,12 @@ int main(int argc, char** argv) {
   daydream::io::ingest_options options;
   int first = 1;
   // --window=N: decode N bytes of events at a time (the graph must not depend on it)
-  if (argc > 1 && std::string_view(argv[1]).rfind("--window=", 0) == 0) {
-    options.window_bytes = std::stoull(argv[1] + 9);
-    first = 2;
+  // --threads=N: decode and build on N threads (the graph must not depend on it either)
+  for (; first < argc; ++first) {
+    const std::string_view a = argv[first];
+    if (a.rfind("--window=", 0) == 0) options.window_bytes = std::stoull(argv[first] + 9);
+    else if (a.rfind("--threads=", 0) == 0) options.threads = static_cast<unsigned>(std::stoul(argv[first] + 10));
+    else break;
   }
   for (int a = first; a < argc; ++a) {
     try {

@@ -158,6 +158,11 @@ public:
     reserve_ = n;
     if (!v_.empty()) v_.reserve(n);
   }
+  /// Appends `n` zeros (stores nothing while nothing is stored).
+  void grow(std::size_t n) {
+    if (!v_.empty()) v_.resize(v_.size() + n, T{});
+    n_ += n;
+  }
 
 private:
   void allocate() {
@@ -221,6 +226,23 @@ public:
     head_in.push_back(no_edge); n_in.push_back(0); n_out.push_back(0);
     ++live_tasks;
     return id;
+  }
+
+  /// Appends `n` tasks of kind `k` with payload indices `loc`, `loc + 1`, ... and default
+  /// fields (what new_task gives each); returns the first id. The columns grow once, so
+  /// that a builder can then write each task's fields in place, from several threads.
+  task_id new_tasks(std::uint8_t k, std::uint32_t loc, std::size_t n) {
+    const std::size_t first = id_bound();
+    if (first + n > std::size_t(no_task)) throw error("daydream: too many tasks for 32-bit task ids");
+    const std::size_t end = first + n;
+    duration.resize(end, 0); gap.resize(end, 0); trace_start.resize(end, 0); priority.grow(n);
+    mem_delta.grow(n); res.resize(end, no_resource); name.resize(end, no_name); layer.resize(end, no_name);
+    iteration.resize(end, 0); kind.resize(end, k); ph.resize(end, phase::other); alive.resize(end, 1);
+    head_out.resize(end, no_edge); head_in.resize(end, no_edge); n_in.resize(end, 0); n_out.resize(end, 0);
+    local.resize(end);
+    for (std::size_t i = 0; i < n; ++i) local[first + i] = static_cast<std::uint32_t>(loc + i);
+    live_tasks += n;
+    return static_cast<task_id>(first);
   }
 
   void reserve(std::size_t n) {

@@ -29,6 +29,7 @@ public:
   interner& operator=(interner&&) noexcept = default;
 
   name_id intern(std::string_view s) {
+    if (s.empty() && !strings_.empty()) return 0; // every task without a layer: no lookup
     if (auto it = index_.find(s); it != index_.end()) return it->second;
     auto id = static_cast<name_id>(strings_.size());
     strings_.emplace_back(s);

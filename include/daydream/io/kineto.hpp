@@ -87,10 +87,11 @@ struct ingest_options {
   /// file; an event larger than the window widens it. The graph is the same whatever
   /// the size (docs/ingest.md, "Streaming").
   std::size_t window_bytes = 0;
-  /// Threads that decode windows of events while the file is read on (0: one per core;
-  /// 1: the calling thread decodes). The graph is the same whatever the threads; with
-  /// more than one and the default window, an input under 128 MiB per thread is cut
-  /// into smaller windows (at least 1 MiB) so that every thread has several.
+  /// Threads that decode windows of events while the file is read on, and then build
+  /// the graph's per-thread stages (0: one per core; 1: the calling thread does it all).
+  /// The graph is the same whatever the threads; with more than one and the default
+  /// window, an input under 128 MiB per thread is cut into smaller windows (at least
+  /// 1 MiB) so that every thread has several.
   unsigned threads = 0;
 };
 
@@ -338,6 +339,7 @@ inline build_settings settings_of(const ingest_options& o) {
   s.infer_event_waits = o.infer_event_waits;
   s.max_warnings = o.max_warnings;
   s.step_annotation = o.step_annotation;
+  s.threads = thread_count(o.threads);
   return s;
 }
 

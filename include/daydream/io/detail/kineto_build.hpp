@@ -45,7 +45,10 @@ template <class T> void release(T& v) { T().swap(v); }
 /// Builds the task graph of a decoded Kineto trace (see io::load_kineto and
 /// docs/ingest.md). Each stage takes what earlier ones produced and returns its own
 /// result; the thread table's slices are the one thing several stages refine in turn
-/// (flattened, cut, labelled, merged, then given tasks and waits).
+/// (flattened, cut, labelled, merged, then given tasks and waits). The per-thread work
+/// of stages 4 (flattening), 6-12 (applying the cuts, merging) and 13 (the CPU tasks)
+/// goes to `s.threads` threads (parallel_for); the graph is the same whatever their
+/// number (name ids included).
 ///
 /// Memory: each table goes as soon as the last stage that reads it is done, so that the
 /// peak stays near the finished graph: `d`'s flows after stage 5; the threads' events
@@ -64,7 +67,7 @@ inline void build_graph(decoded_trace& d, const build_settings& s, build_output&
     auto threads = group_threads(d);                                   // 1
     auto links = link_gpu_ops(d, threads);                             // 2
     iterations = find_iterations(d, out.warnings, s.step_annotation);  // 3
-    auto flat = flatten_threads(d, threads, links, iterations);        // 4
+    auto flat = flatten_threads(d, threads, links, iterations, s.threads); // 4
     auto backward = resolve_backward_layers(d, threads, flat);         // 5
     // Stages 2 and 5 were the last to read the flows; accounting needs their kinds only.
     std::vector<std::uint8_t> flow_is_launch(d.flows.size());
@@ -84,7 +87,7 @@ inline void build_graph(decoded_trace& d, const build_settings& s, build_output&
     release(backward.forward_of);
     out.begin = plan.mains.begin;
     out.end = plan.mains.end;
-    auto tasks = make_tasks(d, threads, links, flat, plan, iterations, g, out.warnings); // 13
+    auto tasks = make_tasks(d, threads, links, flat, plan, iterations, g, out.warnings, s.threads); // 13
     out.unlinked = tasks.unlinked;
     // The stages after 13 read the flattened events' ends only; accounting, whether each
     // was represented.

@@ -9,6 +9,7 @@
 #include <daydream/io/detail/kineto_layers.hpp>
 #include <daydream/io/detail/kineto_links.hpp>
 #include <daydream/io/detail/kineto_names.hpp>
+#include <daydream/io/detail/kineto_parallel.hpp>
 #include <daydream/io/detail/kineto_threads.hpp>
 #include <daydream/task.hpp>
 
@@ -318,15 +319,16 @@ inline void apply_cuts(thread_rec& th) {
 }
 
 /// Applies the cuts of type `type` of every thread now, keeping the others for later.
-inline void apply_cuts_of_type(thread_table& tt, std::uint8_t type) {
-  for (auto& th : tt.threads) {
+inline void apply_cuts_of_type(thread_table& tt, std::uint8_t type, unsigned workers = 1) {
+  parallel_for(tt.threads.size(), workers, [&](std::size_t t) {
+    auto& th = tt.threads[t];
     std::vector<cut> now, later;
     for (auto& c : th.cuts) (c.type == type ? now : later).push_back(c);
-    if (now.empty()) continue;
+    if (now.empty()) return;
     th.cuts = std::move(now);
     apply_cuts(th);
     th.cuts = std::move(later);
-  }
+  });
 }
 
 /// Stage 9: joins. A main thread blocked (inside one slice for at least `join_coverage`
@@ -467,14 +469,16 @@ inline thread_plan cut_threads(const decoded_trace& d, thread_table& tt, const g
   P.blocking_copy = find_blocking_copies(d, tt, L, F, s, P.launch_at);
   find_graph_launches(d, tt, L, F, P.launch_at);
   P.anchors = plan_anchors(d, tt, L, F, P.launch_at, P.mains, s);
-  apply_cuts_of_type(tt, cut_anchor);
+  // Cutting and merging a thread's slices reads and writes that thread only: the threads
+  // go in parallel (the result is the same whatever the number of workers).
+  apply_cuts_of_type(tt, cut_anchor, s.threads);
   P.joins = plan_joins(tt, P.anchors, s);
   P.mem_thread = plan_memory(d, tt, P.mains);
-  for (auto& th : tt.threads) apply_cuts(th);
+  parallel_for(tt.threads.size(), s.threads, [&](std::size_t t) { apply_cuts(tt.threads[t]); });
   classify_slices(tt, F, its, layers);
   mark_join_targets(tt, P.joins);
   if (s.merge_slices)
-    for (auto& th : tt.threads) merge_slices(d, th, F);
+    parallel_for(tt.threads.size(), s.threads, [&](std::size_t t) { merge_slices(d, tt.threads[t], F); });
   return P;
 }
 

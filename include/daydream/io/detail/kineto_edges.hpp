@@ -83,6 +83,16 @@ inline edge_list add_structural_edges(const decoded_trace& d, thread_table& tt, 
                                       const build_settings& s) {
   edge_list E;
   auto& threads = tt.threads;
+  // The list is reserved once at (about) its final size: program order on every thread
+  // and stream, a launch per GPU op, the anchors and joins, and a wait per synchronizing
+  // call for the sync stage (more on streams with lanes), rather than grown by doubling,
+  // which copies it and for a moment holds one and a half times its size when memory
+  // peaks.
+  std::size_t bound = P.anchors.anchors.size() + P.joins.size() + 2 * d.gpu.size();
+  for (auto& th : threads) bound += th.slices.size();
+  for (auto& st : L.streams) bound += st.lanes();
+  for (auto sem : L.sem) bound += sem != call_semantics::plain && sem != call_semantics::launch && sem != call_semantics::async_copy;
+  E.list.reserve(bound);
   for (auto& th : threads)
     for (std::size_t k = 1; k < th.slices.size(); ++k) E.add(th.slices[k - 1].task, th.slices[k].task, dep_kind::cpu_order);
   E.gpu_ready.assign(d.gpu.size(), std::numeric_limits<time_ns>::min());

@@ -7,6 +7,7 @@
 #include <daydream/io/detail/kineto_iterations.hpp>
 #include <daydream/io/detail/kineto_links.hpp>
 #include <daydream/io/detail/kineto_names.hpp>
+#include <daydream/io/detail/kineto_parallel.hpp>
 #include <daydream/io/detail/kineto_threads.hpp>
 #include <daydream/task.hpp>
 
@@ -85,8 +86,10 @@ struct top_key_hash {
   }
 };
 
-/// Flattens threads one at a time into `F` (see flatten_threads), numbering top-level
-/// operators by name within each thread and iteration.
+/// Flattens threads into `F` (see flatten_threads), numbering top-level operators by name
+/// within each thread and iteration. It writes the attributes of the events of the
+/// threads it flattens only, so that each thread can have a flattener of its own, on a
+/// thread of its own; `clamped` counts its own clamped events.
 class thread_flattener {
 public:
   thread_flattener(const decoded_trace& d, const gpu_links& L, const iteration_table& its, flat_events& F)
@@ -160,7 +163,7 @@ private:
       time_ns end = x.ts + x.dur;
       if (!stack.empty()) {
         a.parent = stack.back().ev;
-        if (end > stack.back().end) { end = stack.back().end; ++F_.clamped; }
+        if (end > stack.back().end) { end = stack.back().end; ++clamped; }
       }
       F_.ends[e] = end;
       inherit(e);
@@ -212,6 +215,10 @@ private:
     if (m) a.mark = m;
   }
 
+public:
+  std::size_t clamped = 0;
+
+private:
   const decoded_trace& d_;
   const gpu_links& L_;
   const iteration_table& its_;
@@ -227,16 +234,26 @@ private:
 /// (operator, module, backward root, phase mark) and cuts the thread's time into slices,
 /// each attributed to the innermost event running then. A zero-length event gets a
 /// zero-length slice only when it launches or waits for GPU work. A thread running
-/// `autograd::engine::evaluate_function` is marked as a backward thread.
+/// `autograd::engine::evaluate_function` is marked as a backward thread. Threads are
+/// flattened on up to `workers` threads at once (each reads and writes its own events
+/// only: the result is the same whatever their number).
 inline flat_events flatten_threads(const decoded_trace& d, thread_table& tt, const gpu_links& L,
-                                   const iteration_table& its) {
+                                   const iteration_table& its, unsigned workers = 1) {
   flat_events F;
   F.attr.resize(d.cpu.size());
   F.ends.resize(d.cpu.size());
   F.top_ordinal.assign(d.cpu.size(), 0);
-  flatten_detail::thread_flattener flattener(d, L, its, F);
-  for (auto& th : tt.threads)
-    if (!th.ignored) flattener.flatten(th);
+  auto& threads = tt.threads;
+  const auto order = largest_first(threads.size(), [&](std::size_t t) { return threads[t].events.size(); });
+  std::vector<std::size_t> clamped(threads.size(), 0);
+  parallel_for(order.size(), workers, [&](std::size_t k) {
+    auto& th = threads[order[k]];
+    if (th.ignored) return;
+    flatten_detail::thread_flattener flattener(d, L, its, F);
+    flattener.flatten(th);
+    clamped[order[k]] = flattener.clamped;
+  });
+  for (auto c : clamped) F.clamped += c;
   return F;
 }
 

@@ -180,13 +180,19 @@ inline gpu_links link_gpu_ops(const decoded_trace& d, const thread_table& tt) {
     for (std::uint32_t k = 0; k < ops.size(); ++k) L.op_stream[ops[k]] = s, L.op_pos[ops[k]] = k;
   }
   // Runtime calls: by correlation, and what each does.
+  // (The pool stores each name once: the semantics are found once per distinct name.)
   std::vector<std::pair<std::int64_t, std::uint32_t>> kv;
-  for (std::uint32_t i = 0; i < d.cpu.size(); ++i)
-    if (is_runtime(d, i) && d.cpu[i].correlation >= 0) kv.push_back({d.cpu[i].correlation, i});
-  L.runtime_by_corr = id_index(kv);
   L.sem.assign(d.cpu.size(), call_semantics::plain);
-  for (std::uint32_t i = 0; i < d.cpu.size(); ++i)
-    if (is_runtime(d, i)) L.sem[i] = classify_call(d.cpu[i].name);
+  std::unordered_map<const char*, call_semantics> sem_of_name;
+  for (std::uint32_t i = 0; i < d.cpu.size(); ++i) {
+    if (!is_runtime(d, i)) continue;
+    if (d.cpu[i].correlation >= 0) kv.push_back({d.cpu[i].correlation, i});
+    const auto n = d.cpu[i].name;
+    auto [it, fresh] = sem_of_name.try_emplace(n.data(), call_semantics::plain);
+    if (fresh) it->second = classify_call(n);
+    L.sem[i] = it->second;
+  }
+  L.runtime_by_corr = id_index(kv);
   // Correlation ids.
   L.launch_of.assign(d.gpu.size(), no_index);
   kv.clear();

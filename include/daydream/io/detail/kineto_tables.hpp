@@ -92,7 +92,8 @@ private:
     return w;
   }
   static bool same(std::string_view a, std::string_view b) noexcept {
-    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
+    // (pooled names are the same view for the same text: no compare for them)
+    return a.size() == b.size() && (a.data() == b.data() || a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
   }
   static std::uint64_t hash(std::string_view s) noexcept {
     std::uint64_t h = s.size() * 0x9E3779B97F4A7C15ull;

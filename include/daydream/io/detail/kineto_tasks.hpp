@@ -11,6 +11,7 @@
 #include <daydream/io/detail/kineto_iterations.hpp>
 #include <daydream/io/detail/kineto_links.hpp>
 #include <daydream/io/detail/kineto_names.hpp>
+#include <daydream/io/detail/kineto_parallel.hpp>
 #include <daydream/io/detail/kineto_tables.hpp>
 #include <daydream/io/detail/kineto_threads.hpp>
 #include <daydream/io/detail/tensor_bytes.hpp>
@@ -24,6 +25,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -159,35 +161,108 @@ inline void add_stream_resources(stream_rec& s, std::int32_t node, daydream::gra
                                     sharing::exclusive, node, s.device, 0});
 }
 
+/// The CPU tasks of stage 13, one per slice, thread after thread (ids in that order), and
+/// `T`'s first and last slice of every runtime call. The tasks are added at once, then
+/// filled thread by thread on up to `workers` threads: each writes its own slices' tasks
+/// and events only, and numbers the names it meets in its own table; the names are then
+/// interned thread after thread in the order they were first met, the order in which
+/// one thread adding the tasks one by one would intern them, so that the graph, name ids
+/// included, is the same whatever the number of workers.
+inline void make_cpu_tasks(const decoded_trace& d, thread_table& tt, const gpu_links& L, const flat_events& F,
+                           daydream::graph& g, task_map& T, unsigned workers) {
+  T.piece_first.assign(d.cpu.size(), no_index);
+  T.piece_last.assign(d.cpu.size(), no_index);
+  const std::size_t n = tt.threads.size();
+  std::vector<task_id> base(n, 0);
+  std::size_t slices = 0;
+  for (std::size_t t = 0; t < n; ++t) base[t] = static_cast<task_id>(slices), slices += tt.threads[t].slices.size();
+  if (slices == 0) return;
+  const task_id first = g.add_defaults<cpu_task>(slices);
+  auto& core = g.core();
+  std::vector<std::uint64_t> tensor_bytes(d.cpu.size(), std::numeric_limits<std::uint64_t>::max());
+  // Per thread: its names in the order met (a name's local number is its index).
+  std::vector<std::vector<std::string_view>> met(n);
+  struct local_fn {
+    std::vector<std::string_view>* met;
+    name_id operator()(std::string_view s) const {
+      met->push_back(s);
+      return static_cast<name_id>(met->size() - 1);
+    }
+  };
+  auto fill = [&](std::size_t t) {
+    auto& th = tt.threads[t];
+    name_cache<local_fn> names{local_fn{&met[t]}};
+    for (std::size_t k = 0; k < th.slices.size(); ++k) {
+      auto& s = th.slices[k];
+      const task_id id = first + base[t] + static_cast<task_id>(k);
+      auto& p = g.payload(handle<cpu_task>::unchecked(id));
+      std::string_view name;
+      if (s.ev == no_index) {
+        name = s.marker == mk_join ? "[join]" : s.marker == mk_memory ? "[memory]" : "[anchor]";
+      } else {
+        auto& x = d.cpu[s.ev];
+        name = x.name;
+        if (is_runtime(d, s.ev)) {
+          if (T.piece_first[s.ev] == no_index) T.piece_first[s.ev] = static_cast<std::uint32_t>(k);
+          T.piece_last[s.ev] = static_cast<std::uint32_t>(k);
+          p.call = call_kind(L.sem[s.ev]);
+          if (L.launches(s.ev) && p.call == cpu_call::runtime) {
+            bool kernel = false;
+            for (auto o = L.ops_begin[s.ev]; o < L.ops_begin[s.ev + 1]; ++o)
+              kernel |= d.gpu[L.ops_list[o]].cat == ecat::kernel;
+            p.call = kernel ? cpu_call::launch : cpu_call::memcpy;
+          }
+          p.correlation = x.correlation >= 0 ? static_cast<std::uint64_t>(x.correlation) : 0;
+        }
+        auto op = F.attr[s.ev].op;
+        p.op = op != no_index ? names(d.cpu[op].name) : no_index; // local numbers for now
+        auto& b = tensor_bytes[s.ev];
+        if (b == std::numeric_limits<std::uint64_t>::max()) b = tensor_bytes_of(d, F, s.ev);
+        p.tensor_bytes = b;
+      }
+      core.name[id] = names(name); // a local number for now
+      core.duration[id] = s.end - s.start;
+      core.res[id] = th.res;
+      core.trace_start[id] = s.start;
+      core.layer[id] = s.layer;
+      core.ph[id] = s.ph;
+      core.iteration[id] = s.iteration;
+      s.task = id;
+    }
+  };
+  const auto order = largest_first(n, [&](std::size_t t) { return tt.threads[t].slices.size(); });
+  parallel_for(n, workers, [&](std::size_t i) { fill(order[i]); });
+  // The names, interned in the order one thread would have met them.
+  std::vector<std::vector<name_id>> global(n);
+  for (std::size_t t = 0; t < n; ++t) {
+    global[t].reserve(met[t].size());
+    for (auto s : met[t]) global[t].push_back(g.intern(s));
+  }
+  parallel_for(n, workers, [&](std::size_t i) {
+    const auto t = order[i];
+    const auto& to = global[t];
+    const task_id end = first + base[t] + static_cast<task_id>(tt.threads[t].slices.size());
+    for (task_id id = first + base[t]; id < end; ++id) {
+      core.name[id] = to[core.name[id]];
+      auto& p = g.payload(handle<cpu_task>::unchecked(id));
+      p.op = p.op == no_index ? no_name : to[p.op];
+    }
+  });
+}
+
 /// Stage 13: the graph's resources (threads with slices, main first within a process
 /// as they come, then streams) and tasks: one CPU task per slice (durations and gaps are
 /// set by the edge stage) and one GPU task per op, which takes layer, phase and
 /// iteration from the slice that launched it. Sets `slice::task` and `resource` fields.
 inline task_map make_tasks(const decoded_trace& d, thread_table& tt, gpu_links& L, const flat_events& F,
                            const thread_plan& P, const iteration_table& its, daydream::graph& g,
-                           warning_log& warnings) {
+                           warning_log& warnings, unsigned workers = 1) {
   task_map T;
   struct intern_fn {
     daydream::graph* g;
     name_id operator()(std::string_view s) const { return g->intern(s); }
   };
   name_cache<intern_fn> names{intern_fn{&g}};
-  std::vector<std::uint64_t> tensor_bytes(d.cpu.size(), std::numeric_limits<std::uint64_t>::max());
-  auto bytes_of = [&](std::uint32_t e) {
-    auto& b = tensor_bytes[e];
-    if (b == std::numeric_limits<std::uint64_t>::max()) b = tensor_bytes_of(d, F, e);
-    return b;
-  };
-  // First and last slice of every runtime call (they are never merged, only cut).
-  T.piece_first.assign(d.cpu.size(), no_index);
-  T.piece_last.assign(d.cpu.size(), no_index);
-  for (auto& th : tt.threads)
-    for (std::size_t k = 0; k < th.slices.size(); ++k) {
-      auto e = th.slices[k].ev;
-      if (e == no_index || !is_runtime(d, e)) continue;
-      if (T.piece_first[e] == no_index) T.piece_first[e] = static_cast<std::uint32_t>(k);
-      T.piece_last[e] = static_cast<std::uint32_t>(k);
-    }
   std::size_t slices = 0, kernels = 0;
   for (auto& th : tt.threads) slices += th.slices.size();
   for (auto& e : d.gpu) kernels += e.cat == ecat::kernel;
@@ -206,40 +281,7 @@ inline task_map make_tasks(const decoded_trace& d, thread_table& tt, gpu_links& 
     th.res = g.add_resource({name, resource_kind::cpu_thread, sharing::exclusive, node, -1, 0});
   }
   for (auto& s : L.streams) add_stream_resources(s, node, g);
-  // CPU slices.
-  for (auto& th : tt.threads) {
-    for (auto& s : th.slices) {
-      cpu_task p;
-      std::string_view name;
-      if (s.ev == no_index) {
-        name = s.marker == mk_join ? "[join]" : s.marker == mk_memory ? "[memory]" : "[anchor]";
-      } else {
-        auto& x = d.cpu[s.ev];
-        name = x.name;
-        if (is_runtime(d, s.ev)) {
-          p.call = call_kind(L.sem[s.ev]);
-          if (L.launches(s.ev) && p.call == cpu_call::runtime) {
-            bool kernel = false;
-            for (auto k = L.ops_begin[s.ev]; k < L.ops_begin[s.ev + 1]; ++k)
-              kernel |= d.gpu[L.ops_list[k]].cat == ecat::kernel;
-            p.call = kernel ? cpu_call::launch : cpu_call::memcpy;
-          }
-          p.correlation = x.correlation >= 0 ? static_cast<std::uint64_t>(x.correlation) : 0;
-        }
-        auto op = F.attr[s.ev].op;
-        if (op != no_index) p.op = names(d.cpu[op].name);
-        p.tensor_bytes = bytes_of(s.ev);
-      }
-      // names and layers are interned through the cache, then set in place
-      auto h = g.add(p, task_fields{.name = {}, .duration = s.end - s.start, .resource = th.res,
-                                    .gap = 0, .trace_start = s.start, .layer = {},
-                                    .phase = s.ph, .iteration = s.iteration});
-      g.core().name[h.id] = names(name);
-      g.core().layer[h.id] = s.layer;
-      s.task = h.id;
-    }
-  }
-  std::vector<std::uint64_t>().swap(tensor_bytes); // read by the CPU slices only
+  make_cpu_tasks(d, tt, L, F, g, T, workers);
   // GPU operations. Whether a kernel is a collective is decided once per distinct name
   // (a case-blind search of names of a hundred characters, for every kernel otherwise).
   std::vector<std::int8_t> comm_name; // by name id: -1 not decided yet
@@ -334,10 +376,19 @@ inline void set_work_ends(iteration_table& its, const decoded_trace& d, const th
     its.list.front().begin = its.begins.front() = mains.begin;
     its.list.front().end = mains.end;
   }
+  // The first iteration numbered n: by a table of the first index of each number (a
+  // trace of thousands of steps would make a search for each slice quadratic).
+  std::unordered_map<std::int32_t, std::size_t> first_of;
+  first_of.reserve(its.list.size());
+  for (std::size_t k = 0; k < its.list.size(); ++k) first_of.try_emplace(its.list[k].number, k);
+  std::int32_t last_number = std::numeric_limits<std::int32_t>::min();
+  std::size_t last_index = its.list.size();
   auto index_of = [&](std::int32_t n) -> std::size_t {
-    for (std::size_t k = 0; k < its.list.size(); ++k)
-      if (its.list[k].number == n) return k;
-    return its.list.size();
+    if (n == last_number) return last_index; // slices and ops come mostly an iteration at a time
+    auto it = first_of.find(n);
+    last_number = n;
+    last_index = it == first_of.end() ? its.list.size() : it->second;
+    return last_index;
   };
   std::vector<std::pair<time_ns, time_ns>> outside; // GPU ops of no iteration
   // The whole trace's bounds are its CPU slices' and GPU ops': its CPU work is its slices'.

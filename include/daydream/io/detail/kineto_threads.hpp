@@ -31,6 +31,7 @@ struct build_settings {
   bool infer_event_waits = true;
   std::size_t max_warnings = 32;
   std::string step_annotation; ///< ingest_options::step_annotation
+  unsigned threads = 1;        ///< threads for the per-thread and per-stream stages (the graph is the same whatever their number)
 };
 
 /// Warnings for people: the first `max` are kept, the rest counted.

@@ -4,21 +4,15 @@
 #define DAYDREAM_IO_JOB_HPP
 
 #include <daydream/config.hpp>
-#include <daydream/io/detail/kineto_window_workers.hpp>
 #include <daydream/io/kineto.hpp>
 #include <daydream/job/graph.hpp>
 
 #include <algorithm>
-#include <atomic>
-#include <exception>
 #include <cstdint>
 #include <filesystem>
 #include <map>
-#include <optional>
 #include <span>
 #include <string>
-#include <system_error>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -188,51 +182,11 @@ inline job make_job(std::vector<kineto_trace> traces, const job_options& o = {})
 /// load_kineto returns less what is dropped, whatever the number of threads; the error of
 /// the first file that cannot be read, as load_kineto_files throws it.
 inline std::vector<kineto_trace> load_job_traces(std::span<const std::filesystem::path> files, const job_options& o = {}) {
-  const std::size_t n = files.size();
-  const std::size_t workers = std::min<std::size_t>(detail::thread_count(o.threads), n);
-  // One file per thread: with several loading at once, each decodes on its own thread.
-  ingest_options each = o.ingest;
-  if (workers > 1 && each.threads == 0) each.threads = 1;
-  std::vector<std::optional<kineto_trace>> done(n);
-  std::vector<std::exception_ptr> failed(n);
-  std::atomic<std::size_t> next{0};
-  std::atomic<bool> stop{false};
-  // Files are claimed in input order, so when one fails every earlier one was claimed:
-  // the first failure in input order is the same whatever the threads.
-  auto work = [&] {
-    while (!stop.load(std::memory_order_relaxed)) {
-      const std::size_t i = next.fetch_add(1, std::memory_order_relaxed);
-      if (i >= n) return;
-      try {
-        auto t = load_kineto_files(files.subspan(i, 1), each, 1);
-        auto& x = done[i].emplace(std::move(t.front()));
-        x.modules = {};
-        x.report.ignored = {};
-        x.report.warnings = {};
-      } catch (...) {
-        failed[i] = std::current_exception();
-        stop.store(true, std::memory_order_relaxed);
-      }
-    }
-  };
-  {
-    std::vector<std::jthread> pool;
-    for (std::size_t k = 1; k < workers; ++k) {
-      try {
-        pool.emplace_back(work);
-      } catch (const std::system_error&) {
-        break; // no more threads to be had: the ones started (and this one) do the rest
-      }
-    }
-    work();
-  } // the pool joins here
-  std::vector<kineto_trace> out;
-  out.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (failed[i]) std::rethrow_exception(failed[i]);
-    out.push_back(std::move(*done[i]));
-  }
-  return out;
+  return load_kineto_files(files, o.ingest, o.threads, [](kineto_trace& x) {
+    x.modules = {};
+    x.report.ignored = {};
+    x.report.warnings = {};
+  });
 }
 
 /// Loads every rank of one distributed job: `paths` are trace files or directories of

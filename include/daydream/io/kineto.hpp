@@ -29,6 +29,7 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <new>
 #include <optional>
@@ -321,7 +322,8 @@ kineto_trace parse_kineto(std::string_view json, std::string_view source_name, c
 kineto_trace load_kineto(const std::filesystem::path& file, const ingest_options& options = {});
 /// Loads several trace files at once (defined in compiled/kineto.cpp).
 std::vector<kineto_trace> load_kineto_files(std::span<const std::filesystem::path> files,
-                                            const ingest_options& options = {}, unsigned threads = 0);
+                                            const ingest_options& options = {}, unsigned threads = 0,
+                                            const std::function<void(kineto_trace&)>& keep = {});
 
 #else
 
@@ -433,9 +435,13 @@ DAYDREAM_COMPILED_INLINE kineto_trace load_kineto(const std::filesystem::path& f
 /// daydream::error naming the file.
 ///
 ///     std::vector<std::filesystem::path> ranks = {"rank-0.json.gz", "rank-1.json.gz"};
+/// `keep`, when given, is called on each trace as soon as it is loaded, on the thread
+/// that loaded it (to drop what the caller does not need while other files load).
+///
 ///     auto traces = daydream::io::load_kineto_files(ranks);   // traces[1] is rank-1's
 DAYDREAM_COMPILED_INLINE std::vector<kineto_trace> load_kineto_files(std::span<const std::filesystem::path> files,
-                                                   const ingest_options& options = {}, unsigned threads = 0) {
+                                                   const ingest_options& options = {}, unsigned threads = 0,
+                                                   const std::function<void(kineto_trace&)>& keep = {}) {
   const std::size_t n = files.size();
   std::vector<std::optional<kineto_trace>> done(n);
   std::vector<std::exception_ptr> failed(n);
@@ -454,7 +460,8 @@ DAYDREAM_COMPILED_INLINE std::vector<kineto_trace> load_kineto_files(std::span<c
       const std::size_t i = next.fetch_add(1, std::memory_order_relaxed);
       if (i >= n) return;
       try {
-        done[i].emplace(load_kineto(files[i], each));
+        auto& x = done[i].emplace(load_kineto(files[i], each));
+        if (keep) keep(x);
       } catch (const error&) {
         failed[i] = std::current_exception();
         stop.store(true, std::memory_order_relaxed);

@@ -5,6 +5,7 @@
 
 #include <daydream/net/cluster.hpp>
 #include <daydream/config.hpp>
+#include <daydream/kinds.hpp>
 #include <daydream/task.hpp>
 
 #include <algorithm>
@@ -225,6 +226,22 @@ inline hierarchical_stages blueconnect_stages(double bytes, const cluster& c) {
   s.reduce_scatter_inter = reduce_scatter_time(bytes / g, m, nic);
   s.all_gather_inter = all_gather_time(bytes / g, m, nic);
   return s;
+}
+
+/// The alpha-beta cost of a collective of `bytes` over `p` ranks on link `l` with
+/// algorithm `a` (the functions above); all-to-all and send/recv are pairwise exchanges,
+/// broadcast a binomial tree, reduce-scatter and all-gather rings (the algorithm changes
+/// all-reduce only, as NCCL's does).
+inline time_ns collective_cost(comm_op op, double bytes, std::uint32_t p, const link_spec& l,
+                               all_reduce_algorithm a = all_reduce_algorithm::ring) {
+  switch (op) {
+  case comm_op::all_reduce: return all_reduce_time(bytes, p, l, a);
+  case comm_op::reduce_scatter: return reduce_scatter_time(bytes, p, l);
+  case comm_op::all_gather: return all_gather_time(bytes, p, l);
+  case comm_op::broadcast:
+  case comm_op::reduce: return broadcast_time(bytes, p, l);
+  default: return all_to_all_time(bytes, p, l);
+  }
 }
 
 } // namespace daydream

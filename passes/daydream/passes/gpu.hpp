@@ -105,11 +105,8 @@ struct gpu {
     s.machines = (group + s.workers_per_machine - 1) / s.workers_per_machine;
     const link_spec l = s.ring_link();
     switch (op) {
-    case comm_op::all_reduce: return all_reduce_time(bytes, group, l, a);
-    case comm_op::reduce_scatter: return reduce_scatter_time(bytes, group, l);
-    case comm_op::all_gather: return all_gather_time(bytes, group, l);
-    case comm_op::all_to_all: return all_to_all_time(bytes, group, l);
-    case comm_op::broadcast: case comm_op::reduce: return broadcast_time(bytes, group, l);
+    case comm_op::all_reduce: case comm_op::reduce_scatter: case comm_op::all_gather: case comm_op::all_to_all:
+    case comm_op::broadcast: case comm_op::reduce: return collective_cost(op, bytes, group, l, a);
     case comm_op::send: case comm_op::recv: return time_ns(std::llround(l.latency + l.transfer_ns(bytes)));
     default: return std::nullopt;
     }

@@ -203,6 +203,21 @@ TEST_CASE("hostile: gzip problems name the file and what is wrong with the data"
   check_accounting(t);
 }
 
+TEST_CASE("hostile: gzip text cut short names the end of its text, not the size guessed from the file") {
+  // Found by fuzz_kineto: an event's string left open before its array ends. The text
+  // (72 bytes) compresses to more than itself, so the trailer's size is not believed and
+  // the guess (four times the file) was named as the end.
+  const std::string text = R"({"traceEvents":["ph":"X",name":"a\"b","ts":1,"dur":2,"pid":1,"tid":1},{")";
+  REQUIRE(text.size() == 72);
+  const std::string plain = "byte 72 (the end of the input): JSON syntax error: A string is opened, but never closed. "
+                            "(is the file truncated?)";
+  CHECK(parse_error(text, "open.json") == "daydream: open.json: " + plain);
+  temp_dir d{"daydream_hostile_"};
+  const auto gz = d.gz("open.json.gz", text);
+  REQUIRE(fs::file_size(gz) > text.size());
+  CHECK(load_error(gz) == "daydream: " + gz.string() + ": " + plain);
+}
+
 TEST_CASE("hostile: a directory is not a trace file") {
   temp_dir d{"daydream_hostile_"};
   const auto dir = d.p / "looks_like.json";

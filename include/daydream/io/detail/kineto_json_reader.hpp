@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -71,6 +72,9 @@ public:
 
   /// Sets the size of the input, named as its end in errors.
   void set_input_size(std::size_t n) noexcept { input_size_ = n; }
+  /// Sets how to learn the size of the input when an error names its end and the size
+  /// is not known yet (compressed input, of which only a hint is known until its end).
+  void set_input_end(std::function<std::size_t()> end) { input_end_ = std::move(end); }
 
   /// Events decoded so far.
   std::size_t events_seen() const noexcept { return index_; }
@@ -81,7 +85,7 @@ public:
     in_event_ = in_event;
     std::string what = simdjson::error_message(err);
     if (err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || err == simdjson::UNCLOSED_STRING) {
-      throw error("daydream: " + std::string(source_) + ": byte " + std::to_string(input_size_) +
+      throw error("daydream: " + std::string(source_) + ": byte " + std::to_string(input_end()) +
                   " (the end of the input): JSON syntax error: " + what + " (is the file truncated?)");
     }
     std::string where = "byte " + std::to_string(at);
@@ -98,7 +102,7 @@ protected:
     // These are found before any value is read (no location yet, or the document's
     // start): the place to name is the end of the input, or the first bad byte.
     if (err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || err == simdjson::UNCLOSED_STRING)
-      where = "byte " + std::to_string(input_size_) + " (the end of the input)";
+      where = "byte " + std::to_string(input_end()) + " (the end of the input)";
     else if (err == simdjson::UTF8_ERROR)
       where = "byte " + std::to_string(input_byte(first_invalid_utf8({base_, doc_size_})));
     std::string what = simdjson::error_message(err);
@@ -264,8 +268,12 @@ private:
     return out;
   }
 
+  /// The size of the input, named as its end in errors.
+  std::size_t input_end() const { return input_end_ ? input_end_() : input_size_; }
+
   std::string_view source_;
   std::size_t input_size_;
+  std::function<std::size_t()> input_end_;
   const char* base_ = nullptr;
   std::size_t doc_size_ = 0;
   std::int64_t shift_ = 0;

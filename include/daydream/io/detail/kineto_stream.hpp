@@ -53,6 +53,7 @@ public:
     parser_ = &parser;
     dec_.reserve_for(in_.size_hint());
     dec_.set_input_size(in_.size_hint());
+    if (in_.gzip()) dec_.set_input_end([this] { return in_.size_to_end(); });
     // A file smaller than the window gets a window of its size (plus room for the '[').
     if (in_.size_hint() > 0 && in_.size_hint() < window_ && !in_.gzip()) window_ = in_.size_hint() + 1;
     // Worth workers when there are several windows to decode.

@@ -120,6 +120,18 @@ public:
   std::size_t size_hint() const noexcept { return size_hint_; }
   /// Bytes of text read so far.
   std::size_t bytes_read() const noexcept { return total_; }
+  /// The size of the text: for compressed input, the rest is read (and dropped) to
+  /// learn it; what cannot be read counts as the end.
+  std::size_t size_to_end() {
+    if (!gz_) return std::max(size_hint_, total_);
+    char sink[1 << 14];
+    try {
+      while (read(sink, sizeof sink) > 0) {}
+    } catch (const error&) {
+      // Corrupt data after the place already reported: the end is where reading stopped.
+    }
+    return total_;
+  }
   /// The name of the input in errors.
   const std::string& name() const noexcept { return what_; }
   /// Whether the input is gzip data.

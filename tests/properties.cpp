@@ -1,9 +1,11 @@
 // Property tests on hundreds of seeded random DAGs: what every replay and every primitive must preserve.
 // SPDX-License-Identifier: MIT
+#include <daydream/analysis.hpp>
 #include <daydream/dependency.hpp>
 #include <daydream/graph.hpp>
 #include <daydream/insert.hpp>
 #include <daydream/kinds.hpp>
+#include <daydream/overlay.hpp>
 #include <daydream/pass.hpp>
 #include <daydream/remove.hpp>
 #include <daydream/replay.hpp>
@@ -19,6 +21,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -738,4 +741,61 @@ TEST_CASE("chained replay: transfers sharing a link, and a tie between a kernel 
   auto key = [&](task_id t, time_ns ready) { return trace_order_policy{}.key(g, t, ready); };
   CHECK(testing::replay_difference(r, testing::reference_replay(g.core(), key)) == "");
   CHECK(testing::replay_difference(r, replay(g)) == "");
+}
+
+TEST_CASE("property: a steady_plan gives steady_steps' steps for every replay of its graph") {
+  for (std::uint64_t seed = 0; seed < graphs; ++seed) {
+    CAPTURE(seed);
+    auto g = random_dag(seed, shape(seed));
+    rng pick(seed ^ 0x5eed);
+    // Iterations 0..3 and -1 (outside any), and a few ids left empty.
+    g.for_each_task([&](task_id t) { g.set_iteration(t, std::int32_t(pick.between(-1, 3))); });
+    std::vector<task_id> gone;
+    g.for_each_task([&](task_id t) {
+      if (pick.chance(0.05)) gone.push_back(t);
+    });
+    for (auto t : gone) g.erase(t);
+    // Analysed: present ones out of order, an absent one, one outside any iteration.
+    const std::vector<std::int32_t> its = {2, 0, 9, -1, 1};
+    steady_plan plan(g, its);
+    CHECK(plan.iterations() == its);
+    auto same = [&](const replay_result& r) {
+      const auto want = steady_steps(g, r, its);
+      const auto got = plan.steps(r);
+      REQUIRE(got.size() == want.size());
+      for (std::size_t k = 0; k < got.size(); ++k) {
+        CAPTURE(k);
+        CHECK(got[k].iteration == want[k].iteration);
+        CHECK(got[k].span == want[k].span);
+        CHECK(got[k].work == want[k].work);
+        CHECK(got[k].busiest == want[k].busiest);
+        // Against their definitions: the iteration's span (iteration_spans), and the
+        // largest union of its tasks' replayed intervals on one resource.
+        const auto span = span_of(g, r, its[k]);
+        CHECK(want[k].span == (span ? span->duration() : -1));
+        time_ns most = 0;
+        for (resource_id res = 0; res < g.resource_count(); ++res) {
+          std::vector<std::pair<time_ns, time_ns>> iv;
+          g.for_each_task([&](task_id t) {
+            if (g.iteration(t) == its[k] && g.resource_of(t) == res && r.start[t] >= 0) iv.push_back({r.start[t], r.end[t]});
+          });
+          most = std::max(most, union_length(iv, std::numeric_limits<time_ns>::min(), std::numeric_limits<time_ns>::max()));
+        }
+        CHECK(want[k].work == most);
+      }
+    };
+    same(replay(g));
+    // The plan serves every replay of the graph: other durations, the working memory reused.
+    duration_overlay o(g);
+    g.for_each_task([&](task_id t) {
+      if (pick.chance(0.3)) o.set_duration(t, pick.between(0, 400));
+    });
+    replay_result r;
+    replay_into(o, r);
+    same(r);
+    same(replay(g));
+    // A replay of another graph is refused.
+    auto h = random_dag(seed + graphs, shape(seed + graphs));
+    if (h.id_bound() != g.id_bound()) CHECK_THROWS_AS((void)plan.steps(replay(h)), daydream::error);
+  }
 }

@@ -3,6 +3,7 @@
 #ifndef DAYDREAM_ANALYSIS_HPP
 #define DAYDREAM_ANALYSIS_HPP
 
+#include <daydream/config.hpp>
 #include <daydream/iteration.hpp>
 #include <daydream/kinds.hpp>
 #include <daydream/replay.hpp>
@@ -92,29 +93,115 @@ struct steady_step {
   bool backlogged() const noexcept { return span >= 0 && work > span; }
 };
 
-/// The steady-state steps of iterations `its` of a replay of `g` (see steady_step), in
-/// the order of `its`. One pass over the tasks: O(V log V).
-template <class Graph>
-std::vector<steady_step> steady_steps(const Graph& g, const replay_result& r, const std::vector<std::int32_t>& its) {
-  check_replay_of(g, r, "steady_steps");
-  std::vector<steady_step> out(its.size());
-  std::map<std::int32_t, std::size_t> at;
-  for (std::size_t k = 0; k < its.size(); ++k) {
-    out[k].iteration = its[k];
-    at.emplace(its[k], k);
+//! @cond DAYDREAM_INTERNAL
+namespace detail {
+/// What steady_steps sums, task by task, and the steps it makes of it. A task adds to its
+/// iteration's span (a slot per iteration met), to the GPU-side work of no iteration, and
+/// to the work of its (analysed iteration, resource) (`work` slot k * resources + resource):
+/// an exclusive resource runs one task at a time, so its work is the sum of its tasks'
+/// replayed times; a fair-share one keeps its intervals, whose union is its work.
+struct steady_sums {
+  std::vector<iteration_span> spans; ///< per slot; `tasks` 0: none of its tasks ran
+  std::vector<std::pair<time_ns, time_ns>> outside; ///< GPU-side tasks of no iteration
+  std::vector<time_ns> busy;                         ///< exclusive work per work slot
+  std::vector<std::vector<std::pair<time_ns, time_ns>>> iv; ///< fair-share intervals per work slot
+
+  /// A span of iteration `i` no task has added to.
+  static iteration_span fresh(std::int32_t i) noexcept {
+    iteration_span s;
+    s.iteration = i;
+    s.first_start = std::numeric_limits<time_ns>::max();
+    s.last_end = s.cpu_end = std::numeric_limits<time_ns>::min();
+    return s;
   }
-  // The work of each (analysed iteration, resource), flat: [k * nres + res]. An exclusive
-  // resource runs one task at a time, so its work is the sum of its tasks' replayed
-  // times; a fair-share one keeps its intervals, whose union is its work. An
-  // iteration's slot comes from a table over the iterations' range when it is small.
+  /// Empty sums over the spans of iterations `slots` and `work` work slots.
+  void reset(const std::vector<std::int32_t>& slots, std::size_t work) {
+    spans.clear();
+    for (auto i : slots) spans.push_back(fresh(i));
+    outside.clear();
+    busy.assign(work, 0);
+    for (auto& v : iv) v.clear();
+    iv.resize(work);
+  }
+  /// A task of span slot `k` ran over [start, end) (on the GPU side when `device`).
+  void span(std::size_t k, time_ns start, time_ns end, bool device) noexcept {
+    auto& s = spans[k];
+    s.first_start = std::min(s.first_start, start);
+    s.last_end = std::max(s.last_end, end);
+    ++s.tasks;
+    if (device) {
+      s.device_first = s.device_first < 0 ? start : std::min(s.device_first, start);
+      s.device_end = std::max(s.device_end, end);
+    } else {
+      s.cpu_end = std::max(s.cpu_end, end);
+    }
+  }
+  /// A task of work slot `w` ran over [start, end), start < end.
+  void work(std::size_t w, bool shared, time_ns start, time_ns end) {
+    if (shared) iv[w].push_back({start, end});
+    else busy[w] += end - start;
+  }
+
+  /// The steps of iterations `its`: work slot k * `nres` + resource is `its[k]`'s on that
+  /// resource, `shared` says which resources share.
+  std::vector<steady_step> steps(const std::vector<std::int32_t>& its, std::size_t nres,
+                                 const std::vector<std::uint8_t>& shared) {
+    std::vector<steady_step> out(its.size());
+    for (std::size_t k = 0; k < its.size(); ++k) out[k].iteration = its[k];
+    span_builder b;
+    b.spans.reserve(spans.size());
+    for (auto& s : spans)
+      if (s.tasks > 0) b.spans.push_back(s);
+    b.outside = std::move(outside);
+    const auto closed = b.close();
+    outside = std::move(b.outside);
+    for (auto& s : closed)
+      for (std::size_t k = 0; k < its.size(); ++k)
+        if (its[k] == s.iteration) out[k].span = s.duration();
+    for (std::size_t k = 0; k < its.size(); ++k)
+      for (std::size_t res = 0; res < nres; ++res) {
+        const std::size_t w = k * nres + res;
+        const auto work = shared[res] ? union_length(iv[w], std::numeric_limits<time_ns>::min(),
+                                                     std::numeric_limits<time_ns>::max())
+                                      : busy[w];
+        if (work == 0) continue;
+        auto& s = out[k];
+        if (work > s.work) {
+          s.work = work;
+          s.busiest = resource_id(res);
+        }
+      }
+    return out;
+  }
+};
+
+/// Which resources of `g` share (fair-share) and which are on the GPU side (not a CPU thread).
+template <class Graph>
+void resource_sides(const Graph& g, std::vector<std::uint8_t>& shared, std::vector<std::uint8_t>& device) {
   const std::size_t nres = g.resource_count();
-  std::vector<std::uint8_t> shared(nres, 0), device(nres, 0);
+  shared.assign(nres, 0);
+  device.assign(nres, 0);
   for (std::size_t res = 0; res < nres; ++res) {
     shared[res] = g.resource_at(resource_id(res)).share != sharing::exclusive;
     device[res] = !is_cpu(g.resource_at(resource_id(res)).kind);
   }
-  std::vector<time_ns> busy(its.size() * nres, 0);
-  std::vector<std::vector<std::pair<time_ns, time_ns>>> iv(its.size() * nres);
+}
+} // namespace detail
+//! @endcond
+
+/// The steady-state steps of iterations `its` of a replay of `g` (see steady_step), in
+/// the order of `its`. One pass over the tasks: O(V log V). For many replays of one graph
+/// (the what-ifs of a duration_overlay), steady_plan reads the graph once.
+template <class Graph>
+std::vector<steady_step> steady_steps(const Graph& g, const replay_result& r, const std::vector<std::int32_t>& its) {
+  check_replay_of(g, r, "steady_steps");
+  const std::size_t nres = g.resource_count();
+  std::vector<std::uint8_t> shared, device;
+  detail::resource_sides(g, shared, device);
+  // An analysed iteration's index comes from a table over the iterations' range when it
+  // is small; a span's slot from the last iteration met, then a map.
+  std::map<std::int32_t, std::size_t> at;
+  for (std::size_t k = 0; k < its.size(); ++k) at.emplace(its[k], k);
   std::int32_t lo = 0, hi = -1;
   if (!its.empty()) {
     lo = *std::min_element(its.begin(), its.end());
@@ -124,9 +211,13 @@ std::vector<steady_step> steady_steps(const Graph& g, const replay_result& r, co
   std::vector<std::size_t> slot_of(dense ? std::size_t(std::int64_t(hi) - lo + 1) : 0, its.size());
   for (auto& [i, k] : at)
     if (dense) slot_of[std::size_t(std::int64_t(i) - lo)] = k;
-  detail::span_builder spans; // the iterations' spans (iteration_spans), in the same pass
+  detail::steady_sums sums;
+  sums.reset({}, its.size() * nres);
+  std::map<std::int32_t, std::size_t> span_of;
+  std::int32_t last_i = 0;
+  std::size_t last_slot = std::size_t(-1);
   // A plain loop over the ids (a per-task lambda through for_each_task is not inlined
-  // by every compiler, and this runs once per what-if).
+  // by every compiler).
   for (task_id t = 0, n = g.id_bound(); t < n; ++t) {
     if (!g.contains(t)) continue;
     const time_ns start = r.start[t], end = r.end[t];
@@ -134,7 +225,18 @@ std::vector<steady_step> steady_steps(const Graph& g, const replay_result& r, co
     const auto i = g.iteration(t);
     const auto res = g.resource_of(t);
     const bool known = res != no_resource && res < nres;
-    spans.add(i, start, end, known && device[res]);
+    const bool dev = known && device[res];
+    if (i < 0) {
+      if (dev) sums.outside.push_back({start, end});
+    } else {
+      if (last_slot == std::size_t(-1) || i != last_i) {
+        auto [it, added] = span_of.try_emplace(i, sums.spans.size());
+        if (added) sums.spans.push_back(detail::steady_sums::fresh(i));
+        last_i = i;
+        last_slot = it->second;
+      }
+      sums.span(last_slot, start, end, dev);
+    }
     std::size_t k = its.size();
     if (dense) {
       if (i >= lo && i <= hi) k = slot_of[std::size_t(std::int64_t(i) - lo)];
@@ -142,26 +244,98 @@ std::vector<steady_step> steady_steps(const Graph& g, const replay_result& r, co
       k = it->second;
     }
     if (k == its.size() || end <= start || !known) continue;
-    if (shared[res]) iv[k * nres + res].push_back({start, end});
-    else busy[k * nres + res] += end - start;
+    sums.work(k * nres + res, shared[res], start, end);
   }
-  for (auto& s : spans.close())
-    if (auto it = at.find(s.iteration); it != at.end()) out[it->second].span = s.duration();
-  for (std::size_t k = 0; k < its.size(); ++k)
-    for (std::size_t res = 0; res < nres; ++res) {
-      auto& v = iv[k * nres + res];
-      const auto work = shared[res] ? union_length(v, std::numeric_limits<time_ns>::min(),
-                                                   std::numeric_limits<time_ns>::max())
-                                    : busy[k * nres + res];
-      if (work == 0) continue;
-      auto& s = out[k];
-      if (work > s.work) {
-        s.work = work;
-        s.busiest = resource_id(res);
-      }
-    }
-  return out;
+  return sums.steps(its, nres, shared);
 }
+
+/// What steady_steps reads of a graph, read once, for many replays of it that change no
+/// task, iteration or resource: the what-ifs of a duration_overlay, the rows of a
+/// sensitivity profile. `steps(r)` is `steady_steps(g, r, its)` for a replay `r` of `g`
+/// (or of an overlay over it), one pass over the replay's times and 8 bytes per task id;
+/// it reuses its working memory, so a plan serves one thread at a time (copy it for more).
+///
+///     daydream::duration_overlay o(g);
+///     daydream::steady_plan plan(g, its);
+///     daydream::replay_result r;
+///     for (auto t : slow) {
+///       o.reset();
+///       o.scale_duration(t, 0.5);
+///       daydream::replay_into(o, r);
+///       fmt::print("{}\n", plan.steps(r)[0].step());
+///     }
+class steady_plan {
+public:
+  steady_plan() = default;
+  template <class Graph>
+  steady_plan(const Graph& g, std::vector<std::int32_t> its) : its_(std::move(its)), nres_(g.resource_count()) {
+    std::vector<std::uint8_t> device;
+    detail::resource_sides(g, shared_, device);
+    std::map<std::int32_t, std::size_t> at, span_of;
+    for (std::size_t k = 0; k < its_.size(); ++k) at.emplace(its_[k], k);
+    codes_.assign(g.id_bound(), code{});
+    for (task_id t = 0, n = g.id_bound(); t < n; ++t) {
+      if (!g.contains(t)) continue;
+      const auto i = g.iteration(t);
+      const auto res = g.resource_of(t);
+      const bool known = res != no_resource && res < nres_;
+      const bool dev = known && device[res];
+      auto& c = codes_[t];
+      if (i < 0) {
+        c.span = dev ? outside : unspanned;
+      } else {
+        auto [it, added] = span_of.try_emplace(i, span_of.size());
+        if (added) slots_.push_back(i);
+        c.span = std::uint32_t(it->second << 1 | std::size_t(dev));
+      }
+      if (auto it = at.find(i); it != at.end() && known)
+        c.work = std::uint32_t((it->second * nres_ + res) << 1 | shared_[res]);
+    }
+    if (slots_.size() >= (std::size_t(1) << 31) - 2 || its_.size() * nres_ >= (std::size_t(1) << 31) - 1)
+      throw error("daydream: steady_plan: " + std::to_string(slots_.size()) + " iterations of " + std::to_string(nres_) +
+                  " resources are more than it can index");
+  }
+
+  /// The steady-state steps of the plan's iterations in replay `r` (steady_steps), in
+  /// their order. Throws daydream::error if `r` is not a replay of the plan's graph.
+  std::vector<steady_step> steps(const replay_result& r) {
+    if (r.start.size() != codes_.size() || r.end.size() != codes_.size())
+      throw error("daydream: steady_plan: the replay result covers " + std::to_string(r.start.size()) +
+                  " task ids, the plan's graph has " + std::to_string(codes_.size()) +
+                  "; it is not a replay of this graph (make the plan again after changing the graph)");
+    sums_.reset(slots_, its_.size() * nres_);
+    const time_ns* start = r.start.data();
+    const time_ns* end = r.end.data();
+    for (std::size_t t = 0, n = codes_.size(); t < n; ++t) {
+      const code c = codes_[t];
+      if (c.span == skip) continue;
+      const time_ns b = start[t], e = end[t];
+      if (b < 0) continue;
+      if (c.span < unspanned) sums_.span(c.span >> 1, b, e, c.span & 1);
+      else if (c.span == outside) sums_.outside.push_back({b, e});
+      if (c.work != skip && b < e) sums_.work(c.work >> 1, c.work & 1, b, e);
+    }
+    return sums_.steps(its_, nres_, shared_);
+  }
+  /// The iterations whose steps the plan gives.
+  const std::vector<std::int32_t>& iterations() const noexcept { return its_; }
+
+private:
+  static constexpr std::uint32_t skip = std::numeric_limits<std::uint32_t>::max(); ///< no task, or no work slot
+  static constexpr std::uint32_t outside = skip - 1;   ///< GPU-side, of no iteration
+  static constexpr std::uint32_t unspanned = skip - 2; ///< CPU-side, of no iteration
+  /// A task id's span slot (slot << 1 | GPU side) and work slot (slot << 1 | fair-share).
+  struct code {
+    std::uint32_t span = skip;
+    std::uint32_t work = skip;
+  };
+  std::vector<std::int32_t> its_;
+  std::size_t nres_ = 0;
+  std::vector<std::int32_t> slots_; ///< the iteration of each span slot
+  std::vector<std::uint8_t> shared_;
+  std::vector<code> codes_;
+  detail::steady_sums sums_;
+};
 
 /// The critical path of one iteration: the chain of tasks that decides when the iteration
 /// ends, followed back (through replay_result::pred) until it leaves the iteration's span.

@@ -24,7 +24,8 @@ namespace daydream {
 /// replays the base graph with them and gives exactly what replaying a copy of the base
 /// with the same set_duration / scale_duration / set_gap calls gives, every field; the
 /// analyses of a replay (iteration_spans, steady_steps, critical paths) take the base
-/// graph with that result. reset() brings every task back to the base's times in
+/// graph with that result (a steady_plan reads the base's side of the steady-state steps
+/// once for the whole loop). reset() brings every task back to the base's times in
 /// O(tasks changed), so a loop of what-ifs (a sensitivity profile, a sweep) costs a
 /// replay each and no copy.
 ///
@@ -36,11 +37,12 @@ namespace daydream {
 /// sees the base graph (the bundled policies read no durations).
 ///
 ///     daydream::duration_overlay o(g);
+///     daydream::steady_plan steps(g, its);
 ///     daydream::replay_result r;
 ///     for (auto& layer : layers) {
 ///       for (auto t : layer) o.scale_duration(t, 0.5);  // this layer 2x faster
 ///       daydream::replay_into(o, r);
-///       fmt::print("{}: {}\n", name(layer), daydream::steady_steps(g, r, its)[0].step());
+///       fmt::print("{}: {}\n", name(layer), steps.steps(r)[0].step());
 ///       o.reset();
 ///     }
 template <class Graph> class basic_duration_overlay {

@@ -43,6 +43,18 @@ void check_same_replay(const graph& g, const replay_result& copied, const replay
     CHECK(a[k].busiest == b[k].busiest);
   }
   CHECK(whatif::median_step(g, copied, its) == whatif::median_step(g, overlaid, its));
+  // The graph's side of the steps read once: the same steps for both replays.
+  steady_plan plan(g, its);
+  for (const auto* r : {&copied, &overlaid}) {
+    const auto c = plan.steps(*r);
+    REQUIRE(c.size() == a.size());
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      CHECK(c[k].span == a[k].span);
+      CHECK(c[k].work == a[k].work);
+      CHECK(c[k].busiest == a[k].busiest);
+    }
+    CHECK(whatif::median_step(plan, *r) == whatif::median_step(g, copied, its));
+  }
 }
 
 // The analysed iterations of a trace (every task in iteration 0 when it marks none).
@@ -75,7 +87,7 @@ TEST_CASE("overlays replay every bundled trace exactly as a copied graph: durati
       check_same_replay(base, replay(base, trace_order_policy{}, opt), overlaid, its);
       // Duration-only passes: speedup of GEMMs 2x, of every GPU task 3x, of one kernel
       // name to a fixed time; the pass on a copy against its selection on the overlay.
-      for (const passes::speedup p : {passes::speedup{.klass = "gemm"}, passes::speedup{.factor = 3},
+      for (const passes::speedup& p : {passes::speedup{.klass = "gemm"}, passes::speedup{.factor = 3},
                                       passes::speedup{.klass = "elementwise", .duration = 1'000}}) {
         INFO("speedup: " << p.describe());
         graph copy = base;

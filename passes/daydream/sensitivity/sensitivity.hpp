@@ -80,9 +80,10 @@ struct profile {
 
 //! @cond Doxygen_Suppress
 namespace detail {
-inline time_ns median_step(const graph& g, const replay_result& r, const std::vector<std::int32_t>& its) {
+inline time_ns median_step(steady_plan& plan, const replay_result& r) {
+  if (plan.iterations().empty()) return r.makespan;
   std::vector<time_ns> steps;
-  for (auto& s : steady_steps(g, r, its))
+  for (auto& s : plan.steps(r))
     if (s.step() >= 0) steps.push_back(s.step());
   return steps.empty() ? r.makespan : median_of(std::move(steps));
 }
@@ -144,7 +145,8 @@ inline profile profile_of(const graph& g, std::vector<std::int32_t> its, const o
 
   replay_result r;
   replay_into(g, r, trace_order_policy{}, o.replay);
-  p.baseline = its.empty() ? r.makespan : detail::median_step(g, r, its);
+  steady_plan plan(g, its); // the graph's side of the steps, read once for every row
+  p.baseline = detail::median_step(plan, r);
   duration_overlay faster(g);
   for (auto& [time, k] : order) {
     // plain references: clang 14 cannot capture structured bindings in a lambda
@@ -152,7 +154,7 @@ inline profile profile_of(const graph& g, std::vector<std::int32_t> its, const o
     const std::vector<task_id>& ts = groups[k].second;
     for (auto t : ts) faster.set_duration(t, static_cast<time_ns>(std::llround(double(g.duration(t)) / o.factor)));
     replay_into(faster, r, trace_order_policy{}, o.replay);
-    const time_ns predicted = its.empty() ? r.makespan : detail::median_step(g, r, its);
+    const time_ns predicted = detail::median_step(plan, r);
     faster.reset();
     row w;
     w.key = key;

@@ -85,6 +85,14 @@ inline time_ns median_step(const graph& g, const replay_result& r, const std::ve
   return median_of(std::move(per));
 }
 
+/// median_step(g, r, plan.iterations()) with the graph's side of the steps read once
+/// (steady_plan over `g`): for the many replays of one graph's duration_overlay.
+inline time_ns median_step(steady_plan& plan, const replay_result& r) {
+  std::vector<time_ns> per;
+  for (auto& st : plan.steps(r)) per.push_back(st.step());
+  return median_of(std::move(per));
+}
+
 /// Fills `s`'s steady-state step for each of `iterations` from its replay (the replayed
 /// span, or the work of a resource that falls behind when that is longer: steady_steps)
 /// and its peak memory under `mem`.

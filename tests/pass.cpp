@@ -186,6 +186,29 @@ TEST_CASE("apply restores the graph exactly when the pass throws") {
   }
 }
 
+TEST_CASE("apply_in_place checks and reports as apply does, without the copy to restore") {
+  const graph original = testing::training_step();
+  graph g = original;
+  // Success: the graph apply gives, and what the pass returns.
+  graph h = original;
+  apply(g, scale_gemms{});
+  apply_in_place(h, scale_gemms{});
+  CHECK(testing::graph_difference(g, h) == "");
+  auto report = apply_in_place(h, reporting{});
+  CHECK(report.items.size() == 1);
+  // Failure: apply's error, and the graph is as the pass left it (here: the cycle).
+  std::string in_place, guarded;
+  graph a = testing::training_step({.layers = 1, .data_parallel = false, .input_copy = false});
+  graph b = a;
+  try { apply(a, cycle_maker{}); } catch (const error& e) { guarded = e.what(); }
+  try { apply_in_place(b, cycle_maker{}); } catch (const error& e) { in_place = e.what(); }
+  CHECK(!in_place.empty());
+  CHECK(in_place == guarded);
+  CHECK(b.dependency_count() != a.dependency_count()); // not restored
+  CHECK_THROWS_WITH_AS(apply_in_place(g, thrower{}), doctest::Contains("pass 'thrower' was refused"), error);
+  CHECK_THROWS_AS(apply_in_place(g, non_std_thrower{}), int);
+}
+
 TEST_CASE("apply refuses a pass that creates a cycle and names it") {
   const graph original = testing::training_step({.layers = 1, .data_parallel = false, .input_copy = false});
   graph g = original;

@@ -35,7 +35,7 @@ struct skipped_pass {
 
 /// Everything one run of the program computed.
 struct analysis {
-  const daydream::io::kineto_trace* trace = nullptr;
+  const daydream::io::kineto_trace* trace = nullptr; ///< the trace read (its graph is moved into `base.g`)
   std::string trace_name;
   std::vector<std::int32_t> iterations; ///< the analysed iterations, in order
   std::int32_t iteration = -1;          ///< the one whose baseline time is the median: breakdowns use it
@@ -364,7 +364,7 @@ inline void print_table(std::FILE* out, const analysis& a) {
   if (!t.info.gpus.empty()) fmt::print(out, "  GPU: {}", t.info.gpus.front());
   if (t.info.world_size > 0) fmt::print(out, "  rank {} of {}", t.info.rank, t.info.world_size);
   fmt::print(out, "\n  {}\n  {} tasks, {} dependencies; {} of {} events in the graph, the rest accounted for by reason\n\n",
-             iterations_line(a), t.g.size(), t.g.dependency_count(), t.report.in_graph, t.report.events);
+             iterations_line(a), a.base.g.size(), a.base.g.dependency_count(), t.report.in_graph, t.report.events);
 
   std::size_t w = 20;
   for (auto& s : a.scenarios) w = std::max(w, s.name.size());

@@ -65,8 +65,8 @@ int run_sweep_mode(const options& o, std::FILE* out, std::FILE* err,
       bool takes = false;
       for (auto& ax : axes) takes = takes || std::find(keys.begin(), keys.end(), ax.key) != keys.end();
       if (!takes) continue;
-      if (e.applicable(trace.g)) chains.push_back(spec);
-      else left_out.push_back(fmt::format("{} ({})", e.name, not_applicable_reason(e, trace.g)));
+      if (e.applicable(a.base.g)) chains.push_back(spec);
+      else left_out.push_back(fmt::format("{} ({})", e.name, not_applicable_reason(e, a.base.g)));
     }
     if (chains.empty()) {
       std::string keys, why;

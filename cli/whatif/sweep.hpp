@@ -103,7 +103,7 @@ inline std::string csv_field(const std::string& s) {
 /// Predicts `spec` on the trace of `a` (a copy of the traced graph).
 inline sweep_row predict_point(const analysis& a, const std::string& spec,
                                const daydream::passes::registry<graph>& reg, const daydream::replay_options& ro) {
-  auto s = run_scenario(a.trace->g, reg.make_chain(spec), spec, a.iterations, a.memory, ro);
+  auto s = run_scenario(a.base.g, reg.make_chain(spec), spec, a.iterations, a.memory, ro);
   sweep_row r;
   r.error = s.error;
   if (!s.error.empty()) return r;

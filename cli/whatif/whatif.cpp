@@ -191,14 +191,16 @@ void prepare(const options& o, daydream::io::kineto_trace& trace, analysis& a, s
     if (daydream::passes::has_memory_accounting(trace.g)) a.memory.from = memory_model::source::estimate;
   }
 
-  a.base = baseline(trace.g, a.iterations, a.memory, o.replay);
+  // The baseline keeps the trace's graph (held once, not copied): from here on the
+  // trace's graph is `a.base.g`.
+  a.base = baseline(std::move(trace.g), a.iterations, a.memory, o.replay);
   // A replay that does not reproduce the trace says why (the kind of event it left out):
   // the first iteration that misses by more than 2%, and how many others do.
   std::vector<std::string> misses;
   for (auto& st : a.base.steps)
     for (std::size_t k = 0; k < a.iterations.size(); ++k)
       if (a.iterations[k] == st.iteration)
-        if (auto n = daydream::replay_error_note(trace.g, st.iteration, st.span, a.measured[k]); !n.empty())
+        if (auto n = daydream::replay_error_note(a.base.g, st.iteration, st.span, a.measured[k]); !n.empty())
           misses.push_back(std::move(n));
   if (!misses.empty())
     a.warnings.push_back("replay: " + misses.front() +
@@ -270,8 +272,8 @@ int run(const options& opts, std::FILE* out, std::FILE* err, const daydream::pas
   if (specs.empty()) {
     for (auto& e : reg.entries()) {
       if (!e.default_scenario) continue;
-      if (!e.applicable(trace.g)) {
-        a.not_applicable.push_back({std::string(e.name), not_applicable_reason(e, trace.g)});
+      if (!e.applicable(a.base.g)) {
+        a.not_applicable.push_back({std::string(e.name), not_applicable_reason(e, a.base.g)});
         continue;
       }
       specs.push_back(e.scenario_params.empty() ? std::string(e.name)
@@ -281,7 +283,7 @@ int run(const options& opts, std::FILE* out, std::FILE* err, const daydream::pas
   }
   for (std::size_t k = 0; k < specs.size(); ++k) {
     if (o.progress) { fmt::print(err, "\r\x1b[Kpredicting {}...", specs[k]); std::fflush(err); }
-    a.scenarios.push_back(run_scenario(trace.g, chains[k], specs[k], a.iterations, a.memory, o.replay));
+    a.scenarios.push_back(run_scenario(a.base.g, chains[k], specs[k], a.iterations, a.memory, o.replay));
   }
   if (o.progress) fmt::print(err, "\r\x1b[K");
   for (auto& w : spread_warnings(a)) a.warnings.push_back(w);

@@ -334,6 +334,10 @@ public:
 
   /// Reserves room for `tasks` tasks in the flat arrays. Invalidates nothing.
   void reserve(std::size_t tasks) { core_.reserve(tasks); }
+  /// Reserves room for `more` dependency records beyond those there: a pass that adds
+  /// many to a copied graph (whose arrays have no room to spare) grows them once instead
+  /// of by doubling. Invalidates nothing.
+  void reserve_dependencies(std::size_t more) { core_.edges.reserve(core_.edges.size() + more); }
   /// Reserves room for `tasks` tasks of kind `K` beyond those there (their payloads and
   /// ids; growing by doubling both copies and touches fresh memory). Invalidates
   /// payload references when it reallocates, as add() does.

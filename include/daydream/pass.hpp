@@ -154,25 +154,17 @@ namespace passes {
 using daydream::operator|;
 } // namespace passes
 
-/// Runs `pass` on `g` as a transaction and returns what the pass returns. If the pass
-/// throws, or leaves a cycle or a broken invariant (check_invariants), `g` is restored
-/// exactly as it was and daydream::error says why, naming the pass (`name`, by default
-/// pass_traits<Pass>::name) and the cycle's tasks; an exception that is not a
-/// std::exception is rethrown as is, after the restore; a daydream::usage_error of the
-/// pass (a parameter this graph cannot satisfy) stays a usage_error. Costs one copy of the graph.
-/// On success, invalidates what the pass invalidates; on failure, nothing.
-///
-///     try { daydream::apply(g, daydream::passes::amp{}); }
-///     catch (const daydream::error& e) { std::cerr << e.what() << '\n'; }
-template <class G, class Pass>
-decltype(auto) apply(G& g, const Pass& pass, std::string_view name = pass_traits<Pass>::name) {
+//! @cond DAYDREAM_INTERNAL
+namespace detail {
+/// apply() with the restore of `g` on failure made by `restore` (nothing for apply_in_place).
+template <class G, class Pass, class Restore>
+decltype(auto) apply_pass(G& g, const Pass& pass, std::string_view name, Restore&& restore) {
   static_assert(!detail::takes_graph_by_value<Pass>(),
                 "daydream::apply(g, pass): the pass takes the graph by value, so it would edit "
                 "a copy and leave `g` unchanged; declare it `operator()(graph& g) const`.");
   static_assert(std::invocable<const Pass&, G&>,
                 "daydream::apply(g, pass): `pass` must be callable as pass(g) on this graph type.");
   using result = std::invoke_result_t<const Pass&, G&>;
-  G backup = g;
   try {
     if constexpr (std::is_void_v<result>) {
       pass(g);
@@ -185,17 +177,44 @@ decltype(auto) apply(G& g, const Pass& pass, std::string_view name = pass_traits
   } catch (const usage_error& e) {
     // A pass that refuses what the user asked of it on this graph (a parameter the
     // input cannot satisfy) stays a usage error: programs exit 2.
-    g = std::move(backup);
+    restore();
     throw usage_error(std::string("daydream: pass '") + std::string(name) +
                       "' was refused and the graph left unchanged: " + e.what());
   } catch (const std::exception& e) {
-    g = std::move(backup);
+    restore();
     throw error(std::string("daydream: pass '") + std::string(name) +
                 "' was refused and the graph left unchanged: " + e.what());
   } catch (...) {
-    g = std::move(backup);
+    restore();
     throw;
   }
+}
+} // namespace detail
+//! @endcond
+
+/// Runs `pass` on `g` as a transaction and returns what the pass returns. If the pass
+/// throws, or leaves a cycle or a broken invariant (check_invariants), `g` is restored
+/// exactly as it was and daydream::error says why, naming the pass (`name`, by default
+/// pass_traits<Pass>::name) and the cycle's tasks; an exception that is not a
+/// std::exception is rethrown as is, after the restore; a daydream::usage_error of the
+/// pass (a parameter this graph cannot satisfy) stays a usage_error. Costs one copy of the graph.
+/// On success, invalidates what the pass invalidates; on failure, nothing.
+///
+///     try { daydream::apply(g, daydream::passes::amp{}); }
+///     catch (const daydream::error& e) { std::cerr << e.what() << '\n'; }
+template <class G, class Pass>
+decltype(auto) apply(G& g, const Pass& pass, std::string_view name = pass_traits<Pass>::name) {
+  G backup = g;
+  return detail::apply_pass(g, pass, name, [&] { g = std::move(backup); });
+}
+
+/// Runs `pass` on `g` as apply() does, with its checks and its errors, but keeps no copy
+/// to restore: for a graph that is itself a copy, dropped when the pass fails (a what-if
+/// scenario's graph, whose errors speak of the graph it was copied from). On failure `g`
+/// is left as the pass left it, fit only to be destroyed or assigned.
+template <class G, class Pass>
+decltype(auto) apply_in_place(G& g, const Pass& pass, std::string_view name = pass_traits<Pass>::name) {
+  return detail::apply_pass(g, pass, name, [] {});
 }
 
 } // namespace daydream

@@ -14,6 +14,7 @@
 
 #include <doctest/doctest.h>
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,42 @@ TEST_CASE("a scenario is its chain applied to a copy, replayed and measured by i
   CHECK_FALSE(none.applied());
   CHECK(none.no_result().rfind("no change: ", 0) == 0);
   CHECK(none.predicted == 200'000);
+}
+
+TEST_CASE("a scenario's copy is its transaction: its passes run in place, a failure drops the copy") {
+  two_kernels t;
+  const std::vector<std::int32_t> its{0};
+  const auto reg = passes::bundled();
+  // A chain of the bundled speedup and a pass that fails after changing the graph.
+  auto chain = reg.make_chain("speedup:factor=2");
+  REQUIRE(chain.front().run_in_place);
+  int guarded = 0, in_place = 0;
+  passes::erased_pass<graph> failing;
+  failing.name = failing.spec = "fails";
+  auto body = [](graph& g) -> pass_report {
+    set_duration(g, task_id{0}, 1);
+    throw std::runtime_error("cannot");
+  };
+  failing.run = [&](graph& g) { ++guarded; return apply(g, body, "fails"); };
+  failing.run_in_place = [&](graph& g) { ++in_place; return apply_in_place(g, body, "fails"); };
+  failing.replay = [](const graph& g, const replay_options& o) { return replay(g, trace_order_policy{}, o); };
+  chain.push_back(failing);
+  auto s = dw::run_scenario(t.b.g, chain, "speedup:factor=2+fails", its, {});
+  CHECK(in_place == 1);
+  CHECK(guarded == 0);
+  CHECK(s.error == "daydream: pass 'fails' was refused and the graph left unchanged: cannot");
+  CHECK(s.g.empty());
+  CHECK(t.b.g.duration(t.k1) == 100'000); // the graph it was given is unchanged
+  // run_chain keeps each pass a transaction: the graph the passes before left.
+  graph h = t.b.g;
+  CHECK_THROWS_AS(passes::run_chain(h, chain), error);
+  CHECK(guarded == 1);
+  CHECK(h.duration(t.k1) == 50'000);
+  // A pass without an in-place run (a user's erased pass) runs transactionally.
+  chain.back().run_in_place = nullptr;
+  graph c = t.b.g;
+  CHECK_THROWS_AS(passes::run_chain_in_place(c, chain), error);
+  CHECK(guarded == 2);
 }
 
 TEST_CASE("throughput counts every worker's samples and compares with one GPU") {

@@ -50,7 +50,7 @@ inline prediction predict(const io::kineto_trace& before, const std::vector<pass
   auto [its, measured] = analysed_iterations(before, p.g);
   (void)measured;
   p.iterations = its;
-  auto [r, reports] = passes::run_chain(p.g, chain, o);
+  auto [r, reports] = passes::run_chain_in_place(p.g, chain, o); // p is dropped if a pass fails
   p.r = std::move(r);
   p.reports = std::move(reports);
   // The steady-state step: a resource that falls behind decides it (steady_steps).

@@ -107,7 +107,7 @@ inline scenario_times run_scenario(const graph& g, const std::vector<std::int32_
     r = replay(h);
   } else {
     auto chain = passes::bundled().make_chain(spec);
-    auto [rr, reports] = passes::run_chain(h, chain);
+    auto [rr, reports] = passes::run_chain_in_place(h, chain); // h is dropped if a pass fails
     r = std::move(rr);
     s.applied = std::any_of(reports.begin(), reports.end(), [](auto& rep) { return rep.applied; });
   }

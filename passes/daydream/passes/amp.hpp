@@ -264,6 +264,7 @@ struct amp {
     std::size_t changed = 0;
     for (int i = 0; i < kernel_class_count; ++i)
       if (before[i] != after[i]) ++changed;
+    reserve_insertions(g, plan);
     const std::size_t inserted = casts ? insert_casts(g, plan, rep) : 0;
     const std::size_t scaled = dtype == "fp16" && scaler ? insert_scaler(g, plan, rep) : 0;
     if (changed == 0 && mem_before == mem_after && inserted + scaled == 0)
@@ -485,6 +486,32 @@ private:
     return plan;
   }
   /// Inserts the planned casts; returns how many operators it added.
+  /// Room for every task the casts and the scaler insert, at once: a copied graph (a
+  /// what-if's) has none to spare, and growing by doubling would hold its arrays twice.
+  /// A cast is a call and a kernel; the scaler, per iteration, a call, a kernel and a sync;
+  /// each has a few links.
+  void reserve_insertions(graph& g, const cast_plan& plan) const {
+    std::size_t calls = 0, kernels = 0;
+    if (casts)
+      for (auto& s : plan.sites) kernels += std::size_t(s.casts) + std::size_t(s.grad_casts);
+    calls = kernels;
+    if (dtype == "fp16" && scaler) {
+      std::vector<std::int32_t> its;
+      g.for_each_task([&](task_id t) {
+        if (g.iteration(t) >= 0 && (its.empty() || its.back() != g.iteration(t))) its.push_back(g.iteration(t));
+      });
+      std::sort(its.begin(), its.end());
+      const auto steps = std::size_t(std::unique(its.begin(), its.end()) - its.begin());
+      calls += 2 * steps;
+      kernels += steps;
+    }
+    if (calls + kernels == 0) return;
+    g.reserve(g.id_bound() + calls + kernels);
+    g.reserve<cpu_task>(calls);
+    g.reserve<gpu_kernel>(kernels);
+    g.reserve_dependencies(4 * (calls + kernels));
+  }
+
   std::size_t insert_casts(graph& g, const cast_plan& plan, pass_report& rep) const {
     std::size_t fwd = 0, bwd = 0;
     time_ns cpu = 0, gpu = 0;

@@ -27,6 +27,9 @@ template <class Graph> struct erased_pass {
   std::string name;                                  ///< the pass's name ("amp")
   std::string spec;                                  ///< as the user wrote it ("amp:compute=2")
   std::function<pass_report(Graph&)> run;            ///< applies it transactionally
+  /// Applies it without the transaction's copy (apply_in_place), to a graph that is a
+  /// copy dropped on failure; when empty, `run` serves (run_chain_in_place).
+  std::function<pass_report(Graph&)> run_in_place;
   /// A replay with the pass's policy.
   std::function<replay_result(const Graph&, const replay_options&)> replay;
   bool custom_policy = false;                        ///< whether it brings its own policy
@@ -77,16 +80,19 @@ template <class Pass, class Graph> pass_entry<Graph> entry_for() {
     erased_pass<Graph> out;
     out.name = std::string(pass_traits<Pass>::name);
     Pass pass = passes::from_params<Pass>(p);
-    out.run = [pass](Graph& g) {
+    auto run = [pass](Graph& g, bool in_place) {
       pass_report rep;
       auto wrapped = [&](Graph& gg) {
         if constexpr (std::is_convertible_v<decltype(pass(gg)), pass_report>) rep = pass(gg);
         else pass(gg);
       };
-      daydream::apply(g, wrapped, pass_traits<Pass>::name);
+      if (in_place) daydream::apply_in_place(g, wrapped, pass_traits<Pass>::name);
+      else daydream::apply(g, wrapped, pass_traits<Pass>::name);
       if (rep.pass.empty()) rep.pass = std::string(pass_traits<Pass>::name);
       return rep;
     };
+    out.run = [run](Graph& g) { return run(g, false); };
+    out.run_in_place = [run](Graph& g) { return run(g, true); };
     using policy = pass_policy_t<Pass>;
     out.custom_policy = !std::is_same_v<policy, trace_order_policy>;
     out.replay = [](const Graph& g, const replay_options& o) { return daydream::replay(g, policy{}, o); };
@@ -178,19 +184,41 @@ private:
   std::vector<pass_entry<Graph>> entries_;
 };
 
-/// Runs a chain on `g` and replays it with the policy of the last pass that brings one.
+//! @cond DAYDREAM_INTERNAL
+namespace detail {
 template <class Graph>
-std::pair<replay_result, std::vector<pass_report>> run_chain(Graph& g,
-                                                             const std::vector<erased_pass<Graph>>& chain,
-                                                             const replay_options& options = {}) {
+std::pair<replay_result, std::vector<pass_report>> run_chain(Graph& g, const std::vector<erased_pass<Graph>>& chain,
+                                                             const replay_options& options, bool in_place) {
   std::vector<pass_report> reports;
   const erased_pass<Graph>* policy_owner = nullptr;
   for (auto& p : chain) {
-    reports.push_back(p.run(g));
+    reports.push_back(in_place && p.run_in_place ? p.run_in_place(g) : p.run(g));
     if (p.custom_policy) policy_owner = &p;
   }
   auto r = policy_owner ? policy_owner->replay(g, options) : daydream::replay(g, trace_order_policy{}, options);
   return {std::move(r), std::move(reports)};
+}
+} // namespace detail
+//! @endcond
+
+/// Runs a chain on `g` and replays it with the policy of the last pass that brings one.
+/// Each pass is a transaction: when one fails, `g` is as the passes before it left it.
+template <class Graph>
+std::pair<replay_result, std::vector<pass_report>> run_chain(Graph& g,
+                                                             const std::vector<erased_pass<Graph>>& chain,
+                                                             const replay_options& options = {}) {
+  return detail::run_chain(g, chain, options, false);
+}
+
+/// run_chain on a graph that is a copy, dropped if a pass fails (a what-if scenario's):
+/// the passes run without the transaction's copy of the graph (apply_in_place), so the
+/// chain needs memory for one graph, not two. On failure `g` is fit only to be destroyed
+/// or assigned.
+template <class Graph>
+std::pair<replay_result, std::vector<pass_report>> run_chain_in_place(Graph& g,
+                                                                      const std::vector<erased_pass<Graph>>& chain,
+                                                                      const replay_options& options = {}) {
+  return detail::run_chain(g, chain, options, true);
 }
 
 } // namespace daydream::passes

@@ -104,12 +104,14 @@ inline void measure(scenario& s, const std::vector<std::int32_t>& iterations, co
   if (mem.from != memory_model::source::none) s.peak_memory = mem.initial + s.r.peak_memory;
 }
 
-/// The baseline: `g` replayed unchanged, in trace order.
-inline scenario baseline(const graph& g, const std::vector<std::int32_t>& iterations, const memory_model& mem,
+/// The baseline: `g` replayed unchanged, in trace order. The scenario keeps `g`: a
+/// caller done with its own graph moves it in (`baseline(std::move(trace.g), ...)`, then
+/// reads the trace's graph as the baseline's `g`) and holds it once instead of twice.
+inline scenario baseline(graph g, const std::vector<std::int32_t>& iterations, const memory_model& mem,
                          const replay_options& o = {}) {
   scenario s;
   s.name = "baseline";
-  s.g = g;
+  s.g = std::move(g);
   s.r = replay(s.g, trace_order_policy{}, o);
   measure(s, iterations, mem);
   return s;
@@ -127,7 +129,8 @@ inline scenario run_scenario(const graph& g, const std::vector<passes::erased_pa
   for (auto& p : chain) s.passes.push_back(p.name);
   try {
     s.g = g;
-    auto [r, reports] = passes::run_chain(s.g, chain, o);
+    // The copy is the transaction: a pass that fails drops it, so no second copy is kept.
+    auto [r, reports] = passes::run_chain_in_place(s.g, chain, o);
     s.r = std::move(r);
     s.reports = std::move(reports);
     measure(s, iterations, mem);
@@ -136,6 +139,7 @@ inline scenario run_scenario(const graph& g, const std::vector<passes::erased_pa
     throw;
   } catch (const std::exception& e) {
     s.error = e.what();
+    s.g = graph{}; // as the failed pass left it: no graph of the scenario's
   }
   return s;
 }

@@ -125,16 +125,7 @@ struct steady_sums {
   }
   /// A task of span slot `k` ran over [start, end) (on the GPU side when `device`).
   void span(std::size_t k, time_ns start, time_ns end, bool device) noexcept {
-    auto& s = spans[k];
-    s.first_start = std::min(s.first_start, start);
-    s.last_end = std::max(s.last_end, end);
-    ++s.tasks;
-    if (device) {
-      s.device_first = s.device_first < 0 ? start : std::min(s.device_first, start);
-      s.device_end = std::max(s.device_end, end);
-    } else {
-      s.cpu_end = std::max(s.cpu_end, end);
-    }
+    span_builder::extend(spans[k], start, end, device);
   }
   /// A task of work slot `w` ran over [start, end), start < end.
   void work(std::size_t w, bool shared, time_ns start, time_ns end) {

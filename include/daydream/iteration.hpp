@@ -142,6 +142,11 @@ struct span_builder {
       s.last_end = end;
       s.cpu_end = std::numeric_limits<time_ns>::min();
     }
+    extend(s, start, end, device);
+  }
+
+  /// Adds a task that ran over [start, end) (on the GPU side when `device`) to span `s`.
+  static void extend(iteration_span& s, time_ns start, time_ns end, bool device) noexcept {
     s.first_start = std::min(s.first_start, start);
     s.last_end = std::max(s.last_end, end);
     ++s.tasks;

@@ -33,6 +33,15 @@ struct skipped_pass {
   std::string reason;
 };
 
+/// What the outputs read of a scenario's graph, kept when the run drops the graph:
+/// `daydream whatif` holds one scenario's graph at a time unless an output writes the
+/// graphs (--timeline, --dlc, --chakra).
+struct scenario_facts {
+  daydream::iteration_breakdown breakdown; ///< of the representative iteration (breakdown_of)
+  std::string bound;                       ///< what bounds it (explain_bound)
+  std::string backlog;                     ///< why its step exceeds its span (backlog_note)
+};
+
 /// Everything one run of the program computed.
 struct analysis {
   const daydream::io::kineto_trace* trace = nullptr; ///< the trace read (its graph is moved into `base.g`)
@@ -43,6 +52,9 @@ struct analysis {
   std::vector<time_ns> measured;        ///< the trace's own time of each analysed iteration (-1: unknown)
   scenario base;
   std::vector<scenario> scenarios;
+  /// Per scenario, in order, once the run has read them off its graph (see scenario_facts);
+  /// empty: the outputs read the graphs.
+  std::vector<scenario_facts> facts;
   std::vector<skipped_pass> not_applicable; ///< bundled passes left out of the default run
   memory_model memory;
   std::optional<std::int64_t> batch;    ///< samples per worker and step (--batch)
@@ -134,9 +146,43 @@ inline double speedup(const analysis& a, const scenario& s) { return throughput_
 
 using daydream::whatif::explain_bound;
 
+/// The facts kept of `s`, one of `a.scenarios`, or nullptr (the baseline; facts not kept).
+inline const scenario_facts* facts_of(const analysis& a, const scenario& s) {
+  if (a.facts.empty() || a.scenarios.empty()) return nullptr;
+  const std::less<const scenario*> before;
+  const scenario* first = a.scenarios.data();
+  if (before(&s, first) || !before(&s, first + a.scenarios.size())) return nullptr;
+  const auto k = std::size_t(&s - first);
+  return k < a.facts.size() ? &a.facts[k] : nullptr;
+}
+
 /// The breakdown of the representative iteration in scenario `s`.
 inline daydream::iteration_breakdown breakdown_of(const analysis& a, const scenario& s) {
+  if (auto* f = facts_of(a, s)) return f->breakdown;
   return daydream::breakdown(s.g, s.r, a.iteration);
+}
+
+/// What bounds the representative iteration in scenario `s` (explain_bound).
+inline std::string bound_of(const analysis& a, const scenario& s) {
+  if (auto* f = facts_of(a, s)) return f->bound;
+  return explain_bound(s.g, breakdown_of(a, s));
+}
+
+/// Why `s`'s step exceeds its span, or "" (backlog_note).
+inline std::string backlog_of(const analysis& a, const scenario& s) {
+  if (auto* f = facts_of(a, s)) return f->backlog;
+  return daydream::whatif::backlog_note(s);
+}
+
+/// Reads the facts the outputs need off scenario `s`'s graph (an empty one for a
+/// scenario that failed).
+inline scenario_facts facts_for(const analysis& a, const scenario& s) {
+  scenario_facts f;
+  if (!s.error.empty()) return f;
+  f.breakdown = daydream::breakdown(s.g, s.r, a.iteration);
+  f.bound = explain_bound(s.g, f.breakdown);
+  f.backlog = daydream::whatif::backlog_note(s);
+  return f;
 }
 
 /// What a scenario's row says instead of a speedup when it has none: empty if it has one.
@@ -303,8 +349,8 @@ inline std::string to_json(const analysis& a) {
     if (ok) {
       write_times(w, a, s);
       write_throughput(w, a, s);
-      w.field("bound", explain_bound(s.g, breakdown_of(a, s)));
-      if (auto bl = backlog_note(s); !bl.empty()) w.field("backlog", bl);
+      w.field("bound", bound_of(a, s));
+      if (auto bl = backlog_of(a, s); !bl.empty()) w.field("backlog", bl);
     }
     w.key("peak_memory_bytes");
     if (s.peak_memory && ok) w.value(*s.peak_memory); else w.null();
@@ -390,8 +436,8 @@ inline void print_table(std::FILE* out, const analysis& a) {
     fmt::print(out, "  {:<{}} {:>14} {:>8} {:>8.2f}x {:>13}\n", s.name, w, ms(s.predicted),
                spread_str(s.per_iteration), speedup(a, s), mem(s));
     if (auto tl = throughput_line(a, s); !tl.empty()) fmt::print(out, "  {:<{}}   {}\n", "", w, tl);
-    fmt::print(out, "  {:<{}}   {}\n", "", w, explain_bound(s.g, breakdown_of(a, s)));
-    if (auto bl = backlog_note(s); !bl.empty()) fmt::print(out, "  {:<{}}   steady state: {}\n", "", w, bl);
+    fmt::print(out, "  {:<{}}   {}\n", "", w, bound_of(a, s));
+    if (auto bl = backlog_of(a, s); !bl.empty()) fmt::print(out, "  {:<{}}   steady state: {}\n", "", w, bl);
   }
   if (many)
     fmt::print(out, "  * the median of the {} analysed iterations; spread: (slowest - fastest) / median\n",

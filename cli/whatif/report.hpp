@@ -77,7 +77,7 @@ inline std::string html_report(const analysis& a) {
       notes = "<b>no change:</b> " + html_escape(s.reason());
     } else {
       if (auto tl = throughput_line(a, s); !tl.empty()) notes = html_escape(tl) + "<br>";
-      notes += html_escape(explain_bound(s.g, breakdown_of(a, s)));
+      notes += html_escape(bound_of(a, s));
     }
     fmt::format_to(out, "<tr><td class=\"l\">{}</td><td>{}</td>{}<td>{}</td><td>{}</td><td class=\"note\">{}</td></tr>\n",
                    html_escape(s.name), ms(s.predicted), spread_cell(s.per_iteration), sp, mem(s), notes);

@@ -281,9 +281,16 @@ int run(const options& opts, std::FILE* out, std::FILE* err, const daydream::pas
       chains.push_back(reg.make_chain(specs.back()));
     }
   }
+  // The outputs read a scenario's breakdown, bound and backlog off its graph: read when it
+  // is made, after which the graph goes unless an output writes the graphs. So the run
+  // holds the trace's graph and one scenario's, not one per scenario.
+  const bool keep_graphs = !o.timeline.empty() || !o.dlc.empty() || !o.chakra.empty();
   for (std::size_t k = 0; k < specs.size(); ++k) {
     if (o.progress) { fmt::print(err, "\r\x1b[Kpredicting {}...", specs[k]); std::fflush(err); }
     a.scenarios.push_back(run_scenario(a.base.g, chains[k], specs[k], a.iterations, a.memory, o.replay));
+    auto& s = a.scenarios.back();
+    a.facts.push_back(facts_for(a, s));
+    if (!keep_graphs) s.g = graph{};
   }
   if (o.progress) fmt::print(err, "\r\x1b[K");
   for (auto& w : spread_warnings(a)) a.warnings.push_back(w);

@@ -335,6 +335,25 @@ TEST_CASE("every scenario says what bounds it") {
             .starts_with("GPU-bound"));
 }
 
+TEST_CASE("the run keeps one scenario's graph at a time: its outputs are those of the graphs kept") {
+  // Without an output that writes graphs, each scenario's breakdown, bound and backlog are
+  // read off its graph as it is made and the graph goes; with --timeline every graph is
+  // kept. The default run on a real trace prints the same in both, table and JSON.
+  for (bool json : {true, false}) {
+    CAPTURE(json);
+    whatif_cmd::options o;
+    o.trace = resnet;
+    o.json = json;
+    const auto dropped = run(o);
+    o.timeline = (scratch() / "kept_graphs.json").string();
+    const auto kept = run(o);
+    REQUIRE(dropped.status == 0);
+    REQUIRE(kept.status == 0);
+    CHECK(dropped.out == kept.out);
+    CHECK(dropped.out.find("bound") != std::string::npos);
+  }
+}
+
 TEST_CASE("data-parallel scenarios report throughput across workers and scaling efficiency") {
   auto path = write_file("dp.json", training_trace({.kernel_us = {2000, 2000, 2000, 2000}}));
   auto o = json_of(path, {"slow_kernels:factor=1.25,workers=16"});

@@ -95,42 +95,131 @@ struct steady_step {
 
 //! @cond DAYDREAM_INTERNAL
 namespace detail {
+/// Where a task counts in the steady-state steps: its span slot (slot << 1 | on the GPU
+/// side) and its work slot (slot << 1 | on a fair-share resource), or the codes below.
+struct steady_code {
+  static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max(); ///< no task; no work slot
+  static constexpr std::uint32_t outside = none - 1;   ///< span: GPU-side, of no iteration
+  static constexpr std::uint32_t unspanned = none - 2; ///< span: CPU-side, of no iteration
+  std::uint32_t span = none;
+  std::uint32_t work = none;
+};
+
+/// Finds the steady_code of each task of a graph for the steps of iterations `its`: a
+/// span slot per iteration met (in the order met; slots() gives their iterations), the
+/// work slot k * resources + resource for a task of `its[k]`.
+class steady_coder {
+public:
+  template <class Graph> steady_coder(const Graph& g, const std::vector<std::int32_t>& its) : n_its_(its.size()) {
+    nres_ = g.resource_count();
+    shared_.assign(nres_, 0);
+    device_.assign(nres_, 0);
+    for (std::size_t res = 0; res < nres_; ++res) {
+      shared_[res] = g.resource_at(resource_id(res)).share != sharing::exclusive;
+      device_[res] = !is_cpu(g.resource_at(resource_id(res)).kind);
+    }
+    if (n_its_ * nres_ >= (std::size_t(1) << 31))
+      throw error("daydream: steady-state steps: " + std::to_string(n_its_) + " iterations of " +
+                  std::to_string(nres_) + " resources are more than they can index");
+    // An analysed iteration's index comes from a table over their range when it is small.
+    for (std::size_t k = 0; k < its.size(); ++k) at_.emplace(its[k], k);
+    if (!its.empty()) {
+      lo_ = *std::min_element(its.begin(), its.end());
+      const auto hi = *std::max_element(its.begin(), its.end());
+      if (std::int64_t(hi) - lo_ < (std::int64_t(1) << 16)) {
+        index_of_.assign(std::size_t(std::int64_t(hi) - lo_ + 1), n_its_);
+        for (auto& [i, k] : at_) index_of_[std::size_t(std::int64_t(i) - lo_)] = k;
+      }
+    }
+  }
+
+  /// The code of live task `t` of the graph (a span slot is made for its iteration when
+  /// it is the first met: the last one met is looked up first).
+  template <class Graph> steady_code code(const Graph& g, task_id t) {
+    steady_code c;
+    const auto i = g.iteration(t);
+    const auto res = g.resource_of(t);
+    const bool known = res != no_resource && res < nres_;
+    const bool dev = known && device_[res];
+    if (i < 0) {
+      c.span = dev ? steady_code::outside : steady_code::unspanned;
+    } else {
+      if (slots_.empty() || slots_[last_] != i) {
+        auto [it, added] = span_of_.try_emplace(i, slots_.size());
+        if (added) {
+          if (slots_.size() >= steady_code::unspanned >> 1)
+            throw error("daydream: steady-state steps: more iterations than they can index");
+          slots_.push_back(i);
+        }
+        last_ = it->second;
+      }
+      c.span = std::uint32_t(last_ << 1 | std::size_t(dev));
+    }
+    std::size_t k = n_its_;
+    if (!index_of_.empty()) {
+      if (i >= lo_ && std::int64_t(i) - lo_ < std::int64_t(index_of_.size())) k = index_of_[std::size_t(std::int64_t(i) - lo_)];
+    } else if (auto it = at_.find(i); it != at_.end()) {
+      k = it->second;
+    }
+    if (k < n_its_ && known) c.work = std::uint32_t((k * nres_ + res) << 1 | shared_[res]);
+    return c;
+  }
+
+  /// The iteration of each span slot made so far.
+  const std::vector<std::int32_t>& slots() const noexcept { return slots_; }
+  /// Which resources share (fair-share), by resource id.
+  const std::vector<std::uint8_t>& shared() const noexcept { return shared_; }
+  /// Work slots: the analysed iterations times the resources.
+  std::size_t work_slots() const noexcept { return n_its_ * nres_; }
+  std::size_t resources() const noexcept { return nres_; }
+
+private:
+  std::size_t n_its_ = 0, nres_ = 0, last_ = 0;
+  std::vector<std::uint8_t> shared_, device_;
+  std::map<std::int32_t, std::size_t> at_, span_of_;
+  std::int32_t lo_ = 0;
+  std::vector<std::size_t> index_of_; ///< iteration - lo_ -> its index in `its` (n_its_: not analysed); empty: use at_
+  std::vector<std::int32_t> slots_;
+};
+
 /// What steady_steps sums, task by task, and the steps it makes of it. A task adds to its
-/// iteration's span (a slot per iteration met), to the GPU-side work of no iteration, and
-/// to the work of its (analysed iteration, resource) (`work` slot k * resources + resource):
-/// an exclusive resource runs one task at a time, so its work is the sum of its tasks'
-/// replayed times; a fair-share one keeps its intervals, whose union is its work.
+/// iteration's span, to the GPU-side work of no iteration, and to the work of its
+/// (analysed iteration, resource): an exclusive resource runs one task at a time, so its
+/// work is the sum of its tasks' replayed times; a fair-share one keeps its intervals,
+/// whose union is its work.
 struct steady_sums {
-  std::vector<iteration_span> spans; ///< per slot; `tasks` 0: none of its tasks ran
+  std::vector<iteration_span> spans; ///< per span slot; `tasks` 0: none of its tasks ran
   std::vector<std::pair<time_ns, time_ns>> outside; ///< GPU-side tasks of no iteration
   std::vector<time_ns> busy;                         ///< exclusive work per work slot
   std::vector<std::vector<std::pair<time_ns, time_ns>>> iv; ///< fair-share intervals per work slot
 
-  /// A span of iteration `i` no task has added to.
-  static iteration_span fresh(std::int32_t i) noexcept {
-    iteration_span s;
-    s.iteration = i;
-    s.first_start = std::numeric_limits<time_ns>::max();
-    s.last_end = s.cpu_end = std::numeric_limits<time_ns>::min();
-    return s;
-  }
   /// Empty sums over the spans of iterations `slots` and `work` work slots.
   void reset(const std::vector<std::int32_t>& slots, std::size_t work) {
     spans.clear();
-    for (auto i : slots) spans.push_back(fresh(i));
+    fit(slots);
     outside.clear();
     busy.assign(work, 0);
     for (auto& v : iv) v.clear();
     iv.resize(work);
   }
-  /// A task of span slot `k` ran over [start, end) (on the GPU side when `device`).
-  void span(std::size_t k, time_ns start, time_ns end, bool device) noexcept {
-    span_builder::extend(spans[k], start, end, device);
+  /// Empty spans for the slots of `slots` not summed yet.
+  void fit(const std::vector<std::int32_t>& slots) {
+    while (spans.size() < slots.size()) {
+      iteration_span s;
+      s.iteration = slots[spans.size()];
+      s.first_start = std::numeric_limits<time_ns>::max();
+      s.last_end = s.cpu_end = std::numeric_limits<time_ns>::min();
+      spans.push_back(s);
+    }
   }
-  /// A task of work slot `w` ran over [start, end), start < end.
-  void work(std::size_t w, bool shared, time_ns start, time_ns end) {
-    if (shared) iv[w].push_back({start, end});
-    else busy[w] += end - start;
+  /// A task of code `c` that the replay ran over [start, end) (start < 0: it did not run).
+  void add(steady_code c, time_ns start, time_ns end) {
+    if (c.span == steady_code::none || start < 0) return;
+    if (c.span < steady_code::unspanned) span_builder::extend(spans[c.span >> 1], start, end, c.span & 1);
+    else if (c.span == steady_code::outside) outside.push_back({start, end});
+    if (c.work == steady_code::none || end <= start) return;
+    if (c.work & 1) iv[c.work >> 1].push_back({start, end});
+    else busy[c.work >> 1] += end - start;
   }
 
   /// The steps of iterations `its`: work slot k * `nres` + resource is `its[k]`'s on that
@@ -165,18 +254,6 @@ struct steady_sums {
     return out;
   }
 };
-
-/// Which resources of `g` share (fair-share) and which are on the GPU side (not a CPU thread).
-template <class Graph>
-void resource_sides(const Graph& g, std::vector<std::uint8_t>& shared, std::vector<std::uint8_t>& device) {
-  const std::size_t nres = g.resource_count();
-  shared.assign(nres, 0);
-  device.assign(nres, 0);
-  for (std::size_t res = 0; res < nres; ++res) {
-    shared[res] = g.resource_at(resource_id(res)).share != sharing::exclusive;
-    device[res] = !is_cpu(g.resource_at(resource_id(res)).kind);
-  }
-}
 } // namespace detail
 //! @endcond
 
@@ -186,58 +263,18 @@ void resource_sides(const Graph& g, std::vector<std::uint8_t>& shared, std::vect
 template <class Graph>
 std::vector<steady_step> steady_steps(const Graph& g, const replay_result& r, const std::vector<std::int32_t>& its) {
   check_replay_of(g, r, "steady_steps");
-  const std::size_t nres = g.resource_count();
-  std::vector<std::uint8_t> shared, device;
-  detail::resource_sides(g, shared, device);
-  // An analysed iteration's index comes from a table over the iterations' range when it
-  // is small; a span's slot from the last iteration met, then a map.
-  std::map<std::int32_t, std::size_t> at;
-  for (std::size_t k = 0; k < its.size(); ++k) at.emplace(its[k], k);
-  std::int32_t lo = 0, hi = -1;
-  if (!its.empty()) {
-    lo = *std::min_element(its.begin(), its.end());
-    hi = *std::max_element(its.begin(), its.end());
-  }
-  const bool dense = hi >= lo && std::int64_t(hi) - lo < (std::int64_t(1) << 16);
-  std::vector<std::size_t> slot_of(dense ? std::size_t(std::int64_t(hi) - lo + 1) : 0, its.size());
-  for (auto& [i, k] : at)
-    if (dense) slot_of[std::size_t(std::int64_t(i) - lo)] = k;
+  detail::steady_coder coder(g, its);
   detail::steady_sums sums;
-  sums.reset({}, its.size() * nres);
-  std::map<std::int32_t, std::size_t> span_of;
-  std::int32_t last_i = 0;
-  std::size_t last_slot = std::size_t(-1);
+  sums.reset({}, coder.work_slots());
   // A plain loop over the ids (a per-task lambda through for_each_task is not inlined
   // by every compiler).
   for (task_id t = 0, n = g.id_bound(); t < n; ++t) {
-    if (!g.contains(t)) continue;
-    const time_ns start = r.start[t], end = r.end[t];
-    if (start < 0) continue;
-    const auto i = g.iteration(t);
-    const auto res = g.resource_of(t);
-    const bool known = res != no_resource && res < nres;
-    const bool dev = known && device[res];
-    if (i < 0) {
-      if (dev) sums.outside.push_back({start, end});
-    } else {
-      if (last_slot == std::size_t(-1) || i != last_i) {
-        auto [it, added] = span_of.try_emplace(i, sums.spans.size());
-        if (added) sums.spans.push_back(detail::steady_sums::fresh(i));
-        last_i = i;
-        last_slot = it->second;
-      }
-      sums.span(last_slot, start, end, dev);
-    }
-    std::size_t k = its.size();
-    if (dense) {
-      if (i >= lo && i <= hi) k = slot_of[std::size_t(std::int64_t(i) - lo)];
-    } else if (auto it = at.find(i); it != at.end()) {
-      k = it->second;
-    }
-    if (k == its.size() || end <= start || !known) continue;
-    sums.work(k * nres + res, shared[res], start, end);
+    if (!g.contains(t) || r.start[t] < 0) continue;
+    const auto c = coder.code(g, t);
+    sums.fit(coder.slots());
+    sums.add(c, r.start[t], r.end[t]);
   }
-  return sums.steps(its, nres, shared);
+  return sums.steps(its, coder.resources(), coder.shared());
 }
 
 /// What steady_steps reads of a graph, read once, for many replays of it that change no
@@ -258,33 +295,14 @@ std::vector<steady_step> steady_steps(const Graph& g, const replay_result& r, co
 class steady_plan {
 public:
   steady_plan() = default;
-  template <class Graph>
-  steady_plan(const Graph& g, std::vector<std::int32_t> its) : its_(std::move(its)), nres_(g.resource_count()) {
-    std::vector<std::uint8_t> device;
-    detail::resource_sides(g, shared_, device);
-    std::map<std::int32_t, std::size_t> at, span_of;
-    for (std::size_t k = 0; k < its_.size(); ++k) at.emplace(its_[k], k);
-    codes_.assign(g.id_bound(), code{});
-    for (task_id t = 0, n = g.id_bound(); t < n; ++t) {
-      if (!g.contains(t)) continue;
-      const auto i = g.iteration(t);
-      const auto res = g.resource_of(t);
-      const bool known = res != no_resource && res < nres_;
-      const bool dev = known && device[res];
-      auto& c = codes_[t];
-      if (i < 0) {
-        c.span = dev ? outside : unspanned;
-      } else {
-        auto [it, added] = span_of.try_emplace(i, span_of.size());
-        if (added) slots_.push_back(i);
-        c.span = std::uint32_t(it->second << 1 | std::size_t(dev));
-      }
-      if (auto it = at.find(i); it != at.end() && known)
-        c.work = std::uint32_t((it->second * nres_ + res) << 1 | shared_[res]);
-    }
-    if (slots_.size() >= (std::size_t(1) << 31) - 2 || its_.size() * nres_ >= (std::size_t(1) << 31) - 1)
-      throw error("daydream: steady_plan: " + std::to_string(slots_.size()) + " iterations of " + std::to_string(nres_) +
-                  " resources are more than it can index");
+  template <class Graph> steady_plan(const Graph& g, std::vector<std::int32_t> its) : its_(std::move(its)) {
+    detail::steady_coder coder(g, its_);
+    codes_.assign(g.id_bound(), detail::steady_code{});
+    for (task_id t = 0, n = g.id_bound(); t < n; ++t)
+      if (g.contains(t)) codes_[t] = coder.code(g, t);
+    slots_ = coder.slots();
+    shared_ = coder.shared();
+    nres_ = coder.resources();
   }
 
   /// The steady-state steps of the plan's iterations in replay `r` (steady_steps), in
@@ -297,34 +315,18 @@ public:
     sums_.reset(slots_, its_.size() * nres_);
     const time_ns* start = r.start.data();
     const time_ns* end = r.end.data();
-    for (std::size_t t = 0, n = codes_.size(); t < n; ++t) {
-      const code c = codes_[t];
-      if (c.span == skip) continue;
-      const time_ns b = start[t], e = end[t];
-      if (b < 0) continue;
-      if (c.span < unspanned) sums_.span(c.span >> 1, b, e, c.span & 1);
-      else if (c.span == outside) sums_.outside.push_back({b, e});
-      if (c.work != skip && b < e) sums_.work(c.work >> 1, c.work & 1, b, e);
-    }
+    for (std::size_t t = 0, n = codes_.size(); t < n; ++t) sums_.add(codes_[t], start[t], end[t]);
     return sums_.steps(its_, nres_, shared_);
   }
   /// The iterations whose steps the plan gives.
   const std::vector<std::int32_t>& iterations() const noexcept { return its_; }
 
 private:
-  static constexpr std::uint32_t skip = std::numeric_limits<std::uint32_t>::max(); ///< no task, or no work slot
-  static constexpr std::uint32_t outside = skip - 1;   ///< GPU-side, of no iteration
-  static constexpr std::uint32_t unspanned = skip - 2; ///< CPU-side, of no iteration
-  /// A task id's span slot (slot << 1 | GPU side) and work slot (slot << 1 | fair-share).
-  struct code {
-    std::uint32_t span = skip;
-    std::uint32_t work = skip;
-  };
   std::vector<std::int32_t> its_;
   std::size_t nres_ = 0;
   std::vector<std::int32_t> slots_; ///< the iteration of each span slot
   std::vector<std::uint8_t> shared_;
-  std::vector<code> codes_;
+  std::vector<detail::steady_code> codes_;
   detail::steady_sums sums_;
 };
 

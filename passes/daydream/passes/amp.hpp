@@ -485,7 +485,6 @@ private:
     }
     return plan;
   }
-  /// Inserts the planned casts; returns how many operators it added.
   /// Room for every task the casts and the scaler insert, at once: a copied graph (a
   /// what-if's) has none to spare, and growing by doubling would hold its arrays twice.
   /// A cast is a call and a kernel; the scaler, per iteration, a call, a kernel and a sync;
@@ -512,6 +511,7 @@ private:
     g.reserve_dependencies(4 * (calls + kernels));
   }
 
+  /// Inserts the planned casts; returns how many operators it added.
   std::size_t insert_casts(graph& g, const cast_plan& plan, pass_report& rep) const {
     std::size_t fwd = 0, bwd = 0;
     time_ns cpu = 0, gpu = 0;

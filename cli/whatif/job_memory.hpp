@@ -14,6 +14,7 @@
 #define DAYDREAM_CLI_WHATIF_JOB_MEMORY_HPP
 
 #include <daydream/graph.hpp>
+#include <daydream/io/detail/trace_file.hpp>
 
 #include <fmt/format.h>
 
@@ -22,6 +23,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -68,16 +70,12 @@ inline std::uint64_t json_bytes(const std::filesystem::path& file) {
   std::error_code ec;
   const auto size = std::uint64_t(std::filesystem::file_size(file, ec));
   if (ec) return 0;
-  std::ifstream in(file, std::ios::binary);
-  unsigned char magic[2] = {0, 0};
-  in.read(reinterpret_cast<char*>(magic), 2);
-  if (!in || magic[0] != 0x1f || magic[1] != 0x8b || size < 18) return size;
-  in.seekg(std::streamoff(size - 4));
-  unsigned char t[4] = {0, 0, 0, 0};
-  in.read(reinterpret_cast<char*>(t), 4);
-  const std::uint64_t isize = std::uint64_t(t[0]) | std::uint64_t(t[1]) << 8 | std::uint64_t(t[2]) << 16 |
-                              std::uint64_t(t[3]) << 24;
-  return std::max(isize, size);
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(file.c_str(), "rb"), &std::fclose);
+  if (!f) return size;
+  char head[2] = {0, 0};
+  const std::size_t got = std::fread(head, 1, 2, f.get());
+  if (!daydream::io::detail::is_gzip({head, got})) return size;
+  return std::max(daydream::io::detail::gzip_isize(f.get(), size), size);
 }
 
 /// `bytes` as "12.3 GiB" (or "45.6 MiB" below 1 GiB).

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -134,6 +135,16 @@ struct file_closer {
 inline bool is_gzip(std::string_view head) noexcept {
   return head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f &&
          static_cast<unsigned char>(head[1]) == 0x8b;
+}
+
+/// ISIZE of the gzip file `f` of `size` bytes: its last 4 bytes, the uncompressed size
+/// of its last member modulo 2^32 (a hint only: a multi-member file, a file over 4 GiB, a
+/// corrupt or hostile one); 0 when the file is too short or cannot be read there. Moves
+/// the file's position.
+inline std::uint64_t gzip_isize(std::FILE* f, std::uint64_t size) noexcept {
+  unsigned char t[4];
+  if (size < 18 || std::fseek(f, -4, SEEK_END) != 0 || std::fread(t, 1, 4, f) != 4) return 0;
+  return std::uint64_t(t[0]) | std::uint64_t(t[1]) << 8 | std::uint64_t(t[2]) << 16 | std::uint64_t(t[3]) << 24;
 }
 
 /// Inflates gzip data (all members of a multi-member file) into `out`, reading the

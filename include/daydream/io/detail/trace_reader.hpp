@@ -54,12 +54,9 @@ public:
       throw error("daydream: " + r.what_ + ": the name ends in .gz but the file is not gzip data "
                   "(it does not start with the gzip magic bytes 1f 8b)");
     if (r.gz_) {
-      // ISIZE, the last 4 bytes of a gzip member: the uncompressed size modulo 2^32, a
-      // hint only (a multi-member file, a file over 4 GiB, a corrupt or hostile one).
-      if (size >= 18 && std::fseek(f, -4, SEEK_END) == 0) {
-        unsigned char t[4];
-        if (std::fread(t, 1, 4, f) == 4)
-          r.size_hint_ = std::size_t(t[0]) | std::size_t(t[1]) << 8 | std::size_t(t[2]) << 16 | std::size_t(t[3]) << 24;
+      // ISIZE, the uncompressed size modulo 2^32: a hint only.
+      if (size >= 18) {
+        r.size_hint_ = std::size_t(gzip_isize(f, size));
         if (r.size_hint_ < size) r.size_hint_ = size * 4;
         // Only the tables' first reservation follows it: a claim beyond 64:1 (Kineto JSON
         // compresses about 18:1; deflate allows 1032:1) is not believed, the tables grow.
